@@ -1,0 +1,36 @@
+#pragma once
+// The compare harness, generic over the algorithm: check every selected variant against the
+// reference, time the correct ones, print a table and write JSON lines.
+
+#include <string>
+#include <vector>
+
+#include "kbench/harness.hpp"
+
+namespace kbench::compare {
+
+struct Options {
+  std::string algorithm = "conv";
+  std::string size = "1080p";
+  std::string image_path;
+  std::vector<std::string> backends;  // empty: all
+  std::vector<std::string> variants;  // empty: all
+  std::string json_path;
+  std::uint64_t seed = 1;
+  TimingOptions timing;
+};
+
+// One problem to compare on: the input and how results name it.
+template <class Algorithm>
+struct Case {
+  typename Algorithm::Input input;
+  std::string name;         // e.g. "4k", or the image's file name
+  std::string description;  // e.g. "3840x2160x3 gaussian 3x3 clamp"
+};
+
+// Runs the comparison; returns the process exit status (non-zero when a variant is wrong or
+// failed).
+template <class Algorithm>
+int run(const Options& options, const Case<Algorithm>& problem);
+
+}  // namespace kbench::compare

@@ -1,0 +1,142 @@
+#pragma once
+// Definition of compare::run, included by each algorithm's compare file.
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "compare/compare.hpp"
+#include "compare/json.hpp"
+#include "kbench/system_info.hpp"
+
+namespace kbench::compare {
+
+inline bool selected(const std::vector<std::string>& filter, const std::string& value) {
+  if (filter.empty()) return true;
+  for (const auto& f : filter) {
+    if (f == value) return true;
+  }
+  return false;
+}
+
+struct Row {
+  std::string variant, layer, backend, status, detail;
+  Timing timing;
+  double max_error = 0;
+};
+
+template <class Algorithm>
+int run(const Options& options, const Case<Algorithm>& problem) {
+  const auto& all = variants<Algorithm>();
+  const Variant<Algorithm>& reference_variant = all.front();
+  const Workload work = Algorithm::workload(problem.input);
+  const bool have_gpu = gpu_available();
+
+  std::printf("%s on %s (%s)\n", Algorithm::name, problem.name.c_str(),
+              problem.description.c_str());
+  std::printf("host: %s, %d threads%s%s\n", cpu_name().c_str(), host_threads(),
+              have_gpu ? "; GPU: " : "", have_gpu ? gpu_name().c_str() : "");
+  std::printf("computing the double-precision reference...\n");
+  const typename Algorithm::Reference reference = Algorithm::reference(problem.input);
+
+  std::ofstream json;
+  if (!options.json_path.empty()) {
+    json.open(options.json_path, std::ios::app);
+    if (!json) throw Error("cannot open '" + options.json_path + "' for appending");
+  }
+
+  std::vector<Row> rows;
+  double reference_ms = 0;
+  int failures = 0;
+  for (const auto& v : all) {
+    const bool is_reference = &v == &reference_variant;
+    if (!is_reference && (!selected(options.variants, v.name) ||
+                          !selected(options.backends, to_string(v.backend)))) {
+      continue;
+    }
+    if (v.backend == Backend::cuda && !have_gpu) continue;
+    Row row{v.name, to_string(v.layer), to_string(v.backend), "ok", "", {}, 0};
+    if (!v.handles(problem.input)) {
+      row.status = "n/a";
+      row.detail = "does not handle this input";
+      rows.push_back(row);
+      continue;
+    }
+    std::printf("  %-26s checking...", v.name.c_str());
+    std::fflush(stdout);
+    try {
+      const auto out = run_checked(v, problem.input);
+      const CheckResult check = Algorithm::check(problem.input, reference, out);
+      row.max_error = check.max_error;
+      if (!check.ok) {
+        row.status = "WRONG";
+        row.detail = check.detail;
+      } else {
+        std::printf(" timing...");
+        std::fflush(stdout);
+        row.timing = time_variant(v, problem.input, options.timing);
+      }
+    } catch (const std::exception& e) {
+      row.status = "FAILED";
+      row.detail = e.what();
+    }
+    std::printf(" %s\n", row.status.c_str());
+    if (row.status != "ok") ++failures;
+    if (is_reference && row.status == "ok") reference_ms = row.timing.compute.median_ms;
+    rows.push_back(row);
+  }
+
+  std::printf("\n%-26s %-11s %-7s %10s %10s %10s %9s %9s %8s %6s\n", "variant", "layer", "backend",
+              "median ms", "min ms", "e2e ms", "GB/s",
+              (std::string("G") + work.operation_unit + "/s").c_str(), "speedup", "error");
+  const std::string date = utc_timestamp();
+  for (const Row& row : rows) {
+    if (row.status != "ok") {
+      std::printf("%-26s %-11s %-7s %s%s%s\n", row.variant.c_str(), row.layer.c_str(),
+                  row.backend.c_str(), row.status.c_str(), row.detail.empty() ? "" : ": ",
+                  row.detail.c_str());
+      continue;
+    }
+    const Timing& t = row.timing;
+    // Throughput and speedup use compute-only time where there is one, else the end-to-end time.
+    const double ms = t.has_compute ? t.compute.median_ms : t.end_to_end.median_ms;
+    const double gbps = work.bytes / (ms * 1e6);
+    const double gops = work.operations / (ms * 1e6);
+    const double speedup = reference_ms > 0 ? reference_ms / ms : 0;
+    char compute_median[16] = "-", compute_min[16] = "-", e2e[16] = "-";
+    if (t.has_compute) {
+      std::snprintf(compute_median, sizeof compute_median, "%.4f", t.compute.median_ms);
+      std::snprintf(compute_min, sizeof compute_min, "%.4f", t.compute.min_ms);
+    }
+    if (t.has_end_to_end) std::snprintf(e2e, sizeof e2e, "%.4f", t.end_to_end.median_ms);
+    std::printf("%-26s %-11s %-7s %10s %10s %10s %9.2f %9.2f %8.1f %6.2g\n", row.variant.c_str(),
+                row.layer.c_str(), row.backend.c_str(), compute_median, compute_min, e2e, gbps,
+                gops, speedup, row.max_error);
+    if (json.is_open()) {
+      JsonObject line;
+      line.add("algorithm", Algorithm::name).add("variant", row.variant).add("layer", row.layer);
+      line.add("backend", row.backend).add("case", problem.name);
+      line.add("description", problem.description).add("reps", t.reps);
+      line.add("batch", t.batch).add("rotation", t.rotation);
+      if (t.has_compute) {
+        line.add("compute_min_ms", t.compute.min_ms).add("compute_median_ms", t.compute.median_ms);
+        line.add("compute_max_ms", t.compute.max_ms);
+      }
+      if (t.has_end_to_end) {
+        line.add("e2e_min_ms", t.end_to_end.min_ms).add("e2e_median_ms", t.end_to_end.median_ms);
+        line.add("e2e_max_ms", t.end_to_end.max_ms);
+      }
+      line.add("bytes", work.bytes).add("operations", work.operations);
+      line.add("operation_unit", work.operation_unit).add("gb_per_s", gbps);
+      line.add("gops_per_s", gops).add("speedup_vs_sequential", speedup);
+      line.add("max_error", row.max_error).add("threads", host_threads());
+      line.add("device", row.backend == "cuda" ? gpu_name() : cpu_name());
+      line.add("date", date).add("commit", build_commit());
+      json << line.str() << '\n';
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace kbench::compare

@@ -1,0 +1,102 @@
+// compare: checks and times every variant of an algorithm on one input.
+//
+//   compare --algo conv --size 4k [--image photo.png] [--mask sharpen|FILE] [--border crop]
+//           [--backend cuda] [--variant NAME]... [--reps 20] [--json results.jsonl] [--list]
+#include <CLI/CLI.hpp>
+#include <Kokkos_Core.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "compare/inputs.hpp"
+#include "kbench/error.hpp"
+#include "kbench/image_io.hpp"
+#include "kbench/registry.hpp"
+
+namespace kbench::compare {
+
+ImageU8 load_or_generate(const Options& options, int channels, std::string* name) {
+  ImageU8 image;
+  if (!options.image_path.empty()) {
+    image = read_image(options.image_path);
+    const auto slash = options.image_path.find_last_of('/');
+    *name = slash == std::string::npos ? options.image_path : options.image_path.substr(slash + 1);
+  } else {
+    const ImageSize size = parse_image_size(options.size);
+    image = synthetic_image(size.width, size.height, 3, options.seed);
+    *name = options.size;
+  }
+  if (channels == 1) return to_gray(image);
+  if (image.channels == 3) return image;
+  ImageU8 rgb(image.width, image.height, 3);
+  for (std::size_t i = 0; i < image.pixel_count(); ++i) {
+    for (int c = 0; c < 3; ++c) {
+      rgb.data[i * 3 + c] = image.data[i * image.channels + (image.channels < 3 ? 0 : c)];
+    }
+  }
+  return rgb;
+}
+
+void print_registry() {
+  std::printf("%-8s %-26s %-11s %-7s %s\n", "algo", "variant", "layer", "backend", "kind");
+  for (const auto& v : all_variants()) {
+    std::printf("%-8s %-26s %-11s %-7s %s\n", v.algorithm.c_str(), v.name.c_str(),
+                to_string(v.layer), to_string(v.backend), v.end_to_end ? "end-to-end" : "kernel");
+  }
+}
+
+}  // namespace kbench::compare
+
+int main(int argc, char** argv) {
+  using namespace kbench::compare;
+  Options options;
+  ConvOptions conv;
+  bool list = false;
+  CLI::App app{
+      "Checks every variant of an algorithm against the sequential reference, then times "
+      "the correct ones.\nKokkos options (--kokkos-threads=N, ...) pass through."};
+  app.allow_extras();
+  app.add_option("--algo", options.algorithm, "Algorithm")
+      ->check(CLI::IsMember(kbench::algorithm_names()))
+      ->capture_default_str();
+  app.add_option("--size", options.size, "Generated input size: 480p, 720p, 1080p, 4k, 8k or WxH")
+      ->capture_default_str();
+  app.add_option("--image", options.image_path, "Use this image instead of a generated one");
+  app.add_option("--backend", options.backends,
+                 "Only variants of these backends (serial, openmp, cuda)")
+      ->check(CLI::IsMember({"serial", "openmp", "cuda"}));
+  app.add_option("--variant", options.variants, "Only these variants (see --list)");
+  app.add_option("--reps", options.timing.reps, "Timed repetitions per variant")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--json", options.json_path, "Append one JSON line per variant to this file");
+  app.add_option("--seed", options.seed, "Seed of generated inputs")->capture_default_str();
+  app.add_flag("--list", list, "Print the variant registry and exit");
+  app.add_option("--mask", conv.mask, "conv: built-in mask name or mask file")
+      ->capture_default_str();
+  app.add_option("--border", conv.border, "conv: crop or clamp")
+      ->check(CLI::IsMember({"crop", "clamp"}))
+      ->capture_default_str();
+  app.add_option("--channels", conv.channels, "conv: 1 (gray) or 3 (RGB)")
+      ->check(CLI::IsMember({1, 3}))
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  for (const auto& extra : app.remaining()) {
+    if (extra.rfind("--kokkos-", 0) != 0) {
+      std::cerr << "compare: unknown option '" << extra << "' (see --help)\n";
+      return 2;
+    }
+  }
+
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  try {
+    if (list) {
+      print_registry();
+      return 0;
+    }
+    return run_conv(options, conv);
+  } catch (const kbench::Error& e) {
+    std::cerr << "compare: " << e.what() << '\n';
+    return 1;
+  }
+}

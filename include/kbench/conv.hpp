@@ -1,0 +1,89 @@
+#pragma once
+// N×N mask convolution of a u8 image (1 to 4 interleaved channels) with a float mask,
+// accumulated in float, rounded to nearest and clamped to 0..255.
+//
+// The mask is applied as a correlation, the way image editors apply "kernels":
+//   out(x, y, c) = Σ_{j,i} mask(i, j) · in(x + i − r, y + j − r, c),   r = (N − 1) / 2
+// Border::crop keeps the pixels whose whole window lies inside the image (the output shrinks
+// by r on every side); Border::clamp keeps the size and repeats edge pixels.
+//
+// Tolerance: every variant is within ±1 grey level of the rounded double-precision result.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kbench/host_device.hpp"
+#include "kbench/image.hpp"
+#include "kbench/registry.hpp"
+
+namespace kbench {
+
+enum class Border { crop, clamp };
+
+struct Mask {
+  int size = 0;                // N, odd
+  std::vector<float> weights;  // N × N, row-major: weights[j * N + i]
+
+  int radius() const { return size / 2; }
+};
+
+constexpr int kMaxMaskSize = 63;
+
+// identity, box, gaussian, sharpen, edge, emboss (3×3).
+Mask builtin_mask(const std::string& name);
+std::vector<std::string> builtin_mask_names();
+// A built-in name or a mask file: N×N numbers separated by white space or commas, '#' comments.
+Mask load_mask(const std::string& name_or_path);
+// Parses mask text; `source` names it in error messages.
+Mask parse_mask(const std::string& text, const std::string& source);
+
+Border parse_border(const std::string& text);
+const char* to_string(Border border);
+
+struct ConvInput {
+  ImageU8 image;
+  Mask mask;
+  Border border = Border::clamp;
+};
+
+// Largest difference from the rounded double-precision result, in grey levels.
+constexpr double kConvToleranceGrey = 1.0;
+
+// The conv algorithm as the registry sees it.
+struct Conv {
+  static constexpr const char* name = "conv";
+  using Input = ConvInput;
+  using Output = ImageU8;
+  // The double-precision result before rounding, one value per output sample.
+  using Reference = std::vector<double>;
+
+  static Reference reference(const Input& input);
+  static CheckResult check(const Input& input, const Reference& reference, const Output& out);
+  // Input and output samples once each; a multiply and an add per mask tap and sample.
+  static Workload workload(const Input& input);
+};
+
+// Output size for `border`; throws Error when the mask is larger than the image or not a
+// valid odd square.
+ImageSize conv_output_size(int width, int height, const Mask& mask, Border border);
+void validate_conv_input(const ConvInput& input);
+// An output image of the right size and channel count for `input`.
+ImageU8 make_conv_output(const ConvInput& input);
+
+// Convolves with the fastest variant this build and machine offer (native CUDA when a GPU is
+// present, else the OpenMP CPU variant).
+ImageU8 convolve(const ImageU8& image, const Mask& mask, Border border);
+
+// The accumulated float becomes a pixel: rounded to nearest, clamped to 0..255.
+KBENCH_HOST_DEVICE std::uint8_t conv_to_pixel(float sum) {
+  return sum <= 0.f ? std::uint8_t(0)
+                    : (sum >= 255.f ? std::uint8_t(255) : std::uint8_t(sum + 0.5f));
+}
+
+// Clamps a coordinate into 0..extent−1 (Border::clamp).
+KBENCH_HOST_DEVICE int clamp_coordinate(int v, int extent) {
+  return v < 0 ? 0 : (v >= extent ? extent - 1 : v);
+}
+
+}  // namespace kbench

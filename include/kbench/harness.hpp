@@ -1,0 +1,165 @@
+#pragma once
+// Running, checking and timing registered variants, the same way for every algorithm.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kbench/error.hpp"
+#include "kbench/registry.hpp"
+
+namespace kbench {
+
+// Runs `variant` once end to end and returns its output. The run is done twice, with outputs
+// poisoned to 0x00 and to 0xFF first: an element the variant fails to write differs between
+// the two, and the call throws Error.
+template <class Algorithm>
+typename Algorithm::Output run_checked(const Variant<Algorithm>& variant,
+                                       const typename Algorithm::Input& input) {
+  typename Algorithm::Output outputs[2];
+  const std::uint8_t poison_bytes[2] = {0x00, 0xFF};
+  auto runner = variant.make(input);
+  for (int k = 0; k < 2; ++k) {
+    runner->poison(poison_bytes[k]);
+    runner->upload();
+    runner->compute();
+    runner->sync();
+    runner->download(outputs[k]);
+  }
+  if (!(outputs[0] == outputs[1])) {
+    throw Error(std::string(Algorithm::name) + " variant " + variant.name +
+                " left output elements unwritten (results differ with different poison)");
+  }
+  return std::move(outputs[0]);
+}
+
+// Runs `variant` once, as a user call would: upload, compute, download.
+template <class Algorithm>
+typename Algorithm::Output run_once(const Variant<Algorithm>& variant,
+                                    const typename Algorithm::Input& input) {
+  typename Algorithm::Output out;
+  auto runner = variant.make(input);
+  runner->upload();
+  runner->compute();
+  runner->sync();
+  runner->download(out);
+  return out;
+}
+
+// The preferred variant that handles `input` and whose backend this machine can run.
+template <class Algorithm>
+const Variant<Algorithm>& best_variant(const typename Algorithm::Input& input, bool gpu_present) {
+  const Variant<Algorithm>* best = nullptr;
+  for (const auto& v : variants<Algorithm>()) {
+    if ((v.backend == Backend::cuda && !gpu_present) || !v.handles(input)) continue;
+    if (!best || v.preference > best->preference) best = &v;
+  }
+  return *best;  // the sequential reference handles every valid input
+}
+
+struct Stats {
+  double min_ms = 0, median_ms = 0, max_ms = 0;
+};
+
+inline Stats stats_of(std::vector<double> samples) {
+  if (samples.empty()) return {};
+  std::sort(samples.begin(), samples.end());
+  const std::size_t n = samples.size();
+  const double median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  return {samples.front(), median, samples.back()};
+}
+
+struct TimingOptions {
+  int reps = 20;
+  // A timed batch repeats compute() until it lasts about this long, so launch latency and
+  // timer resolution stay out of short kernels' times.
+  double min_batch_ms = 2.0;
+  // Runners rotate over copies of the buffers until this many bytes are in play, so repeated
+  // runs do not find their data already in the cache (e.g. 50-60 MB of L2 on an H100/H200).
+  double rotation_bytes = 256.0 * 1024 * 1024;
+  int max_rotation = 16;
+  // Slow variants (the sequential ones at large sizes) get fewer reps, at least min_reps, so one
+  // variant's timing takes about this long.
+  double budget_ms = 15000.0;
+  int min_reps = 3;
+};
+
+struct Timing {
+  int reps = 0;
+  int batch = 1;     // compute() calls per timed sample
+  int rotation = 1;  // buffer sets rotated over
+  Stats compute;     // compute + sync, per call; absent for end-to-end variants
+  Stats end_to_end;  // upload + compute + sync + download; absent for host variants
+  bool has_compute = false;
+  bool has_end_to_end = false;
+};
+
+// Times `variant` on `input`: compute-only (for all but end-to-end variants) and, for variants
+// that run off the host or that do their own copies, with the host↔device transfers.
+template <class Algorithm>
+Timing time_variant(const Variant<Algorithm>& variant, const typename Algorithm::Input& input,
+                    const TimingOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  const auto elapsed_ms = [](Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
+  Timing timing;
+  const double footprint = std::max(1.0, Algorithm::workload(input).bytes);
+  timing.rotation =
+      std::clamp(int(std::ceil(options.rotation_bytes / footprint)), 1, options.max_rotation);
+  std::vector<std::unique_ptr<Runner<Algorithm>>> runners;
+  for (int k = 0; k < timing.rotation; ++k) {
+    runners.push_back(variant.make(input));
+    runners.back()->poison(0);
+    runners.back()->upload();
+  }
+  // Warm-up, then calibrate the batch size on a single call.
+  for (auto& r : runners) {
+    r->compute();
+    r->sync();
+  }
+  Clock::time_point t0 = Clock::now();
+  runners[0]->compute();
+  runners[0]->sync();
+  const double single_ms = std::max(elapsed_ms(t0), 1e-4);
+  timing.batch = std::clamp(int(std::ceil(options.min_batch_ms / single_ms)), 1, 10000);
+
+  const int reps = std::clamp(int(options.budget_ms / (single_ms * timing.batch)),
+                              std::min(options.min_reps, options.reps), options.reps);
+  timing.reps = reps;
+  std::vector<double> samples;
+  for (int rep = 0; rep < reps; ++rep) {
+    t0 = Clock::now();
+    for (int b = 0; b < timing.batch; ++b) runners[b % timing.rotation]->compute();
+    for (auto& r : runners) r->sync();
+    samples.push_back(elapsed_ms(t0) / timing.batch);
+  }
+  if (variant.end_to_end) {
+    timing.end_to_end = stats_of(samples);
+    timing.has_end_to_end = true;
+    return timing;
+  }
+  timing.compute = stats_of(samples);
+  timing.has_compute = true;
+  if (variant.backend == Backend::cuda) {
+    typename Algorithm::Output out;
+    samples.clear();
+    for (int rep = 0; rep < reps; ++rep) {
+      auto& r = runners[rep % timing.rotation];
+      t0 = Clock::now();
+      r->upload();
+      r->compute();
+      r->sync();
+      r->download(out);
+      samples.push_back(elapsed_ms(t0));
+    }
+    timing.end_to_end = stats_of(samples);
+    timing.has_end_to_end = true;
+  }
+  return timing;
+}
+
+}  // namespace kbench

@@ -1,0 +1,106 @@
+#pragma once
+// Image types: interleaved (AoS) and planar (SoA), over u8 or f32 samples.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kbench {
+
+// Checks that a width × height × channels buffer of `sample_bytes` samples is valid and can
+// be addressed; throws Error otherwise. Returns the sample count.
+std::size_t checked_sample_count(int width, int height, int channels, std::size_t sample_bytes);
+
+// Allocates `count` elements, turning an allocation failure into an Error that names `what`.
+template <class T>
+std::vector<T> allocate_samples(std::size_t count, const char* what);
+
+// Interleaved: sample (x, y, c) lives at data[(y * width + x) * channels + c].
+template <class T>
+struct Image {
+  int width = 0;
+  int height = 0;
+  int channels = 0;
+  std::vector<T> data;
+
+  Image() = default;
+  Image(int w, int h, int c)
+      : width(w),
+        height(h),
+        channels(c),
+        data(allocate_samples<T>(checked_sample_count(w, h, c, sizeof(T)), "image")) {}
+
+  std::size_t pixel_count() const { return std::size_t(width) * std::size_t(height); }
+  std::size_t sample_count() const { return data.size(); }
+  T& at(int x, int y, int c) { return data[(std::size_t(y) * width + x) * channels + c]; }
+  const T& at(int x, int y, int c) const {
+    return data[(std::size_t(y) * width + x) * channels + c];
+  }
+};
+
+// Planar: sample (x, y, c) lives at data[c * width * height + y * width + x].
+template <class T>
+struct PlanarImage {
+  int width = 0;
+  int height = 0;
+  int channels = 0;
+  std::vector<T> data;
+
+  PlanarImage() = default;
+  PlanarImage(int w, int h, int c)
+      : width(w),
+        height(h),
+        channels(c),
+        data(allocate_samples<T>(checked_sample_count(w, h, c, sizeof(T)), "image")) {}
+
+  std::size_t pixel_count() const { return std::size_t(width) * std::size_t(height); }
+  std::size_t sample_count() const { return data.size(); }
+  T* plane(int c) { return data.data() + std::size_t(c) * pixel_count(); }
+  const T* plane(int c) const { return data.data() + std::size_t(c) * pixel_count(); }
+  T& at(int x, int y, int c) { return plane(c)[std::size_t(y) * width + x]; }
+  const T& at(int x, int y, int c) const { return plane(c)[std::size_t(y) * width + x]; }
+};
+
+template <class T>
+bool operator==(const Image<T>& a, const Image<T>& b) {
+  return a.width == b.width && a.height == b.height && a.channels == b.channels && a.data == b.data;
+}
+
+// Gives `image` the shape w × h × c, reallocating only when the shape changes, so a timed
+// download into the same image pays no allocation.
+template <class T>
+void reshape(Image<T>& image, int w, int h, int c) {
+  if (image.width != w || image.height != h || image.channels != c) image = Image<T>(w, h, c);
+}
+
+using ImageU8 = Image<std::uint8_t>;
+using ImageF32 = Image<float>;
+using PlanarImageU8 = PlanarImage<std::uint8_t>;
+using PlanarImageF32 = PlanarImage<float>;
+
+template <class T>
+PlanarImage<T> to_planar(const Image<T>& image);
+template <class T>
+Image<T> to_interleaved(const PlanarImage<T>& image);
+
+ImageF32 to_f32(const ImageU8& image);
+// Rounds half away from zero and clamps to 0..255.
+ImageU8 to_u8(const ImageF32& image);
+
+// ITU-R BT.601 luma, Y = (299 R + 587 G + 114 B) / 1000 rounded to nearest, in integers so every
+// layer converts identically. One-channel images pass through; two- and four-channel images
+// drop their alpha.
+ImageU8 to_gray(const ImageU8& image);
+
+// A deterministic, non-trivial test image: smooth gradients, hard-edged shapes and noise.
+ImageU8 synthetic_image(int width, int height, int channels, std::uint64_t seed);
+
+struct ImageSize {
+  int width;
+  int height;
+};
+// "480p" (640×480), "1080p" (1920×1080), "4k" (3840×2160) or "WxH".
+ImageSize parse_image_size(const std::string& text);
+
+}  // namespace kbench

@@ -1,0 +1,105 @@
+#pragma once
+// The variant registry: every implementation of every algorithm, with the layer and backend it
+// belongs to. The compare harness, the tests, the user tools and perf/ iterate over it.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kbench {
+
+// How a variant's output compares with the reference.
+struct CheckResult {
+  bool ok = false;
+  double max_error = 0.0;  // in the algorithm's own unit (grey levels, absolute difference, ...)
+  std::string detail;      // where and how it failed, when it failed
+};
+
+// What one run must move and compute, for throughput figures.
+struct Workload {
+  double bytes = 0.0;  // fewest bytes read + written through memory
+  double operations = 0.0;
+  const char* operation_unit = "op";
+};
+
+enum class Layer { sequential, native_cpu, portable, native_cuda };
+enum class Backend { serial, openmp, cuda };
+
+const char* to_string(Layer layer);
+const char* to_string(Backend backend);
+
+// One run of one variant on one input. The harness drives it as
+//   poison → upload → compute … sync → download
+// so that compute-only time (compute + sync) and time with transfers (all four) can be taken
+// apart. Host variants have nothing to upload or download.
+template <class Algorithm>
+class Runner {
+ public:
+  using Output = typename Algorithm::Output;
+
+  virtual ~Runner() = default;
+  // Fills every output buffer the variant owns with `byte`, so unwritten elements show up.
+  virtual void poison(std::uint8_t byte) = 0;
+  virtual void upload() {}
+  // Starts the computation; it may still be running on return.
+  virtual void compute() = 0;
+  // Waits for everything compute() started.
+  virtual void sync() {}
+  virtual void download(Output& out) = 0;
+};
+
+template <class Algorithm>
+struct Variant {
+  using Input = typename Algorithm::Input;
+  using Make = std::function<std::unique_ptr<Runner<Algorithm>>(const Input&)>;
+
+  std::string name;
+  Layer layer;
+  Backend backend;
+  // compute() includes the host↔device copies itself (streamed variants): it has no
+  // compute-only time.
+  bool end_to_end = false;
+  Make make;
+  // Inputs the variant handles (e.g. only 3×3 masks); empty means all.
+  std::function<bool(const Input&)> supports;
+  // For the user-facing calls: among the variants that can run, the highest is used.
+  int preference = 0;
+
+  bool handles(const Input& input) const { return !supports || supports(input); }
+};
+
+template <class Algorithm>
+using VariantList = std::vector<Variant<Algorithm>>;
+
+// Every variant of Algorithm that this build has, the plain sequential reference first.
+template <class Algorithm>
+const VariantList<Algorithm>& variants();
+
+[[noreturn]] void throw_unknown_variant(const std::string& algorithm, const std::string& name);
+
+// Finds a variant by name; throws Error naming the known ones when absent.
+template <class Algorithm>
+const Variant<Algorithm>& find_variant(const std::string& name) {
+  for (const auto& v : variants<Algorithm>()) {
+    if (v.name == name) return v;
+  }
+  throw_unknown_variant(Algorithm::name, name);
+}
+
+struct VariantInfo {
+  std::string algorithm;
+  std::string name;
+  Layer layer;
+  Backend backend;
+  bool end_to_end;
+};
+
+// All algorithms' variants, for listings.
+std::vector<VariantInfo> all_variants();
+
+// Names of the algorithms this build knows, in registry order.
+std::vector<std::string> algorithm_names();
+
+}  // namespace kbench

@@ -1,0 +1,201 @@
+// What every conv variant shares: masks, validation, output shapes and the double reference.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "kbench/conv.hpp"
+#include "kbench/error.hpp"
+#include "kbench/harness.hpp"
+#include "kbench/system_info.hpp"
+
+namespace kbench {
+
+std::vector<std::string> builtin_mask_names() {
+  return {"identity", "box", "gaussian", "sharpen", "edge", "emboss"};
+}
+
+Mask builtin_mask(const std::string& name) {
+  const auto mask3 = [](std::vector<float> w) { return Mask{3, std::move(w)}; };
+  if (name == "identity") return mask3({0, 0, 0, 0, 1, 0, 0, 0, 0});
+  if (name == "box") return mask3(std::vector<float>(9, 1.f / 9.f));
+  if (name == "gaussian") {
+    return mask3(
+        {1 / 16.f, 2 / 16.f, 1 / 16.f, 2 / 16.f, 4 / 16.f, 2 / 16.f, 1 / 16.f, 2 / 16.f, 1 / 16.f});
+  }
+  if (name == "sharpen") return mask3({0, -1, 0, -1, 5, -1, 0, -1, 0});
+  if (name == "edge") return mask3({-1, -1, -1, -1, 8, -1, -1, -1, -1});
+  if (name == "emboss") return mask3({-2, -1, 0, -1, 1, 1, 0, 1, 2});
+  std::string known;
+  for (const auto& n : builtin_mask_names()) known += " " + n;
+  throw Error("unknown mask '" + name + "' (built-in masks:" + known + ", or a mask file)");
+}
+
+Mask parse_mask(const std::string& text, const std::string& source) {
+  std::vector<float> weights;
+  std::istringstream lines(text);
+  std::string line;
+  int line_number = 0;
+  while (std::getline(lines, line)) {
+    ++line_number;
+    line = line.substr(0, line.find('#'));
+    for (char& ch : line) {
+      if (ch == ',' || ch == ';') ch = ' ';
+    }
+    std::istringstream fields(line);
+    std::string field;
+    while (fields >> field) {
+      std::size_t used = 0;
+      float value = 0.f;
+      try {
+        value = std::stof(field, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != field.size() || !std::isfinite(value)) {
+        throw Error(source + ":" + std::to_string(line_number) + ": '" + field +
+                    "' is not a finite number");
+      }
+      weights.push_back(value);
+    }
+  }
+  const int count = int(weights.size());
+  const int n = int(std::lround(std::sqrt(double(count))));
+  if (count == 0 || n * n != count) {
+    throw Error(source + ": a mask has N×N weights for an odd N; found " + std::to_string(count) +
+                " numbers, which is not a square");
+  }
+  if (n % 2 == 0) {
+    throw Error(source + ": mask size " + std::to_string(n) + "x" + std::to_string(n) +
+                " is even; masks have an odd size so they have a centre");
+  }
+  if (n > kMaxMaskSize) {
+    throw Error(source + ": mask size " + std::to_string(n) + " exceeds the largest supported, " +
+                std::to_string(kMaxMaskSize));
+  }
+  return Mask{n, std::move(weights)};
+}
+
+Mask load_mask(const std::string& name_or_path) {
+  for (const auto& n : builtin_mask_names()) {
+    if (n == name_or_path) return builtin_mask(n);
+  }
+  std::ifstream file(name_or_path);
+  if (!file) {
+    builtin_mask(name_or_path);  // throws, naming the built-in masks
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  return parse_mask(text.str(), name_or_path);
+}
+
+Border parse_border(const std::string& text) {
+  if (text == "crop") return Border::crop;
+  if (text == "clamp") return Border::clamp;
+  throw Error("border '" + text + "' is not crop or clamp");
+}
+
+const char* to_string(Border border) {
+  return border == Border::crop ? "crop" : "clamp";
+}
+
+ImageSize conv_output_size(int width, int height, const Mask& mask, Border border) {
+  if (mask.size < 1 || mask.size % 2 == 0 || mask.size > kMaxMaskSize ||
+      mask.weights.size() != std::size_t(mask.size) * mask.size) {
+    throw Error("a mask is an odd N×N square with N <= " + std::to_string(kMaxMaskSize));
+  }
+  if (mask.size > width || mask.size > height) {
+    throw Error("mask " + std::to_string(mask.size) + "x" + std::to_string(mask.size) +
+                " is larger than the image " + std::to_string(width) + "x" +
+                std::to_string(height));
+  }
+  if (border == Border::clamp) return {width, height};
+  return {width - 2 * mask.radius(), height - 2 * mask.radius()};
+}
+
+void validate_conv_input(const ConvInput& input) {
+  checked_sample_count(input.image.width, input.image.height, input.image.channels, 1);
+  conv_output_size(input.image.width, input.image.height, input.mask, input.border);
+}
+
+ImageU8 make_conv_output(const ConvInput& input) {
+  const ImageSize size =
+      conv_output_size(input.image.width, input.image.height, input.mask, input.border);
+  return ImageU8(size.width, size.height, input.image.channels);
+}
+
+Conv::Reference Conv::reference(const ConvInput& input) {
+  validate_conv_input(input);
+  const ImageU8& in = input.image;
+  const ImageSize size = conv_output_size(in.width, in.height, input.mask, input.border);
+  const int n = input.mask.size;
+  const int r = input.mask.radius();
+  // Crop output (x, y) sits at input (x + r, y + r).
+  const int shift = input.border == Border::crop ? r : 0;
+  std::vector<double> out = allocate_samples<double>(
+      std::size_t(size.width) * size.height * in.channels, "the conv reference");
+  for (int y = 0; y < size.height; ++y) {
+    for (int x = 0; x < size.width; ++x) {
+      for (int c = 0; c < in.channels; ++c) {
+        double sum = 0.0;
+        for (int j = 0; j < n; ++j) {
+          for (int i = 0; i < n; ++i) {
+            const int sx = clamp_coordinate(x + shift + i - r, in.width);
+            const int sy = clamp_coordinate(y + shift + j - r, in.height);
+            sum += double(input.mask.weights[j * n + i]) * in.at(sx, sy, c);
+          }
+        }
+        out[(std::size_t(y) * size.width + x) * in.channels + c] = sum;
+      }
+    }
+  }
+  return out;
+}
+
+CheckResult Conv::check(const ConvInput& input, const Reference& reference, const ImageU8& out) {
+  const ImageU8 expected_shape = make_conv_output(input);
+  CheckResult result;
+  if (out.width != expected_shape.width || out.height != expected_shape.height ||
+      out.channels != expected_shape.channels) {
+    result.detail =
+        "output is " + std::to_string(out.width) + "x" + std::to_string(out.height) + "x" +
+        std::to_string(out.channels) + ", expected " + std::to_string(expected_shape.width) + "x" +
+        std::to_string(expected_shape.height) + "x" + std::to_string(expected_shape.channels);
+    return result;
+  }
+  std::size_t worst = 0;
+  for (std::size_t i = 0; i < reference.size(); ++i) {
+    const double expected = std::min(255.0, std::max(0.0, std::round(reference[i])));
+    const double error = std::abs(double(out.data[i]) - expected);
+    if (error > result.max_error) {
+      result.max_error = error;
+      worst = i;
+    }
+  }
+  result.ok = result.max_error <= kConvToleranceGrey;
+  if (!result.ok) {
+    const std::size_t pixel = worst / out.channels;
+    result.detail = "sample (x=" + std::to_string(pixel % out.width) +
+                    ", y=" + std::to_string(pixel / out.width) +
+                    ", c=" + std::to_string(worst % out.channels) + ") is " +
+                    std::to_string(int(out.data[worst])) + ", reference " +
+                    std::to_string(reference[worst]);
+  }
+  return result;
+}
+
+Workload Conv::workload(const ConvInput& input) {
+  const ImageSize out =
+      conv_output_size(input.image.width, input.image.height, input.mask, input.border);
+  const double out_samples = double(out.width) * out.height * input.image.channels;
+  return {double(input.image.sample_count()) + out_samples,
+          2.0 * input.mask.size * input.mask.size * out_samples, "flop"};
+}
+
+ImageU8 convolve(const ImageU8& image, const Mask& mask, Border border) {
+  ConvInput input{image, mask, border};
+  validate_conv_input(input);
+  return run_once(best_variant<Conv>(input, gpu_available()), input);
+}
+
+}  // namespace kbench

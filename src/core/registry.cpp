@@ -1,0 +1,79 @@
+#include "kbench/registry.hpp"
+
+#include "kbench/error.hpp"
+#include "registry_parts.hpp"
+
+namespace kbench {
+
+const char* to_string(Layer layer) {
+  switch (layer) {
+    case Layer::sequential:
+      return "sequential";
+    case Layer::native_cpu:
+      return "native_cpu";
+    case Layer::portable:
+      return "portable";
+    case Layer::native_cuda:
+      return "native_cuda";
+  }
+  return "?";
+}
+
+const char* to_string(Backend backend) {
+  switch (backend) {
+    case Backend::serial:
+      return "serial";
+    case Backend::openmp:
+      return "openmp";
+    case Backend::cuda:
+      return "cuda";
+  }
+  return "?";
+}
+
+template <>
+const VariantList<Conv>& variants<Conv>() {
+  static const VariantList<Conv> list = [] {
+    VariantList<Conv> l;
+    register_conv_sequential(l);
+    register_conv_native_cpu(l);
+    register_conv_portable(l);
+#if defined(KBENCH_HAVE_CUDA)
+    register_conv_native_cuda(l);
+#endif
+    return l;
+  }();
+  return list;
+}
+
+namespace {
+
+template <class Algorithm>
+void append_infos(std::vector<VariantInfo>& infos) {
+  for (const auto& v : variants<Algorithm>()) {
+    infos.push_back({Algorithm::name, v.name, v.layer, v.backend, v.end_to_end});
+  }
+}
+
+}  // namespace
+
+std::vector<VariantInfo> all_variants() {
+  std::vector<VariantInfo> infos;
+  append_infos<Conv>(infos);
+  return infos;
+}
+
+std::vector<std::string> algorithm_names() {
+  return {Conv::name};
+}
+
+void throw_unknown_variant(const std::string& algorithm, const std::string& name) {
+  std::string known;
+  for (const auto& v : all_variants()) {
+    if (v.algorithm == algorithm) known += " " + v.name;
+  }
+  throw Error("no " + algorithm + " variant named '" + name + "' in this build (known:" + known +
+              ")");
+}
+
+}  // namespace kbench

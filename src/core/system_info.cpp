@@ -1,0 +1,64 @@
+#include "kbench/system_info.hpp"
+
+#include <ctime>
+#include <fstream>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace kbench {
+
+#if defined(KBENCH_HAVE_CUDA)
+namespace cuda {
+bool device_available();
+std::string device_name();
+}  // namespace cuda
+#endif
+
+std::string cpu_name() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "unknown CPU";
+}
+
+bool gpu_available() {
+#if defined(KBENCH_HAVE_CUDA)
+  return cuda::device_available();
+#else
+  return false;
+#endif
+}
+
+std::string gpu_name() {
+#if defined(KBENCH_HAVE_CUDA)
+  return gpu_available() ? cuda::device_name() : "";
+#else
+  return "";
+#endif
+}
+
+int host_threads() {
+#if defined(_OPENMP)
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+std::string utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+}  // namespace kbench

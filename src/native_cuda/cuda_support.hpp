@@ -1,0 +1,112 @@
+#pragma once
+// Checked CUDA calls and owning device / pinned buffers for the native CUDA layer: every error
+// becomes a kbench::Error that names the call, never a silent zero.
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "kbench/error.hpp"
+
+namespace kbench::cuda {
+
+inline void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw Error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(status));
+  }
+}
+
+// After a kernel launch: reports launch-configuration errors at once.
+inline void check_launch(const char* kernel) {
+  check(cudaGetLastError(), kernel);
+}
+
+template <class T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t count) : count_(count) {
+    const cudaError_t status = cudaMalloc(&data_, count * sizeof(T));
+    if (status != cudaSuccess) {
+      cudaGetLastError();  // clear the sticky allocation error
+      throw Error("cannot allocate " + std::to_string(count * sizeof(T)) +
+                  " bytes of GPU memory: " + cudaGetErrorString(status));
+    }
+  }
+  DeviceBuffer(DeviceBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(count_, other.count_);
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (data_) cudaFree(data_);
+  }
+
+  T* get() const { return data_; }
+  std::size_t size() const { return count_; }
+  std::size_t bytes() const { return count_ * sizeof(T); }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+// Page-locked host memory, so copies can overlap kernels.
+template <class T>
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(std::size_t count) : count_(count) {
+    const cudaError_t status = cudaMallocHost(&data_, count * sizeof(T));
+    if (status != cudaSuccess) {
+      cudaGetLastError();
+      throw Error("cannot allocate " + std::to_string(count * sizeof(T)) +
+                  " bytes of pinned host memory: " + cudaGetErrorString(status));
+    }
+  }
+  PinnedBuffer(PinnedBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(count_, other.count_);
+    return *this;
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() {
+    if (data_) cudaFreeHost(data_);
+  }
+
+  T* get() const { return data_; }
+  std::size_t size() const { return count_; }
+  std::size_t bytes() const { return count_ * sizeof(T); }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+class Stream {
+ public:
+  Stream() {
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream() { cudaStreamDestroy(stream_); }
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+// True when a CUDA device can be used; never throws.
+bool device_available();
+
+}  // namespace kbench::cuda

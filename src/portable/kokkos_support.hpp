@@ -1,0 +1,115 @@
+#pragma once
+// What every portable (Kokkos) variant shares: the execution spaces this build has, their
+// registry backend, and host/device buffers that skip copies when the space can read host memory.
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kbench/error.hpp"
+#include "kbench/registry.hpp"
+
+namespace kbench::portable {
+
+template <class Exec>
+constexpr Backend backend_of() {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if (std::is_same<Exec, Kokkos::Cuda>::value) return Backend::cuda;
+#endif
+#if defined(KOKKOS_ENABLE_OPENMP)
+  if (std::is_same<Exec, Kokkos::OpenMP>::value) return Backend::openmp;
+#endif
+  return Backend::serial;
+}
+
+// Calls f(Exec{}) once for every execution space the variants are built for.
+template <class F>
+void for_each_exec_space(F&& f) {
+#if defined(KOKKOS_ENABLE_SERIAL)
+  f(Kokkos::Serial{});
+#endif
+#if defined(KOKKOS_ENABLE_OPENMP)
+  f(Kokkos::OpenMP{});
+#endif
+#if defined(KOKKOS_ENABLE_CUDA)
+  f(Kokkos::Cuda{});
+#endif
+}
+
+template <class Exec>
+constexpr bool reads_host_memory() {
+  return Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible;
+}
+
+template <class T>
+using HostView = Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+// An input array in Exec's memory: the host array itself where Exec reads host memory, else a
+// device copy refreshed by upload().
+template <class T, class Exec>
+class InputBuffer {
+ public:
+  using View = Kokkos::View<const T*, typename Exec::memory_space,
+                            Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
+
+  InputBuffer(const T* host, std::size_t count, const char* label) : host_(host, count) {
+    if constexpr (reads_host_memory<Exec>()) {
+      view_ = View(host, count);
+    } else {
+      device_ = allocate(label, count);
+      view_ = device_;
+    }
+  }
+  void upload() {
+    if constexpr (!reads_host_memory<Exec>()) Kokkos::deep_copy(device_, host_);
+  }
+  const View& view() const { return view_; }
+
+ private:
+  using DeviceView = Kokkos::View<T*, typename Exec::memory_space>;
+  static DeviceView allocate(const char* label, std::size_t count) {
+    try {
+      return DeviceView(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing), count);
+    } catch (const std::exception& e) {
+      throw Error(std::string("cannot allocate ") + std::to_string(count * sizeof(T)) +
+                  " bytes for " + label + " in " + Exec::name() + " memory: " + e.what());
+    }
+  }
+
+  Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host_;
+  DeviceView device_;
+  View view_;
+};
+
+// An output array in Exec's memory; download() copies it into a host array.
+template <class T, class Exec>
+class OutputBuffer {
+ public:
+  using View = Kokkos::View<T*, typename Exec::memory_space>;
+
+  OutputBuffer(std::size_t count, const char* label) {
+    try {
+      view_ = View(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing), count);
+    } catch (const std::exception& e) {
+      throw Error(std::string("cannot allocate ") + std::to_string(count * sizeof(T)) +
+                  " bytes for " + label + " in " + Exec::name() + " memory: " + e.what());
+    }
+  }
+  void poison(std::uint8_t byte) {
+    Kokkos::deep_copy(Exec{},
+                      Kokkos::View<std::uint8_t*, typename Exec::memory_space,
+                                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                          reinterpret_cast<std::uint8_t*>(view_.data()), view_.size() * sizeof(T)),
+                      byte);
+    Exec{}.fence();
+  }
+  void download(T* host) const { Kokkos::deep_copy(HostView<T>(host, view_.size()), view_); }
+  const View& view() const { return view_; }
+
+ private:
+  View view_;
+};
+
+}  // namespace kbench::portable

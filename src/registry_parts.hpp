@@ -1,0 +1,16 @@
+#pragma once
+// Each layer's registration function, one per algorithm; registry.cpp calls them in order.
+
+#include "kbench/conv.hpp"
+#include "kbench/registry.hpp"
+
+namespace kbench {
+
+void register_conv_sequential(VariantList<Conv>& list);
+void register_conv_native_cpu(VariantList<Conv>& list);
+void register_conv_portable(VariantList<Conv>& list);
+#if defined(KBENCH_HAVE_CUDA)
+void register_conv_native_cuda(VariantList<Conv>& list);
+#endif
+
+}  // namespace kbench

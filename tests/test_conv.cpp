@@ -1,0 +1,157 @@
+// Every conv variant this build and machine can run, against the double-precision reference,
+// within kConvToleranceGrey (±1 grey level after rounding).
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "kbench/conv.hpp"
+#include "kbench/error.hpp"
+#include "kbench/harness.hpp"
+#include "kbench/random.hpp"
+#include "kbench/system_info.hpp"
+
+using namespace kbench;
+
+namespace {
+
+ImageU8 random_image(int w, int h, int c, std::uint64_t seed) {
+  ImageU8 image(w, h, c);
+  SplitMix64 random(seed);
+  for (auto& v : image.data) v = std::uint8_t(random.next());
+  return image;
+}
+
+Mask random_mask(int n, std::uint64_t seed) {
+  Mask mask{n, std::vector<float>(std::size_t(n) * n)};
+  SplitMix64 random(seed);
+  for (float& w : mask.weights) w = float(random.uniform() * 2.0 - 0.8) / float(n);
+  return mask;
+}
+
+// Runs every runnable variant on `input` and checks it; returns how many ran.
+int check_all_variants(const ConvInput& input) {
+  const Conv::Reference reference = Conv::reference(input);
+  const bool gpu = gpu_available();
+  int ran = 0;
+  for (const auto& v : variants<Conv>()) {
+    if ((v.backend == Backend::cuda && !gpu) || !v.handles(input)) continue;
+    INFO("variant " << v.name);
+    const ImageU8 out = run_checked(v, input);
+    const CheckResult check = Conv::check(input, reference, out);
+    INFO(check.detail);
+    CHECK(check.ok);
+    ++ran;
+  }
+  return ran;
+}
+
+std::string describe(const ConvInput& in) {
+  return std::to_string(in.image.width) + "x" + std::to_string(in.image.height) + "x" +
+         std::to_string(in.image.channels) + " mask " + std::to_string(in.mask.size) + " " +
+         to_string(in.border);
+}
+
+}  // namespace
+
+TEST_CASE("built-in masks are the documented 3x3 masks", "[conv]") {
+  for (const auto& name : builtin_mask_names()) {
+    const Mask m = builtin_mask(name);
+    CHECK(m.size == 3);
+    CHECK(m.weights.size() == 9);
+  }
+  // Smoothing masks keep flat regions flat; edge masks sum to zero.
+  for (const char* name : {"identity", "box", "gaussian", "sharpen"}) {
+    float sum = 0;
+    for (float w : builtin_mask(name).weights) sum += w;
+    CHECK(sum == Approx(1.0f));
+  }
+  float edge = 0;
+  for (float w : builtin_mask("edge").weights) edge += w;
+  CHECK(edge == Approx(0.0f));
+}
+
+TEST_CASE("the reference convolves a known case by hand", "[conv]") {
+  ConvInput input{ImageU8(3, 3, 1), builtin_mask("sharpen"), Border::crop};
+  input.image.data = {1, 2, 3, 4, 50, 6, 7, 8, 9};
+  // 5 * 50 - (2 + 4 + 6 + 8) = 230
+  const auto ref = Conv::reference(input);
+  REQUIRE(ref.size() == 1);
+  CHECK(ref[0] == Approx(230.0));
+  input.border = Border::clamp;
+  // Corner (0, 0) with clamping: 5 * 1 - (1 + 1 + 2 + 4) = -3
+  CHECK(Conv::reference(input)[0] == Approx(-3.0));
+}
+
+TEST_CASE("every variant matches the reference on random images", "[conv]") {
+  struct Shape {
+    int w, h;
+  };
+  std::vector<Mask> masks;
+  for (const auto& name : builtin_mask_names()) masks.push_back(builtin_mask(name));
+  masks.push_back(random_mask(5, 1));
+  masks.push_back(random_mask(7, 2));
+  std::uint64_t seed = 100;
+  for (const Shape shape : {Shape{3, 3}, Shape{17, 5}, Shape{9, 31}, Shape{640, 480}}) {
+    for (const int channels : {1, 3, 4}) {
+      for (const Border border : {Border::crop, Border::clamp}) {
+        for (const Mask& mask : masks) {
+          if (mask.size > shape.w || mask.size > shape.h) continue;
+          if (shape.w == 640 && channels == 4) continue;  // the large case once per layout
+          const ConvInput input{random_image(shape.w, shape.h, channels, ++seed), mask, border};
+          INFO(describe(input));
+          CHECK(check_all_variants(input) >= 5);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("images smaller than a 3x3 mask work with a 1x1 mask", "[conv]") {
+  const Mask one{1, {1.5f}};
+  for (const auto shape : {std::pair{1, 1}, std::pair{2, 3}}) {
+    for (const Border border : {Border::crop, Border::clamp}) {
+      const ConvInput input{random_image(shape.first, shape.second, 3, 9), one, border};
+      INFO(describe(input));
+      CHECK(check_all_variants(input) >= 5);
+    }
+  }
+}
+
+TEST_CASE("the user call equals the reference", "[conv]") {
+  const ImageU8 image = synthetic_image(123, 77, 3, 5);
+  const Mask mask = builtin_mask("emboss");
+  const ImageU8 out = convolve(image, mask, Border::clamp);
+  const ConvInput input{image, mask, Border::clamp};
+  CHECK(Conv::check(input, Conv::reference(input), out).ok);
+}
+
+TEST_CASE("a mask larger than the image is refused", "[conv]") {
+  const ConvInput input{random_image(2, 3, 1, 1), builtin_mask("box"), Border::clamp};
+  CHECK_THROWS_WITH(validate_conv_input(input), Catch::Contains("larger than the image"));
+  CHECK_THROWS_AS(convolve(input.image, input.mask, Border::crop), Error);
+}
+
+TEST_CASE("mask text parses and its errors are clear", "[conv]") {
+  const Mask m = parse_mask("# a 3x3 mask\n1, 2, 3\n4 5 6\n7\t8 9  # trailing\n", "m.txt");
+  CHECK(m.size == 3);
+  CHECK(m.weights[5] == 6.0f);
+  CHECK_THROWS_WITH(parse_mask("1 2 3 4", "even.txt"),
+                    Catch::Contains("even.txt") && Catch::Contains("even"));
+  CHECK_THROWS_WITH(parse_mask("1 2 3 4 5 6", "count.txt"), Catch::Contains("not a square"));
+  CHECK_THROWS_WITH(parse_mask("1 2 x 4 5 6 7 8 9", "nan.txt"),
+                    Catch::Contains("nan.txt:1") && Catch::Contains("'x'"));
+  CHECK_THROWS_WITH(parse_mask("1 2 3\n4 inf 6\n7 8 9", "inf.txt"), Catch::Contains("inf.txt:2"));
+  CHECK_THROWS_WITH(parse_mask("", "empty.txt"), Catch::Contains("empty.txt"));
+  std::string too_big;
+  for (int i = 0; i < 65 * 65; ++i) too_big += "1 ";
+  CHECK_THROWS_WITH(parse_mask(too_big, "big.txt"), Catch::Contains("exceeds"));
+}
+
+TEST_CASE("masks load from built-in names and from files", "[conv]") {
+  CHECK(load_mask("sharpen").weights == builtin_mask("sharpen").weights);
+  const std::string path = "/tmp/kbench-test-mask.txt";
+  std::ofstream(path) << "0 0 0 0 0\n0 0 0 0 0\n0 0 1 0 0\n0 0 0 0 0\n0 0 0 0 0\n";
+  CHECK(load_mask(path).size == 5);
+  std::filesystem::remove(path);
+  CHECK_THROWS_WITH(load_mask("/no/such/mask.txt"), Catch::Contains("unknown mask"));
+}
