@@ -37,6 +37,12 @@ ImageU8 load_or_generate(const Options& options, int channels, std::string* name
   return rgb;
 }
 
+// The sizes perf/ runs each algorithm at, smallest first.
+std::vector<const char*> standard_cases(const std::string& algorithm) {
+  if (algorithm == "conv") return {"480p", "1080p", "4k"};
+  return {};
+}
+
 void print_registry() {
   std::printf("%-8s %-26s %-11s %-7s %s\n", "algo", "variant", "layer", "backend", "kind");
   for (const auto& v : all_variants()) {
@@ -51,7 +57,7 @@ int main(int argc, char** argv) {
   using namespace kbench::compare;
   Options options;
   ConvOptions conv;
-  bool list = false;
+  bool list = false, list_cases = false;
   CLI::App app{
       "Checks every variant of an algorithm against the sequential reference, then times "
       "the correct ones.\nKokkos options (--kokkos-threads=N, ...) pass through."};
@@ -71,7 +77,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--json", options.json_path, "Append one JSON line per variant to this file");
   app.add_option("--seed", options.seed, "Seed of generated inputs")->capture_default_str();
+  app.add_option("--budget-ms", options.timing.budget_ms,
+                 "Time one variant for about this long at most (fewer reps for slow ones)")
+      ->capture_default_str();
   app.add_flag("--list", list, "Print the variant registry and exit");
+  app.add_flag("--list-cases", list_cases, "Print the algorithm's standard cases and exit");
   app.add_option("--mask", conv.mask, "conv: built-in mask name or mask file")
       ->capture_default_str();
   app.add_option("--border", conv.border, "conv: crop or clamp")
@@ -92,6 +102,10 @@ int main(int argc, char** argv) {
   try {
     if (list) {
       print_registry();
+      return 0;
+    }
+    if (list_cases) {
+      for (const char* c : standard_cases(options.algorithm)) std::printf("%s\n", c);
       return 0;
     }
     return run_conv(options, conv);

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Runs the CUDA build's test suite and the compare suite on a GPU machine and writes the results
+# into OUTDIR:
+#   device.txt      GPU, driver, date and commit
+#   tests.log       the Catch2 suite on every backend, CUDA included
+#   sanitizer.log   compute-sanitizer memcheck (and racecheck) over the native CUDA variants
+#   compare.jsonl   JSON lines from compare (perf/report.py turns them into tables and plots)
+#   compare.log     compare's tables as printed
+#   report.md       the Markdown tables made from compare.jsonl
+#
+#   perf/gpu_check.sh OUTDIR [ALGO...]      (default algorithms: all in the build)
+# The binaries come from KBENCH_BUILD (default build/cuda); nothing is built here.
+set -uo pipefail
+
+out=${1:?usage: perf/gpu_check.sh OUTDIR [ALGO...]}
+shift
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=${KBENCH_BUILD:-$repo/build/cuda}
+bin=$build/bin
+mkdir -p "$out"
+export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
+status=0
+
+algorithms=("$@")
+if [[ ${#algorithms[@]} -eq 0 ]]; then
+  mapfile -t algorithms < <("$bin/compare" --list | awk 'NR > 1 {print $1}' | sort -u)
+fi
+
+{
+  date -u +%Y-%m-%dT%H:%M:%SZ
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+  echo "commit $(cat "$build/commit.txt" 2>/dev/null || echo unknown)"
+  echo "host $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) x $(nproc)"
+} >"$out/device.txt" 2>&1
+
+echo "== tests"
+OMP_PROC_BIND=false "$bin/kbench_tests" 2>&1 | tee "$out/tests.log" | tail -3 || status=1
+
+echo "== compute-sanitizer over the native CUDA variants"
+: >"$out/sanitizer.log"
+for algo in "${algorithms[@]}"; do
+  for tool in memcheck racecheck; do
+    echo "-- $algo $tool" >>"$out/sanitizer.log"
+    compute-sanitizer --tool "$tool" --error-exitcode 3 "$bin/compare" --algo "$algo" \
+      --size 480p --backend cuda --reps 1 --budget-ms 1 >>"$out/sanitizer.log" 2>&1 || status=1
+  done
+done
+grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer.log"
+
+echo "== compare"
+: >"$out/compare.jsonl"
+: >"$out/compare.log"
+for algo in "${algorithms[@]}"; do
+  mapfile -t cases < <("$bin/compare" --algo "$algo" --list-cases)
+  for case in "${cases[@]}"; do
+    "$bin/compare" --algo "$algo" --size "$case" --json "$out/compare.jsonl" >>"$out/compare.log" 2>&1 ||
+      status=1
+  done
+  # The OpenMP thread sweep at the largest case.
+  for threads in 1 2 4 8 16; do
+    [[ $threads -le $(nproc) ]] || continue
+    OMP_NUM_THREADS=$threads "$bin/compare" --algo "$algo" --size "${cases[-1]}" --backend openmp \
+      --reps 5 --json "$out/compare.jsonl" >>"$out/compare.log" 2>&1 || status=1
+  done
+done
+
+if command -v python3 >/dev/null; then
+  python3 "$repo/perf/report.py" "$out/compare.jsonl" --markdown "$out/report.md" || status=1
+fi
+grep -E "^(variant|cuda|kokkos)" "$out/compare.log" | tail -40
+exit $status

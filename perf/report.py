@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""Turns compare's JSON lines into Markdown tables and PNG plots.
+
+    perf/report.py RESULTS.jsonl [--markdown report.md] [--plots DIR]
+
+Tables, per algorithm: each case's full results; time and speedup vs the sequential reference
+per size (the reports' layout); the Kokkos/native CUDA ratio per size; the OpenMP thread sweep.
+Plots (when matplotlib is installed): time and speedup vs size, one line per variant, per layer.
+"""
+
+import argparse
+import collections
+import json
+import os
+import sys
+
+# Hardware ceilings for the achieved-fraction column: device-to-device copy bandwidth (read +
+# write) and fp32 rate. Copy figures as measured on such machines; fp32 from the datasheet.
+CEILINGS = {
+    "H200": {"gb_per_s": 4300.0, "gflop_per_s": 67000.0},
+    "H100": {"gb_per_s": 3000.0, "gflop_per_s": 67000.0},
+}
+
+
+def ceiling_for(device):
+    for key, value in CEILINGS.items():
+        if key in device:
+            return value
+    return None
+
+
+def case_key(case):
+    """Orders cases by pixel count where the name says it (480p < 1080p < 4k < WxH...)."""
+    named = {"480p": 640 * 480, "720p": 1280 * 720, "1080p": 1920 * 1080, "4k": 3840 * 2160,
+             "8k": 7680 * 4320}
+    if case in named:
+        return (0, named[case], case)
+    if "x" in case:
+        try:
+            w, h = case.lower().split("x")[:2]
+            return (0, int(w) * int(h), case)
+        except ValueError:
+            pass
+    return (1, 0, case)
+
+
+def load(path):
+    records = []
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                sys.exit(f"{path}:{number}: not a JSON line ({e})")
+    return records
+
+
+def main_time(r):
+    """Compute-only time where the variant has one, else its end-to-end time."""
+    return r.get("compute_median_ms", r.get("e2e_median_ms"))
+
+
+def fmt(value, digits=4):
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value:.1f}"
+    return f"{value:.{digits}g}"
+
+
+def split_runs(records):
+    """Main runs (all threads) apart from the OpenMP thread sweep's reduced-thread runs."""
+    max_threads = max((r.get("threads", 1) for r in records), default=1)
+    main, sweep = [], []
+    for r in records:
+        (main if r.get("threads", 1) == max_threads else sweep).append(r)
+    # The sweep's top point is the main run of the same variant.
+    sweep += [r for r in main if r["backend"] == "openmp"]
+    return main, sweep
+
+
+def latest(records):
+    """The last record for each (algorithm, case, variant)."""
+    table = collections.OrderedDict()
+    for r in records:
+        table[(r["algorithm"], r["case"], r["variant"])] = r
+    return list(table.values())
+
+
+def markdown(records):
+    main, sweep = split_runs(records)
+    main = latest(main)
+    lines = []
+    first = records[0]
+    lines.append(f"# Results: {first.get('device', '?')}")
+    lines.append("")
+    devices = sorted({r.get("device", "?") for r in records})
+    dates = sorted({r.get("date", "?")[:10] for r in records})
+    commits = sorted({r.get("commit", "?") for r in records})
+    lines.append(f"Devices: {', '.join(devices)}. Dates: {', '.join(dates)}. "
+                 f"Commits: {', '.join(commits)}.")
+    lines.append("")
+    lines.append("Times are medians in ms. *compute* is the kernel work on resident data "
+                 "(batched launches, inputs rotated past the cache); *e2e* adds the host↔device "
+                 "copies. Speedup is against the plain sequential reference (seq-aos or its "
+                 "algorithm's equivalent) on the same case. % of peak: achieved bytes/s against "
+                 "the device's copy bandwidth, for GPU variants.")
+    by_algo = collections.OrderedDict()
+    for r in main:
+        by_algo.setdefault(r["algorithm"], []).append(r)
+    for algo, rows in by_algo.items():
+        cases = sorted({r["case"] for r in rows}, key=case_key)
+        lines += ["", f"## {algo}", ""]
+        for case in cases:
+            case_rows = [r for r in rows if r["case"] == case]
+            unit = case_rows[0].get("operation_unit", "op")
+            lines.append(f"### {algo} — {case} ({case_rows[0].get('description', '')})")
+            lines.append("")
+            lines.append(f"| variant | layer | backend | compute ms | min ms | e2e ms | GB/s | "
+                         f"G{unit}/s | speedup | % of peak BW | max error |")
+            lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
+            for r in case_rows:
+                ceiling = ceiling_for(r.get("device", "")) if r["backend"] == "cuda" else None
+                peak = f"{100 * r['gb_per_s'] / ceiling['gb_per_s']:.1f}" if ceiling else "-"
+                lines.append(
+                    f"| {r['variant']} | {r['layer']} | {r['backend']} | "
+                    f"{fmt(r.get('compute_median_ms'))} | {fmt(r.get('compute_min_ms'))} | "
+                    f"{fmt(r.get('e2e_median_ms'))} | {r['gb_per_s']:.1f} | "
+                    f"{r['gops_per_s']:.1f} | {r['speedup_vs_sequential']:.1f} | {peak} | "
+                    f"{r['max_error']:g} |")
+            lines.append("")
+        # Reports' layout: time (speedup) per size.
+        variants = list(collections.OrderedDict.fromkeys(r["variant"] for r in rows))
+        lines.append(f"### {algo}: time in ms (speedup vs sequential) per size")
+        lines.append("")
+        lines.append("| variant | " + " | ".join(cases) + " |")
+        lines.append("|---|" + "---|" * len(cases))
+        index = {(r["variant"], r["case"]): r for r in rows}
+        for v in variants:
+            cells = []
+            for case in cases:
+                r = index.get((v, case))
+                cells.append(f"{fmt(main_time(r))} ({r['speedup_vs_sequential']:.1f}×)" if r else "-")
+            lines.append(f"| {v} | " + " | ".join(cells) + " |")
+        lines.append("")
+        ratio_lines = kokkos_native_ratio(rows, cases)
+        if ratio_lines:
+            lines += ratio_lines
+        lines += thread_sweep([r for r in sweep if r["algorithm"] == algo])
+    return "\n".join(lines) + "\n"
+
+
+def kokkos_native_ratio(rows, cases):
+    """Best Kokkos-CUDA compute time over best native CUDA compute time, per size."""
+    out = ["### Kokkos-CUDA / native CUDA (best compute-only time of each)", "",
+           "| case | best native | ms | best Kokkos | ms | ratio |", "|---|---|---|---|---|---|"]
+    any_row = False
+    for case in cases:
+        def best(layer):
+            candidates = [r for r in rows if r["case"] == case and r["backend"] == "cuda"
+                          and r["layer"] == layer and "compute_median_ms" in r]
+            return min(candidates, key=lambda r: r["compute_median_ms"], default=None)
+        native, portable = best("native_cuda"), best("portable")
+        if native and portable:
+            any_row = True
+            out.append(f"| {case} | {native['variant']} | {fmt(native['compute_median_ms'])} | "
+                       f"{portable['variant']} | {fmt(portable['compute_median_ms'])} | "
+                       f"{portable['compute_median_ms'] / native['compute_median_ms']:.2f} |")
+    return out + [""] if any_row else []
+
+
+def thread_sweep(records):
+    if not records:
+        return []
+    threads = sorted({r.get("threads", 1) for r in records})
+    if len(threads) < 2:
+        return []
+    case = records[0]["case"]
+    index = {(r["variant"], r.get("threads", 1)): r for r in records if r["case"] == case}
+    variants = list(collections.OrderedDict.fromkeys(v for v, _ in index))
+    out = [f"### OpenMP thread sweep ({case}): time in ms (speedup over 1 thread)", "",
+           "| variant | " + " | ".join(f"{t} threads" for t in threads) + " |",
+           "|---|" + "---|" * len(threads)]
+    for v in variants:
+        base = index.get((v, threads[0]))
+        cells = []
+        for t in threads:
+            r = index.get((v, t))
+            if r and base:
+                cells.append(f"{fmt(main_time(r))} ({main_time(base) / main_time(r):.1f}×)")
+            else:
+                cells.append("-")
+        out.append(f"| {v} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
+def plots(records, directory):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("report.py: matplotlib is not installed; no plots", file=sys.stderr)
+        return
+    main, _ = split_runs(records)
+    main = latest(main)
+    os.makedirs(directory, exist_ok=True)
+    for algo in sorted({r["algorithm"] for r in main}):
+        rows = [r for r in main if r["algorithm"] == algo]
+        cases = sorted({r["case"] for r in rows}, key=case_key)
+        if len(cases) < 2:
+            continue
+        fig, (ax_time, ax_speed) = plt.subplots(1, 2, figsize=(13, 5))
+        styles = {"sequential": ":", "native_cpu": "-.", "portable": "--", "native_cuda": "-"}
+        for v in collections.OrderedDict.fromkeys(r["variant"] for r in rows):
+            series = {r["case"]: r for r in rows if r["variant"] == v}
+            xs = [c for c in cases if c in series]
+            layer = series[xs[0]]["layer"]
+            ax_time.plot(xs, [main_time(series[c]) for c in xs], styles.get(layer, "-"),
+                         marker="o", label=v)
+            ax_speed.plot(xs, [series[c]["speedup_vs_sequential"] for c in xs],
+                          styles.get(layer, "-"), marker="o", label=v)
+        ax_time.set_yscale("log")
+        ax_time.set_ylabel("median ms (compute, or e2e for streamed variants)")
+        ax_speed.set_yscale("log")
+        ax_speed.set_ylabel("speedup vs sequential reference")
+        for ax in (ax_time, ax_speed):
+            ax.set_xlabel("case")
+            ax.grid(True, which="both", alpha=0.3)
+        ax_speed.legend(fontsize=7, ncol=2)
+        fig.suptitle(f"{algo} on {rows[0].get('device', '?')}")
+        fig.tight_layout()
+        path = os.path.join(directory, f"{algo}.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        print(f"report.py: wrote {path}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results", help="compare --json output (JSON lines)")
+    parser.add_argument("--markdown", help="write the tables here (default: stdout)")
+    parser.add_argument("--plots", help="write PNG plots into this directory")
+    args = parser.parse_args()
+    records = load(args.results)
+    if not records:
+        sys.exit(f"{args.results}: no results")
+    text = markdown(records)
+    if args.markdown:
+        tmp = args.markdown + ".partial"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, args.markdown)
+    else:
+        sys.stdout.write(text)
+    if args.plots:
+        plots(records, args.plots)
+
+
+if __name__ == "__main__":
+    main()
