@@ -1,11 +1,30 @@
-// compare --algo conv: the input from options.
+// compare --algo conv: its options and input.
 #include "kbench/conv.hpp"
 #include "compare/compare_impl.hpp"
 #include "compare/inputs.hpp"
 
 namespace kbench::compare {
+namespace {
 
-int run_conv(const Options& options, const ConvOptions& conv) {
+struct ConvOptions {
+  std::string mask = "gaussian";
+  std::string border = "clamp";
+  int channels = 3;
+} conv_options;
+
+void add_conv_options(CLI::App& app) {
+  app.add_option("--mask", conv_options.mask, "conv: built-in mask name or mask file")
+      ->capture_default_str();
+  app.add_option("--border", conv_options.border, "conv: crop or clamp")
+      ->check(CLI::IsMember({"crop", "clamp"}))
+      ->capture_default_str();
+  app.add_option("--channels", conv_options.channels, "conv: 1 (gray) or 3 (RGB)")
+      ->check(CLI::IsMember({1, 3}))
+      ->capture_default_str();
+}
+
+int run_conv(const Options& options) {
+  const ConvOptions& conv = conv_options;
   Case<Conv> problem;
   problem.input.image = load_or_generate(options, conv.channels, &problem.name);
   problem.input.mask = load_mask(conv.mask);
@@ -17,6 +36,12 @@ int run_conv(const Options& options, const ConvOptions& conv) {
                         std::to_string(problem.input.mask.size) + "x" +
                         std::to_string(problem.input.mask.size) + " " + conv.border;
   return run(options, problem);
+}
+
+}  // namespace
+
+AlgorithmEntry conv_entry() {
+  return {Conv::name, {"480p", "1080p", "4k"}, add_conv_options, run_conv};
 }
 
 }  // namespace kbench::compare

@@ -37,12 +37,6 @@ ImageU8 load_or_generate(const Options& options, int channels, std::string* name
   return rgb;
 }
 
-// The sizes perf/ runs each algorithm at, smallest first.
-std::vector<const char*> standard_cases(const std::string& algorithm) {
-  if (algorithm == "conv") return {"480p", "1080p", "4k"};
-  return {};
-}
-
 void print_registry() {
   std::printf("%-8s %-26s %-11s %-7s %s\n", "algo", "variant", "layer", "backend", "kind");
   for (const auto& v : all_variants()) {
@@ -56,7 +50,6 @@ void print_registry() {
 int main(int argc, char** argv) {
   using namespace kbench::compare;
   Options options;
-  ConvOptions conv;
   bool list = false, list_cases = false;
   CLI::App app{
       "Checks every variant of an algorithm against the sequential reference, then times "
@@ -82,14 +75,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--list", list, "Print the variant registry and exit");
   app.add_flag("--list-cases", list_cases, "Print the algorithm's standard cases and exit");
-  app.add_option("--mask", conv.mask, "conv: built-in mask name or mask file")
-      ->capture_default_str();
-  app.add_option("--border", conv.border, "conv: crop or clamp")
-      ->check(CLI::IsMember({"crop", "clamp"}))
-      ->capture_default_str();
-  app.add_option("--channels", conv.channels, "conv: 1 (gray) or 3 (RGB)")
-      ->check(CLI::IsMember({1, 3}))
-      ->capture_default_str();
+  const auto entries = algorithm_entries();
+  for (const auto& entry : entries) entry.add_options(app);
   CLI11_PARSE(app, argc, argv);
   for (const auto& extra : app.remaining()) {
     if (extra.rfind("--kokkos-", 0) != 0) {
@@ -105,10 +92,16 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (list_cases) {
-      for (const char* c : standard_cases(options.algorithm)) std::printf("%s\n", c);
+      for (const auto& entry : entries) {
+        if (options.algorithm != entry.name) continue;
+        for (const char* c : entry.cases) std::printf("%s\n", c);
+      }
       return 0;
     }
-    return run_conv(options, conv);
+    for (const auto& entry : entries) {
+      if (options.algorithm == entry.name) return entry.run(options);
+    }
+    throw kbench::Error("compare does not know the algorithm '" + options.algorithm + "'");
   } catch (const kbench::Error& e) {
     std::cerr << "compare: " << e.what() << '\n';
     return 1;
