@@ -17,6 +17,7 @@ struct Options {
   std::vector<std::string> variants;  // empty: all
   std::string json_path;
   std::uint64_t seed = 1;
+  bool check_only = false;  // check every variant, time none
   TimingOptions timing;
 };
 

@@ -72,7 +72,7 @@ int run(const Options& options, const Case<Algorithm>& problem) {
       if (!check.ok) {
         row.status = "WRONG";
         row.detail = check.detail;
-      } else {
+      } else if (!options.check_only) {
         std::printf(" timing...");
         std::fflush(stdout);
         row.timing = time_variant(v, problem.input, options.timing);
@@ -96,6 +96,11 @@ int run(const Options& options, const Case<Algorithm>& problem) {
       std::printf("%-26s %-11s %-7s %s%s%s\n", row.variant.c_str(), row.layer.c_str(),
                   row.backend.c_str(), row.status.c_str(), row.detail.empty() ? "" : ": ",
                   row.detail.c_str());
+      continue;
+    }
+    if (options.check_only) {
+      std::printf("%-26s %-11s %-7s checked, max error %g\n", row.variant.c_str(),
+                  row.layer.c_str(), row.backend.c_str(), row.max_error);
       continue;
     }
     const Timing& t = row.timing;

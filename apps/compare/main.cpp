@@ -73,6 +73,8 @@ int main(int argc, char** argv) {
   app.add_option("--budget-ms", options.timing.budget_ms,
                  "Time one variant for about this long at most (fewer reps for slow ones)")
       ->capture_default_str();
+  app.add_flag("--check-only", options.check_only,
+               "Check every variant against the reference; time none");
   app.add_flag("--list", list, "Print the variant registry and exit");
   app.add_flag("--list-cases", list_cases, "Print the algorithm's standard cases and exit");
   const auto entries = algorithm_entries();
@@ -85,19 +87,20 @@ int main(int argc, char** argv) {
     }
   }
 
+  // Listings need no execution space, so they work where a backend cannot start.
+  if (list) {
+    print_registry();
+    return 0;
+  }
+  if (list_cases) {
+    for (const auto& entry : entries) {
+      if (options.algorithm != entry.name) continue;
+      for (const char* c : entry.cases) std::printf("%s\n", c);
+    }
+    return 0;
+  }
   Kokkos::ScopeGuard kokkos(argc, argv);
   try {
-    if (list) {
-      print_registry();
-      return 0;
-    }
-    if (list_cases) {
-      for (const auto& entry : entries) {
-        if (options.algorithm != entry.name) continue;
-        for (const char* c : entry.cases) std::printf("%s\n", c);
-      }
-      return 0;
-    }
     for (const auto& entry : entries) {
       if (options.algorithm == entry.name) return entry.run(options);
     }

@@ -107,25 +107,28 @@ Timing time_variant(const Variant<Algorithm>& variant, const typename Algorithm:
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   };
   Timing timing;
-  const double footprint = std::max(1.0, Algorithm::workload(input).bytes);
-  timing.rotation =
-      std::clamp(int(std::ceil(options.rotation_bytes / footprint)), 1, options.max_rotation);
   std::vector<std::unique_ptr<Runner<Algorithm>>> runners;
-  for (int k = 0; k < timing.rotation; ++k) {
+  const auto add_runner = [&] {
     runners.push_back(variant.make(input));
     runners.back()->poison(0);
     runners.back()->upload();
-  }
-  // Warm-up, then calibrate the batch size on a single call.
-  for (auto& r : runners) {
-    r->compute();
-    r->sync();
-  }
+    runners.back()->compute();  // warm-up
+    runners.back()->sync();
+  };
+  add_runner();
+  // Calibrate the batch size on a single call.
   Clock::time_point t0 = Clock::now();
   runners[0]->compute();
   runners[0]->sync();
   const double single_ms = std::max(elapsed_ms(t0), 1e-4);
   timing.batch = std::clamp(int(std::ceil(options.min_batch_ms / single_ms)), 1, 10000);
+  // Only batched (short) calls can find their data left in the cache by the previous call.
+  if (timing.batch > 1) {
+    const double footprint = std::max(1.0, Algorithm::workload(input).bytes);
+    timing.rotation =
+        std::clamp(int(std::ceil(options.rotation_bytes / footprint)), 1, options.max_rotation);
+  }
+  while (int(runners.size()) < timing.rotation) add_runner();
 
   const int reps = std::clamp(int(options.budget_ms / (single_ms * timing.batch)),
                               std::min(options.min_reps, options.reps), options.reps);

@@ -92,14 +92,23 @@ class PinnedBuffer {
   std::size_t count_ = 0;
 };
 
+// Non-blocking by default; with cudaStreamDefault the stream and the legacy default stream wait
+// for each other's earlier work.
 class Stream {
  public:
-  Stream() {
-    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  explicit Stream(unsigned int flags = cudaStreamNonBlocking) {
+    check(cudaStreamCreateWithFlags(&stream_, flags), "cudaStreamCreate");
+  }
+  Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
+  Stream& operator=(Stream&& other) noexcept {
+    std::swap(stream_, other.stream_);
+    return *this;
   }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
-  ~Stream() { cudaStreamDestroy(stream_); }
+  ~Stream() {
+    if (stream_) cudaStreamDestroy(stream_);
+  }
   cudaStream_t get() const { return stream_; }
 
  private:
@@ -108,5 +117,7 @@ class Stream {
 
 // True when a CUDA device can be used; never throws.
 bool device_available();
+// The current device's name.
+std::string device_name();
 
 }  // namespace kbench::cuda

@@ -162,8 +162,9 @@ class KokkosConvRunner final : public Runner<Conv> {
   OutputBuffer<std::uint8_t, Exec> out_;
 };
 
+// Preference: a GPU backend before the host ones; the team-tiled schedule before the flat one.
 template <class Exec, class Schedule>
-void add_variant(VariantList<Conv>& list) {
+void add_variant(VariantList<Conv>& list, int preference) {
   list.push_back({std::string(Schedule::name) + "-" + to_string(backend_of<Exec>()),
                   Layer::portable,
                   backend_of<Exec>(),
@@ -171,7 +172,8 @@ void add_variant(VariantList<Conv>& list) {
                   [](const ConvInput& input) -> std::unique_ptr<Runner<Conv>> {
                     return std::make_unique<KokkosConvRunner<Exec, Schedule>>(input);
                   },
-                  {}});
+                  {},
+                  preference});
 }
 
 }  // namespace kbench::portable_conv
@@ -181,8 +183,9 @@ namespace kbench {
 void register_conv_portable(VariantList<Conv>& list) {
   portable::for_each_exec_space([&](auto exec) {
     using Exec = decltype(exec);
-    portable_conv::add_variant<Exec, portable_conv::MDRangeSchedule<Exec>>(list);
-    portable_conv::add_variant<Exec, portable_conv::TeamTiledSchedule<Exec>>(list);
+    const int base = portable::backend_of<Exec>() == Backend::cuda ? 15 : 0;
+    portable_conv::add_variant<Exec, portable_conv::MDRangeSchedule<Exec>>(list, base + 1);
+    portable_conv::add_variant<Exec, portable_conv::TeamTiledSchedule<Exec>>(list, base + 2);
   });
 }
 
