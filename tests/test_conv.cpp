@@ -91,7 +91,9 @@ TEST_CASE("every variant matches the reference on random images", "[conv]") {
   masks.push_back(random_mask(5, 1));
   masks.push_back(random_mask(7, 2));
   std::uint64_t seed = 100;
-  for (const Shape shape : {Shape{3, 3}, Shape{17, 5}, Shape{9, 31}, Shape{640, 480}}) {
+  // 66 and 131 columns: whole-word and odd rows for the row-vector schedules, in both borders.
+  for (const Shape shape :
+       {Shape{3, 3}, Shape{17, 5}, Shape{9, 31}, Shape{66, 20}, Shape{131, 7}, Shape{640, 480}}) {
     for (const int channels : {1, 3, 4}) {
       for (const Border border : {Border::crop, Border::clamp}) {
         for (const Mask& mask : masks) {

@@ -1,8 +1,11 @@
 // Portable conv: one Kokkos source for every execution space (Serial, OpenMP, CUDA).
 //
-// The pixel computation (ConvPixel) is written once; two schedules walk it: a flat MDRange over
-// output pixels, and a team-tiled one that stages each tile plus its halo in team scratch.
-// Masks of size 3 get a compile-time unrolled instantiation; other sizes use the run-time loop.
+// The pixel computation (conv_pixel) is written once; three schedules walk it: a flat MDRange
+// over output pixels; a team-tiled one that stages each tile plus its halo in team scratch; and a
+// row-vector one that treats an interleaved row as one byte stream (every channel sees the same
+// weights), so each work item turns a few word loads into a run of output bytes.
+// Masks of size 3 get compile-time unrolled code; other sizes use the run-time loop.
+#include <cstring>
 #include <memory>
 
 #include "kbench/conv.hpp"
@@ -40,17 +43,23 @@ KOKKOS_INLINE_FUNCTION void conv_pixel(const ConvShape& s, const Source& source,
                                        const Out& out, int x, int y) {
   const int n = kSize > 0 ? kSize : s.mask_size;
   const int r = n / 2;
-  float sum[4] = {0.f, 0.f, 0.f, 0.f};
+  // The channel loops run to the compile-time maximum so sum[] stays in registers (a run-time
+  // bound would index it dynamically and move it to local memory on GPUs).
+  constexpr int kMaxChannels = 4;
+  float sum[kMaxChannels] = {0.f, 0.f, 0.f, 0.f};
   for (int j = 0; j < n; ++j) {
     for (int i = 0; i < n; ++i) {
       const float w = mask(j * n + i);
-      for (int c = 0; c < s.channels; ++c) {
-        sum[c] += w * float(source(x + s.shift + i - r, y + s.shift + j - r, c));
+      for (int c = 0; c < kMaxChannels; ++c) {
+        if (c < s.channels)
+          sum[c] += w * float(source(x + s.shift + i - r, y + s.shift + j - r, c));
       }
     }
   }
   const std::size_t base = (std::size_t(y) * s.out_width + x) * s.channels;
-  for (int c = 0; c < s.channels; ++c) out(base + c) = conv_to_pixel(sum[c]);
+  for (int c = 0; c < kMaxChannels; ++c) {
+    if (c < s.channels) out(base + c) = conv_to_pixel(sum[c]);
+  }
 }
 
 template <class In>
@@ -128,6 +137,144 @@ struct TeamTiledSchedule {
   }
 };
 
+// Row-vector schedule for 3×3 masks: a work item produces kBytes consecutive output bytes of
+// kRows consecutive rows. It reads each of its kRows + 2 input rows once, as 32-bit words
+// realigned in registers, and keeps everything in registers. Work items whose window leaves the
+// row (clamped borders, row tails) take the per-sample path; other mask sizes use MDRange.
+template <class Exec, int kBytes = 16, int kRows = 2, int kTileSegments = 32, int kTileRows = 4>
+struct RowVectorSchedule {
+  static constexpr const char* name = "kokkos-rowvec";
+  static_assert(kBytes % 4 == 0, "output runs are whole words");
+
+  template <int kSize, class In, class MaskView, class Out>
+  static void run(const ConvShape& s, const In& in, const MaskView& mask, const Out& out) {
+    if (kSize != 3) {
+      MDRangeSchedule<Exec>::template run<kSize>(s, in, mask, out);
+      return;
+    }
+    const bool crop = s.shift == 1;
+    switch (s.channels) {
+      case 1:
+        crop ? run_fixed<1, 1>(s, in, mask, out) : run_fixed<1, 0>(s, in, mask, out);
+        break;
+      case 2:
+        crop ? run_fixed<2, 1>(s, in, mask, out) : run_fixed<2, 0>(s, in, mask, out);
+        break;
+      case 3:
+        crop ? run_fixed<3, 1>(s, in, mask, out) : run_fixed<3, 0>(s, in, mask, out);
+        break;
+      default:
+        crop ? run_fixed<4, 1>(s, in, mask, out) : run_fixed<4, 0>(s, in, mask, out);
+        break;
+    }
+  }
+
+  // A byte as a float without an int→float conversion instruction: 2^23 + b has b in its low
+  // mantissa bits.
+  KOKKOS_INLINE_FUNCTION static float byte_to_float(std::uint32_t word, int byte) {
+    const std::uint32_t bits = 0x4B000000u | ((word >> (8 * byte)) & 0xFFu);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f - 8388608.f;
+  }
+
+  // kC channels; kShift 1 for crop (the window starts at the output byte), 0 for clamp.
+  template <int kC, int kShift, class In, class MaskView, class Out>
+  static void run_fixed(const ConvShape& s, const In& in, const MaskView& mask, const Out& out) {
+    using Memory = typename Exec::memory_space;
+    using Words =
+        Kokkos::View<const std::uint32_t*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    using OutWords = Kokkos::View<std::uint32_t*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    constexpr int kLead = (1 - kShift) * kC;  // window bytes before the output byte
+    constexpr int kSpan = kBytes + 2 * kC;    // window bytes of one row
+    constexpr int kWords = (kSpan + 3) / 4;   // after realignment; one more is loaded
+    const int in_row_bytes = s.in_width * kC, out_row_bytes = s.out_width * kC;
+    // Whole words only: the last 1-3 bytes of the image are never read as part of a word.
+    const Words in_words(reinterpret_cast<const std::uint32_t*>(in.data()), in.size() / 4);
+    const OutWords out_words(reinterpret_cast<std::uint32_t*>(out.data()), out.size() / 4);
+    const ImageSource<In> source{s, in};
+    const int segments = (out_row_bytes + kBytes - 1) / kBytes;
+    const int groups = (s.out_height + kRows - 1) / kRows;
+    using Policy =
+        Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2, Kokkos::Iterate::Left, Kokkos::Iterate::Left>>;
+    Kokkos::parallel_for(
+        "conv_rowvec", Policy({0, 0}, {segments, groups}, {kTileSegments, kTileRows}),
+        KOKKOS_LAMBDA(int segment, int group) {
+          const int k0 = segment * kBytes, y0 = group * kRows;
+          // The last input row's window holds the highest word this item reads.
+          const std::size_t highest =
+              std::size_t(clamp_coordinate(y0 + kRows + kShift, s.in_height)) * in_row_bytes + k0;
+          if (k0 < kLead || k0 - kLead + kSpan > in_row_bytes || k0 + kBytes > out_row_bytes ||
+              (highest - kLead) / 4 + kWords + 1 > in_words.size()) {
+            edge(s, source, mask, out, k0, y0);
+            return;
+          }
+          float m[9];
+          for (int t = 0; t < 9; ++t) m[t] = mask(t);
+          float sum[kRows][kBytes] = {};
+          for (int row = 0; row < kRows + 2; ++row) {
+            const int sy = clamp_coordinate(y0 + kShift - 1 + row, s.in_height);
+            const std::size_t start = std::size_t(sy) * in_row_bytes + k0 - kLead;
+            const std::size_t first = start / 4;
+            const int offset = int(start % 4) * 8;
+            std::uint32_t words[kWords + 1];
+            for (int w = 0; w <= kWords; ++w) words[w] = in_words(first + w);
+            float v[kSpan];
+            for (int w = 0; w < kWords; ++w) {
+              // Funnel-shift so the window's first byte is byte 0 of word 0.
+              const std::uint32_t aligned =
+                  offset ? (words[w] >> offset) | (words[w + 1] << (32 - offset)) : words[w];
+              for (int b = 0; b < 4 && 4 * w + b < kSpan; ++b)
+                v[4 * w + b] = byte_to_float(aligned, b);
+            }
+            // Input row `row` is mask row j = row − r of output row r.
+            for (int r = 0; r < kRows; ++r) {
+              const int j = row - r;
+              if (j < 0 || j > 2) continue;
+              for (int t = 0; t < kBytes; ++t) {
+                sum[r][t] +=
+                    m[3 * j] * v[t] + m[3 * j + 1] * v[t + kC] + m[3 * j + 2] * v[t + 2 * kC];
+              }
+            }
+          }
+          for (int r = 0; r < kRows && y0 + r < s.out_height; ++r) {
+            const std::size_t at = std::size_t(y0 + r) * out_row_bytes + k0;
+            if (at % 4 == 0) {
+              for (int w = 0; w < kBytes / 4; ++w) {
+                std::uint32_t packed = 0;
+                for (int b = 0; b < 4; ++b) {
+                  packed |= std::uint32_t(conv_to_pixel(sum[r][4 * w + b])) << (8 * b);
+                }
+                out_words(at / 4 + w) = packed;
+              }
+            } else {
+              for (int t = 0; t < kBytes; ++t) out(at + t) = conv_to_pixel(sum[r][t]);
+            }
+          }
+        });
+  }
+
+  // The per-sample path, with clamped reads, for items at the image's edges.
+  template <class Source, class MaskView, class Out>
+  KOKKOS_INLINE_FUNCTION static void edge(const ConvShape& s, const Source& source,
+                                          const MaskView& mask, const Out& out, int k0, int y0) {
+    const int out_row_bytes = s.out_width * s.channels;
+    for (int r = 0; r < kRows && y0 + r < s.out_height; ++r) {
+      for (int k = k0; k < k0 + kBytes && k < out_row_bytes; ++k) {
+        const int x = k / s.channels, c = k % s.channels;
+        float sum = 0.f;
+        for (int j = 0; j < 3; ++j) {
+          for (int i = 0; i < 3; ++i) {
+            sum +=
+                mask(j * 3 + i) * float(source(x + s.shift + i - 1, y0 + r + s.shift + j - 1, c));
+          }
+        }
+        out(std::size_t(y0 + r) * out_row_bytes + k) = conv_to_pixel(sum);
+      }
+    }
+  }
+};
+
 template <class Exec, class Schedule>
 class KokkosConvRunner final : public Runner<Conv> {
  public:
@@ -186,6 +333,7 @@ void register_conv_portable(VariantList<Conv>& list) {
     const int base = portable::backend_of<Exec>() == Backend::cuda ? 15 : 0;
     portable_conv::add_variant<Exec, portable_conv::MDRangeSchedule<Exec>>(list, base + 1);
     portable_conv::add_variant<Exec, portable_conv::TeamTiledSchedule<Exec>>(list, base + 2);
+    portable_conv::add_variant<Exec, portable_conv::RowVectorSchedule<Exec>>(list, base + 3);
   });
 }
 
