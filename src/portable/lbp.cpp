@@ -5,6 +5,7 @@
 //    (duplicated per thread on OpenMP, atomic on CUDA, plain on Serial);
 //  - team histogram: each team codes a tile into a histogram in team scratch and merges it into
 //    the result once, with one atomic per bin.
+#include <algorithm>
 #include <array>
 #include <memory>
 
@@ -111,14 +112,15 @@ struct ScatterViewSchedule {
 };
 
 // Each team codes a tile of kCols × kRows output pixels into a histogram in team scratch, then
-// adds it to the result with one atomic per bin. The team's threads take columns and slide a 3×3
-// window down the tile, so each thread reads 3 new samples per pixel instead of 9.
+// adds it to the result with one atomic per bin. Each thread takes 4 adjacent columns and slides
+// down the tile: per output row it reads one new input row of 6 samples and codes the 4 pixels
+// at once in 32-bit words with lbp_codes4, the helper the native CUDA layer uses.
 //
 // The scratch histogram has up to kMaxCopies interleaved copies (bin b of copy c at
 // b × copies + c), thread r counting into copy r mod copies: threads that code the same value at
 // the same time (flat regions) then update different words. A team of one thread needs no
 // atomics.
-template <class Exec, int kCols = 256, int kRows = 16, int kMaxCopies = 32>
+template <class Exec, int kCols = 512, int kRows = 8, int kMaxCopies = 32>
 struct TeamHistSchedule {
   static constexpr const char* name = "kokkos-team-hist";
   static constexpr int preference_offset = 1;
@@ -137,61 +139,77 @@ struct TeamHistSchedule {
     const int scratch_words = s.bins * kMaxCopies;
     const int tiles_x = (s.out_width + kCols - 1) / kCols;
     const int tiles = tiles_x * ((s.out_height + kRows - 1) / kRows);
-    auto policy = Kokkos::TeamPolicy<Exec>(tiles, Kokkos::AUTO)
-                      .set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(scratch_words)));
-    Kokkos::deep_copy(Exec{}, hist, 0u);
-    Kokkos::parallel_for(
-        "lbp_team_hist", policy, KOKKOS_LAMBDA(const Team& team) {
-          const int copies = team.team_size() < kMaxCopies ? team.team_size() : kMaxCopies;
-          const Scratch counts(team.team_scratch(0), scratch_words);
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, s.bins * copies),
-                               [&](int i) { counts(i) = 0; });
-          team.team_barrier();
+    const auto scratch = Kokkos::PerTeam(Scratch::shmem_size(scratch_words));
+    const auto body = KOKKOS_LAMBDA(const Team& team) {
+      const int copies = team.team_size() < kMaxCopies ? team.team_size() : kMaxCopies;
+      const Scratch counts(team.team_scratch(0), scratch_words);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, s.bins * copies),
+                           [&](int i) { counts(i) = 0; });
+      team.team_barrier();
 
-          const int copy = team.team_rank() % copies;
-          const int x0 = (team.league_rank() % tiles_x) * kCols;
-          const int y0 = (team.league_rank() / tiles_x) * kRows;
-          const int cols = s.out_width - x0 < kCols ? s.out_width - x0 : kCols;
-          const int y1 = s.out_height - y0 < kRows ? s.out_height : y0 + kRows;
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, cols), [&](int i) {
-            const int x = x0 + i, cx = x + s.shift;
-            const int columns[3] = {clamp_coordinate(cx - 1, s.in_width), cx,
-                                    clamp_coordinate(cx + 1, s.in_width)};
-            const auto load_row = [&](int row, std::uint8_t(&dst)[3]) {
-              const std::size_t base = std::size_t(clamp_coordinate(row, s.in_height)) * s.in_width;
-              for (int k = 0; k < 3; ++k) dst[k] = in(base + columns[k]);
-            };
-            std::uint8_t window[3][3];
-            load_row(y0 + s.shift - 1, window[0]);
-            load_row(y0 + s.shift, window[1]);
-            for (int y = y0; y < y1; ++y) {
-              load_row(y + s.shift + 1, window[2]);
-              std::uint8_t value;
-              int bin;
-              map_code(s, tables, lbp_code([&](int dx, int dy) { return window[dy + 1][dx + 1]; }),
-                       value, bin);
-              codes(std::size_t(y) * s.out_width + x) = value;
-              if (copies == 1) {
-                ++counts(bin);
-              } else {
-                Kokkos::atomic_add(&counts(bin * copies + copy), 1u);
-              }
-              for (int k = 0; k < 3; ++k) {
-                window[0][k] = window[1][k];
-                window[1][k] = window[2][k];
-              }
+      const int copy = team.team_rank() % copies;
+      const int x0 = (team.league_rank() % tiles_x) * kCols;
+      const int y0 = (team.league_rank() / tiles_x) * kRows;
+      const int cols = s.out_width - x0 < kCols ? s.out_width - x0 : kCols;
+      const int y1 = s.out_height - y0 < kRows ? s.out_height : y0 + kRows;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (cols + 3) / 4), [&](int q) {
+        const int x = x0 + 4 * q;
+        const int pixels = cols - 4 * q < 4 ? cols - 4 * q : 4;
+        // The 6 input columns the 4 pixels read, clamped (for crop only columns of pixels
+        // past the edge, which are not stored, would leave the image).
+        int columns[6];
+        for (int k = 0; k < 6; ++k) {
+          columns[k] = clamp_coordinate(x + s.shift - 1 + k, s.in_width);
+        }
+        // One input row's samples as lbp_codes4 takes them: columns 0..3 in lo, 4..5 in hi.
+        const auto load_row = [&](int row, std::uint32_t& lo, std::uint32_t& hi) {
+          const std::size_t base = std::size_t(clamp_coordinate(row, s.in_height)) * s.in_width;
+          lo = hi = 0;
+          for (int k = 0; k < 4; ++k) lo |= std::uint32_t(in(base + columns[k])) << (8 * k);
+          for (int k = 4; k < 6; ++k) hi |= std::uint32_t(in(base + columns[k])) << (8 * k - 32);
+        };
+        std::uint32_t lo[3], hi[3];
+        load_row(y0 + s.shift - 1, lo[0], hi[0]);
+        load_row(y0 + s.shift, lo[1], hi[1]);
+        for (int y = y0; y < y1; ++y) {
+          load_row(y + s.shift + 1, lo[2], hi[2]);
+          const std::uint32_t quad = lbp_codes4(lo, hi);
+          for (int p = 0; p < pixels; ++p) {
+            std::uint8_t value;
+            int bin;
+            map_code(s, tables, std::uint8_t(quad >> (8 * p)), value, bin);
+            codes(std::size_t(y) * s.out_width + x + p) = value;
+            if (copies == 1) {
+              ++counts(bin);
+            } else {
+              Kokkos::atomic_add(&counts(bin * copies + copy), 1u);
             }
-          });
-          team.team_barrier();
+          }
+          lo[0] = lo[1];
+          hi[0] = hi[1];
+          lo[1] = lo[2];
+          hi[1] = hi[2];
+        }
+      });
+      team.team_barrier();
 
-          // Bin b's copies are read starting at copy b, so neighbouring threads read
-          // neighbouring words.
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, s.bins), [&](int b) {
-            std::uint32_t sum = 0;
-            for (int c = 0; c < copies; ++c) sum += counts(b * copies + (b + c) % copies);
-            if (sum) Kokkos::atomic_add(&hist(b), sum);
-          });
-        });
+      // Bin b's copies are read starting at copy b, so neighbouring threads read
+      // neighbouring words.
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, s.bins), [&](int b) {
+        std::uint32_t sum = 0;
+        for (int c = 0; c < copies; ++c) sum += counts(b * copies + (b + c) % copies);
+        if (sum) Kokkos::atomic_add(&hist(b), sum);
+      });
+    };
+    // The backend's recommended team size, but no more threads than a tile has column quads.
+    const int team_size =
+        std::min(kCols / 4, Kokkos::TeamPolicy<Exec>(tiles, Kokkos::AUTO)
+                                .set_scratch_size(0, scratch)
+                                .team_size_recommended(body, Kokkos::ParallelForTag()));
+    Kokkos::deep_copy(Exec{}, hist, 0u);
+    Kokkos::parallel_for("lbp_team_hist",
+                         Kokkos::TeamPolicy<Exec>(tiles, team_size).set_scratch_size(0, scratch),
+                         body);
   }
 };
 
