@@ -10,8 +10,8 @@
 // cuda-e2e-sync is cuda-vec with the pageable host↔device copies inside compute().
 //
 // Device images are pitched: each row starts on a kVecBytes boundary, so cuda-vec's vector loads
-// and stores are aligned for any width. Every kernel zeroes nothing in global memory: compute()
-// clears the result histogram on the stream first.
+// and stores are aligned for any width. The kernels add into the result histogram; compute()
+// clears it on the same stream before each launch.
 #include <cuda_runtime.h>
 
 #include <algorithm>
