@@ -4,7 +4,8 @@
     perf/report.py RESULTS.jsonl [--markdown report.md] [--plots DIR]
 
 Tables, per algorithm: each case's full results; time and speedup vs the sequential reference
-per size (the reports' layout); the Kokkos/native CUDA ratio per size; the OpenMP thread sweep.
+per size (the reports' layout); where each parallel variant starts beating the sequential
+reference (crossover); the Kokkos/native CUDA ratio per size; the OpenMP thread sweep.
 Plots (when matplotlib is installed): time and speedup vs size, one line per variant, per layer.
 """
 
@@ -146,11 +147,48 @@ def markdown(records):
                 cells.append(f"{fmt(main_time(r))} ({r['speedup_vs_sequential']:.1f}×)" if r else "-")
             lines.append(f"| {v} | " + " | ".join(cells) + " |")
         lines.append("")
+        lines += crossover(rows, cases)
         ratio_lines = kokkos_native_ratio(rows, cases)
         if ratio_lines:
             lines += ratio_lines
         lines += thread_sweep([r for r in sweep if r["algorithm"] == algo])
     return "\n".join(lines) + "\n"
+
+
+def crossover(rows, cases):
+    """Per parallel variant, the smallest case where it beats the sequential reference, and the
+    smallest from which it beats it at every larger case too (compute-only, and with the
+    host<->device copies where the variant has them)."""
+    if len(cases) < 2:
+        return []
+
+    def first_and_from(speedups):
+        """speedups: (case, speedup) in size order."""
+        faster = [c for c, s in speedups if s > 1]
+        stays = None
+        for c, s in reversed(speedups):
+            if s <= 1:
+                break
+            stays = c
+        return (faster[0] if faster else "never"), (stays or "never")
+
+    out = ["### where each parallel variant starts beating the sequential reference (crossover)",
+           "", "| variant | layer | backend | first faster | faster from | "
+           "first faster, with transfers | faster from, with transfers |",
+           "|---|---|---|---|---|---|---|"]
+    index = {(r["variant"], r["case"]): r for r in rows}
+    for v in collections.OrderedDict.fromkeys(r["variant"] for r in rows):
+        series = [index[(v, c)] for c in cases if (v, c) in index]
+        if not series or series[0]["layer"] == "sequential":
+            continue
+        compute = first_and_from([(r["case"], r["speedup_vs_sequential"]) for r in series])
+        # The reference's time is speedup × this variant's main time.
+        e2e = [(r["case"], r["speedup_vs_sequential"] * main_time(r) / r["e2e_median_ms"])
+               for r in series if "e2e_median_ms" in r]
+        with_copies = first_and_from(e2e) if e2e else ("-", "-")
+        out.append(f"| {v} | {series[0]['layer']} | {series[0]['backend']} | {compute[0]} | "
+                   f"{compute[1]} | {with_copies[0]} | {with_copies[1]} |")
+    return out + [""]
 
 
 def kokkos_native_ratio(rows, cases):

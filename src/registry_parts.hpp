@@ -2,6 +2,7 @@
 // Each layer's registration function, one per algorithm; registry.cpp calls them in order.
 
 #include "kbench/conv.hpp"
+#include "kbench/lbp.hpp"
 #include "kbench/registry.hpp"
 
 namespace kbench {
@@ -11,6 +12,13 @@ void register_conv_native_cpu(VariantList<Conv>& list);
 void register_conv_portable(VariantList<Conv>& list);
 #if defined(KBENCH_HAVE_CUDA)
 void register_conv_native_cuda(VariantList<Conv>& list);
+#endif
+
+void register_lbp_sequential(VariantList<Lbp>& list);
+void register_lbp_native_cpu(VariantList<Lbp>& list);
+void register_lbp_portable(VariantList<Lbp>& list);
+#if defined(KBENCH_HAVE_CUDA)
+void register_lbp_native_cuda(VariantList<Lbp>& list);
 #endif
 
 }  // namespace kbench

@@ -37,7 +37,7 @@ int run(const Options& options, const Case<Algorithm>& problem) {
               problem.description.c_str());
   std::printf("host: %s, %d threads%s%s\n", cpu_name().c_str(), host_threads(),
               have_gpu ? "; GPU: " : "", have_gpu ? gpu_name().c_str() : "");
-  std::printf("computing the double-precision reference...\n");
+  std::printf("computing the reference...\n");
   const typename Algorithm::Reference reference = Algorithm::reference(problem.input);
 
   std::ofstream json;

@@ -8,15 +8,11 @@ namespace {
 
 struct ConvOptions {
   std::string mask = "gaussian";
-  std::string border = "clamp";
   int channels = 3;
 } conv_options;
 
 void add_conv_options(CLI::App& app) {
   app.add_option("--mask", conv_options.mask, "conv: built-in mask name or mask file")
-      ->capture_default_str();
-  app.add_option("--border", conv_options.border, "conv: crop or clamp")
-      ->check(CLI::IsMember({"crop", "clamp"}))
       ->capture_default_str();
   app.add_option("--channels", conv_options.channels, "conv: 1 (gray) or 3 (RGB)")
       ->check(CLI::IsMember({1, 3}))
@@ -28,13 +24,13 @@ int run_conv(const Options& options) {
   Case<Conv> problem;
   problem.input.image = load_or_generate(options, conv.channels, &problem.name);
   problem.input.mask = load_mask(conv.mask);
-  problem.input.border = parse_border(conv.border);
+  problem.input.border = parse_border(options.border);
   validate_conv_input(problem.input);
   const ImageU8& image = problem.input.image;
   problem.description = std::to_string(image.width) + "x" + std::to_string(image.height) + "x" +
                         std::to_string(image.channels) + " " + conv.mask + " " +
                         std::to_string(problem.input.mask.size) + "x" +
-                        std::to_string(problem.input.mask.size) + " " + conv.border;
+                        std::to_string(problem.input.mask.size) + " " + options.border;
   return run(options, problem);
 }
 

@@ -1,7 +1,8 @@
 // compare: checks and times every variant of an algorithm on one input.
 //
-//   compare --algo conv --size 4k [--image photo.png] [--mask sharpen|FILE] [--border crop]
-//           [--backend cuda] [--variant NAME]... [--reps 20] [--json results.jsonl] [--list]
+//   compare --algo conv|lbp --size 4k [--image photo.png] [--border crop] [--mask sharpen|FILE]
+//           [--mapping uniform] [--backend cuda] [--variant NAME]... [--reps 20]
+//           [--json results.jsonl] [--list]
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
 
@@ -61,6 +62,9 @@ int main(int argc, char** argv) {
   app.add_option("--size", options.size, "Generated input size: 480p, 720p, 1080p, 4k, 8k or WxH")
       ->capture_default_str();
   app.add_option("--image", options.image_path, "Use this image instead of a generated one");
+  app.add_option("--border", options.border, "conv, lbp: crop (output shrinks) or clamp")
+      ->check(CLI::IsMember({"crop", "clamp"}))
+      ->capture_default_str();
   app.add_option("--backend", options.backends,
                  "Only variants of these backends (serial, openmp, cuda)")
       ->check(CLI::IsMember({"serial", "openmp", "cuda"}));

@@ -1,0 +1,460 @@
+// Native CUDA lbp for sm_90. Three kernels, each writing codes and counting the histogram in one
+// pass:
+//  - cuda-global-atomic: one thread per pixel, neighbours read from global memory, one global
+//    atomic per pixel (the report's first kernel);
+//  - cuda-shared-tiled: each block stages a tile plus its one-pixel halo in shared memory and
+//    counts into a block-private shared histogram, merged into the result once per block;
+//  - cuda-vec: each thread codes 16 pixels of a row from 16-byte loads, four codes at a time in
+//    32-bit words (lbp_codes4), into a shared histogram with one copy per lane; merged once per
+//    block.
+// cuda-e2e-sync is cuda-vec with the pageable host↔device copies inside compute().
+//
+// Device images are pitched: each row starts on a kVecBytes boundary, so cuda-vec's vector loads
+// and stores are aligned for any width. The kernels add into the result histogram; compute()
+// clears it on the same stream before each launch.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+
+#include "kbench/lbp.hpp"
+#include "native_cuda/cuda_support.hpp"
+
+namespace kbench {
+namespace {
+
+using cuda::check;
+using cuda::check_launch;
+using cuda::DeviceBuffer;
+
+// Bytes per vector load/store in cuda-vec, and the row alignment of the device images.
+constexpr int kVecBytes = 16;
+
+struct Geometry {
+  int in_width, in_height, in_pitch;
+  int out_width, out_height, out_pitch;
+  int shift;  // output (x, y) is centred on input (x + shift, y + shift)
+  int bins;
+  bool mapped;  // false for the plain mapping: the tables are the identity and are skipped
+};
+
+int round_up(int value, int multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+Geometry geometry_of(const LbpInput& input) {
+  const ImageSize out = lbp_output_size(input.gray.width, input.gray.height, input.params.border);
+  return {input.gray.width,
+          input.gray.height,
+          round_up(input.gray.width, kVecBytes),
+          out.width,
+          out.height,
+          round_up(out.width, kVecBytes),
+          input.params.border == Border::crop ? 1 : 0,
+          lbp_bin_count(input.params.mapping),
+          input.params.mapping != LbpMapping::plain};
+}
+
+// The code of output (x, y), every neighbour read through clamped coordinates.
+__device__ __forceinline__ std::uint8_t code_clamped(const std::uint8_t* __restrict__ in,
+                                                     const Geometry& g, int x, int y) {
+  const int cx = x + g.shift, cy = y + g.shift;
+  return lbp_code([&](int dx, int dy) {
+    return __ldg(in + std::size_t(clamp_coordinate(cy + dy, g.in_height)) * g.in_pitch +
+                 clamp_coordinate(cx + dx, g.in_width));
+  });
+}
+
+// Copies the tables (value of code c at c, its bin at kLbpCodes + c) into shared memory.
+__device__ __forceinline__ void stage_tables(const std::uint8_t* __restrict__ tables,
+                                             std::uint8_t* shared, bool mapped) {
+  if (!mapped) return;
+  for (int i = threadIdx.x + threadIdx.y * blockDim.x; i < 2 * kLbpCodes;
+       i += blockDim.x * blockDim.y) {
+    shared[i] = tables[i];
+  }
+}
+
+// ---- cuda-global-atomic ------------------------------------------------------------------------
+
+constexpr int kGlobalBlockX = 32, kGlobalBlockY = 8;
+constexpr int kMaxGridY = 65535;
+
+__global__ void __launch_bounds__(kGlobalBlockX* kGlobalBlockY)
+    lbp_global_atomic(const std::uint8_t* __restrict__ in, const std::uint8_t* __restrict__ tables,
+                      Geometry g, std::uint8_t* __restrict__ out,
+                      std::uint32_t* __restrict__ hist) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  if (x >= g.out_width) return;
+  // Rows stride by the grid: very tall images need more rows than a grid has in y.
+  for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < g.out_height;
+       y += gridDim.y * blockDim.y) {
+    const std::uint8_t code = code_clamped(in, g, x, y);
+    out[std::size_t(y) * g.out_pitch + x] = g.mapped ? __ldg(tables + code) : code;
+    atomicAdd(hist + (g.mapped ? __ldg(tables + kLbpCodes + code) : code), 1u);
+  }
+}
+
+struct GlobalAtomicKernel {
+  dim3 grid, block{kGlobalBlockX, kGlobalBlockY};
+
+  explicit GlobalAtomicKernel(const Geometry& g)
+      : grid((g.out_width + kGlobalBlockX - 1) / kGlobalBlockX,
+             std::min((g.out_height + kGlobalBlockY - 1) / kGlobalBlockY, kMaxGridY)) {}
+
+  void launch(const std::uint8_t* in, const std::uint8_t* tables, const Geometry& g,
+              std::uint8_t* out, std::uint32_t* hist, cudaStream_t stream) const {
+    lbp_global_atomic<<<grid, block, 0, stream>>>(in, tables, g, out, hist);
+    check_launch("lbp_global_atomic");
+  }
+};
+
+// Blocks for a grid-stride kernel: enough to fill every SM at its occupancy, no more than the
+// work needs.
+template <class Kernel>
+int resident_blocks(Kernel kernel, int threads, std::size_t shared_bytes, long long work_blocks) {
+  int device = 0, sms = 0, per_sm = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+        "cudaDeviceGetAttribute(multiprocessors)");
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  return int(std::max(1ll, std::min(work_blocks, (long long)sms * std::max(per_sm, 1))));
+}
+
+// ---- cuda-shared-tiled -------------------------------------------------------------------------
+
+// A block of kTileW × kTileThreadsY threads codes kTileW × kTileH output tiles, each thread
+// kTileH / kTileThreadsY rows of a tile.
+constexpr int kTileW = 64, kTileH = 16, kTileThreadsY = 4;
+constexpr int kTileThreads = kTileW * kTileThreadsY;
+
+__global__ void __launch_bounds__(kTileThreads)
+    lbp_shared_tiled(const std::uint8_t* __restrict__ in, const std::uint8_t* __restrict__ tables,
+                     Geometry g, std::uint8_t* __restrict__ out, std::uint32_t* __restrict__ hist,
+                     int tiles_x, int tiles) {
+  constexpr int kHaloW = kTileW + 2, kHaloH = kTileH + 2;
+  __shared__ std::uint8_t tile[kHaloH][kHaloW];
+  __shared__ std::uint8_t shared_tables[2 * kLbpCodes];
+  __shared__ std::uint32_t counts[kLbpCodes];
+  const int tid = threadIdx.y * kTileW + threadIdx.x;
+  for (int b = tid; b < g.bins; b += kTileThreads) counts[b] = 0;
+  stage_tables(tables, shared_tables, g.mapped);
+  __syncthreads();
+
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int ox0 = (t % tiles_x) * kTileW, oy0 = (t / tiles_x) * kTileH;
+    // The tile's input window, clamped: samples past a partial tile's edge are staged but unused.
+    for (int i = tid; i < kHaloW * kHaloH; i += kTileThreads) {
+      const int row = clamp_coordinate(oy0 + g.shift - 1 + i / kHaloW, g.in_height);
+      const int col = clamp_coordinate(ox0 + g.shift - 1 + i % kHaloW, g.in_width);
+      tile[i / kHaloW][i % kHaloW] = __ldg(in + std::size_t(row) * g.in_pitch + col);
+    }
+    __syncthreads();
+    const int x = ox0 + threadIdx.x;
+    for (int r = threadIdx.y; r < kTileH; r += kTileThreadsY) {
+      const int y = oy0 + r;
+      if (x >= g.out_width || y >= g.out_height) continue;
+      const std::uint8_t code =
+          lbp_code([&](int dx, int dy) { return tile[r + 1 + dy][threadIdx.x + 1 + dx]; });
+      out[std::size_t(y) * g.out_pitch + x] = g.mapped ? shared_tables[code] : code;
+      atomicAdd(&counts[g.mapped ? shared_tables[kLbpCodes + code] : code], 1u);
+    }
+    __syncthreads();  // the next tile overwrites this one
+  }
+
+  for (int b = tid; b < g.bins; b += kTileThreads) {
+    if (counts[b]) atomicAdd(hist + b, counts[b]);
+  }
+}
+
+struct SharedTiledKernel {
+  int tiles_x, tiles, blocks;
+  dim3 block{kTileW, kTileThreadsY};
+
+  explicit SharedTiledKernel(const Geometry& g)
+      : tiles_x((g.out_width + kTileW - 1) / kTileW),
+        tiles(tiles_x * ((g.out_height + kTileH - 1) / kTileH)),
+        blocks(resident_blocks(lbp_shared_tiled, kTileThreads, 0, tiles)) {}
+
+  void launch(const std::uint8_t* in, const std::uint8_t* tables, const Geometry& g,
+              std::uint8_t* out, std::uint32_t* hist, cudaStream_t stream) const {
+    lbp_shared_tiled<<<blocks, block, 0, stream>>>(in, tables, g, out, hist, tiles_x, tiles);
+    check_launch("lbp_shared_tiled");
+  }
+};
+
+// ---- cuda-vec ----------------------------------------------------------------------------------
+
+constexpr int kVecThreads = 256;
+constexpr int kWarp = 32;
+constexpr int kWordsPerVec = kVecBytes / 4;
+// The shared histogram keeps one copy per lane, bin b of lane l at b × kWarp + l: a warp's 32
+// updates land in 32 different banks whatever the codes, so flat regions do not serialise.
+constexpr int kHistCopies = kWarp;
+
+// Replaces byte j (0..15) of four packed words; the loop keeps `words` in registers.
+__device__ __forceinline__ void set_byte(std::uint32_t (&words)[kWordsPerVec], int j,
+                                         std::uint8_t value) {
+#pragma unroll
+  for (int w = 0; w < kWordsPerVec; ++w) {
+    if (w == j / 4) {
+      const int bit = 8 * (j % 4);
+      words[w] = (words[w] & ~(0xFFu << bit)) | (std::uint32_t(value) << bit);
+    }
+  }
+}
+
+// Each work item is kVecBytes output pixels of one row, starting at ox0 = kVecBytes × v. Per input
+// row it loads the aligned vector at ox0 plus the word after it (and, for clamp, the word before
+// it); the 8-byte windows lbp_codes4 needs start one column left of each group of 4 centres.
+// With kShift = 1 (crop) that column is ox0 + 4i, word-aligned; with kShift = 0 (clamp) it is
+// 3 bytes into the previous word. Clamp's first and last columns, whose windows leave the row,
+// are recoded through clamped reads.
+template <int kShift>
+__global__ void __launch_bounds__(kVecThreads)
+    lbp_vec(const std::uint8_t* __restrict__ in, const std::uint8_t* __restrict__ tables,
+            Geometry g, std::uint8_t* __restrict__ out, std::uint32_t* __restrict__ hist,
+            unsigned vecs_per_row, unsigned long long items) {
+  extern __shared__ std::uint32_t counts[];  // g.bins × kHistCopies
+  __shared__ std::uint8_t shared_tables[2 * kLbpCodes];
+  for (int i = threadIdx.x; i < g.bins * kHistCopies; i += kVecThreads) counts[i] = 0;
+  stage_tables(tables, shared_tables, g.mapped);
+  __syncthreads();
+  std::uint32_t* lane_counts = counts + threadIdx.x % kWarp;
+
+  for (unsigned long long item = blockIdx.x * (unsigned long long)kVecThreads + threadIdx.x;
+       item < items; item += (unsigned long long)gridDim.x * kVecThreads) {
+    const unsigned oy = unsigned(item) / vecs_per_row;
+    const int ox0 = int(unsigned(item) - oy * vecs_per_row) * kVecBytes;
+    const int cy = int(oy) + kShift;
+    const int rows[3] = {clamp_coordinate(cy - 1, g.in_height), cy,
+                         clamp_coordinate(cy + 1, g.in_height)};
+
+    std::uint32_t lo[kWordsPerVec][3], hi[kWordsPerVec][3];
+#pragma unroll
+    for (int r = 0; r < 3; ++r) {
+      const std::uint8_t* row = in + std::size_t(rows[r]) * g.in_pitch + ox0;
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(row));
+      // Words past the row's end or before its start are only read by pixels recoded below or
+      // not stored; 0 keeps the loads inside the image.
+      const std::uint32_t after =
+          ox0 + kVecBytes < g.in_width
+              ? __ldg(reinterpret_cast<const std::uint32_t*>(row + kVecBytes))
+              : 0u;
+      if constexpr (kShift == 1) {
+        const std::uint32_t w[kWordsPerVec + 1] = {v.x, v.y, v.z, v.w, after};
+#pragma unroll
+        for (int i = 0; i < kWordsPerVec; ++i) {
+          lo[i][r] = w[i];
+          hi[i][r] = w[i + 1];
+        }
+      } else {
+        const std::uint32_t before =
+            ox0 > 0 ? __ldg(reinterpret_cast<const std::uint32_t*>(row) - 1) : 0u;
+        const std::uint32_t w[kWordsPerVec + 2] = {before, v.x, v.y, v.z, v.w, after};
+#pragma unroll
+        for (int i = 0; i < kWordsPerVec; ++i) {
+          lo[i][r] = lbp_bytes_at(w[i], w[i + 1], 3);
+          hi[i][r] = lbp_bytes_at(w[i + 1], w[i + 2], 3);
+        }
+      }
+    }
+    std::uint32_t codes[kWordsPerVec];
+#pragma unroll
+    for (int i = 0; i < kWordsPerVec; ++i) codes[i] = lbp_codes4(lo[i], hi[i]);
+
+    if constexpr (kShift == 0) {
+      if (ox0 == 0) set_byte(codes, 0, code_clamped(in, g, 0, int(oy)));
+      const int last = g.in_width - 1 - ox0;
+      if (last < kVecBytes) set_byte(codes, last, code_clamped(in, g, g.in_width - 1, int(oy)));
+    }
+
+    std::uint32_t values[kWordsPerVec] = {codes[0], codes[1], codes[2], codes[3]};
+    const int valid = min(kVecBytes, g.out_width - ox0);
+#pragma unroll
+    for (int j = 0; j < kVecBytes; ++j) {
+      const std::uint32_t code = (codes[j / 4] >> (8 * (j % 4))) & 0xFFu;
+      std::uint32_t bin = code;
+      if (g.mapped) {
+        set_byte(values, j, shared_tables[code]);
+        bin = shared_tables[kLbpCodes + code];
+      }
+      // Pixels past the row's end are stored into the pitch padding but not counted.
+      if (j < valid) atomicAdd(lane_counts + bin * kHistCopies, 1u);
+    }
+    *reinterpret_cast<uint4*>(out + std::size_t(oy) * g.out_pitch + ox0) =
+        make_uint4(values[0], values[1], values[2], values[3]);
+  }
+  __syncthreads();
+
+  // Thread b sums bin b's copies starting at copy b, so a warp reads 32 different banks.
+  for (int b = threadIdx.x; b < g.bins; b += kVecThreads) {
+    std::uint32_t sum = 0;
+#pragma unroll 8
+    for (int c = 0; c < kHistCopies; ++c) sum += counts[b * kHistCopies + (b + c) % kHistCopies];
+    if (sum) atomicAdd(hist + b, sum);
+  }
+}
+
+struct VecKernel {
+  unsigned vecs_per_row;
+  unsigned long long items;
+  std::size_t shared_bytes;
+  int blocks;
+
+  explicit VecKernel(const Geometry& g)
+      : vecs_per_row(unsigned((g.out_width + kVecBytes - 1) / kVecBytes)),
+        items((unsigned long long)vecs_per_row * unsigned(g.out_height)),
+        shared_bytes(std::size_t(g.bins) * kHistCopies * sizeof(std::uint32_t)),
+        blocks(resident_blocks(g.shift ? lbp_vec<1> : lbp_vec<0>, kVecThreads, shared_bytes,
+                               (long long)((items + kVecThreads - 1) / kVecThreads))) {}
+
+  void launch(const std::uint8_t* in, const std::uint8_t* tables, const Geometry& g,
+              std::uint8_t* out, std::uint32_t* hist, cudaStream_t stream) const {
+    const auto kernel = g.shift ? lbp_vec<1> : lbp_vec<0>;
+    kernel<<<blocks, kVecThreads, shared_bytes, stream>>>(in, tables, g, out, hist, vecs_per_row,
+                                                          items);
+    check_launch("lbp_vec");
+  }
+};
+
+// ---- runners -----------------------------------------------------------------------------------
+
+// Device buffers of one run (pitched input and codes, histogram, tables) and the stream every
+// operation on them is queued on, so poisoning, copies and kernels stay in order.
+class DeviceLbp {
+ public:
+  explicit DeviceLbp(const LbpInput& input)
+      : g_(geometry_of(input)),
+        in_(std::size_t(g_.in_pitch) * g_.in_height),
+        out_(std::size_t(g_.out_pitch) * g_.out_height),
+        hist_(std::size_t(g_.bins)),
+        tables_(2 * kLbpCodes) {
+    // Row padding is read (never used) by vector loads; zero it once so no load sees
+    // uninitialised memory.
+    check(cudaMemsetAsync(in_.get(), 0, in_.bytes(), stream()), "cudaMemsetAsync(lbp input)");
+    const LbpTables t = lbp_tables(input.params.mapping);
+    check(cudaMemcpyAsync(tables_.get(), t.value, kLbpCodes, cudaMemcpyHostToDevice, stream()),
+          "cudaMemcpyAsync(lbp tables)");
+    check(cudaMemcpyAsync(tables_.get() + kLbpCodes, t.bin, kLbpCodes, cudaMemcpyHostToDevice,
+                          stream()),
+          "cudaMemcpyAsync(lbp tables)");
+    sync();  // `t` goes out of scope
+  }
+
+  const Geometry& geometry() const { return g_; }
+  cudaStream_t stream() const { return stream_.get(); }
+  void sync() const { check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize"); }
+
+  void poison(std::uint8_t byte) {
+    check(cudaMemsetAsync(out_.get(), byte, out_.bytes(), stream()), "cudaMemsetAsync(lbp codes)");
+    check(cudaMemsetAsync(hist_.get(), byte, hist_.bytes(), stream()),
+          "cudaMemsetAsync(lbp histogram)");
+  }
+  void upload(const ImageU8& gray) {
+    check(cudaMemcpy2DAsync(in_.get(), g_.in_pitch, gray.data.data(), g_.in_width, g_.in_width,
+                            g_.in_height, cudaMemcpyHostToDevice, stream()),
+          "cudaMemcpy2DAsync(lbp input)");
+  }
+  template <class Kernel>
+  void compute(const Kernel& kernel) {
+    check(cudaMemsetAsync(hist_.get(), 0, hist_.bytes(), stream()),
+          "cudaMemsetAsync(lbp histogram)");
+    kernel.launch(in_.get(), tables_.get(), g_, out_.get(), hist_.get(), stream());
+  }
+  // Queues the copies into `out`, which must already have the output's shape.
+  void download(LbpResult& out) {
+    check(cudaMemcpy2DAsync(out.codes.data.data(), g_.out_width, out_.get(), g_.out_pitch,
+                            g_.out_width, g_.out_height, cudaMemcpyDeviceToHost, stream()),
+          "cudaMemcpy2DAsync(lbp codes)");
+    check(cudaMemcpyAsync(out.histogram.data(), hist_.get(), hist_.bytes(), cudaMemcpyDeviceToHost,
+                          stream()),
+          "cudaMemcpyAsync(lbp histogram)");
+  }
+
+ private:
+  cuda::Stream stream_;
+  Geometry g_;
+  DeviceBuffer<std::uint8_t> in_, out_;
+  DeviceBuffer<std::uint32_t> hist_;
+  DeviceBuffer<std::uint8_t> tables_;
+};
+
+// Kernel-only: upload() and download() move the data, compute() runs on resident buffers.
+template <class Kernel>
+class KernelRunner final : public Runner<Lbp> {
+ public:
+  explicit KernelRunner(const LbpInput& input)
+      : input_(input), device_(input), kernel_(device_.geometry()) {}
+  void poison(std::uint8_t byte) override { device_.poison(byte); }
+  void upload() override { device_.upload(input_.gray); }
+  void compute() override { device_.compute(kernel_); }
+  void sync() override { device_.sync(); }
+  void download(LbpResult& out) override {
+    const Geometry& g = device_.geometry();
+    reshape(out.codes, g.out_width, g.out_height, 1);
+    out.histogram.resize(std::size_t(g.bins));
+    device_.download(out);
+    device_.sync();
+  }
+
+ private:
+  const LbpInput& input_;
+  DeviceLbp device_;
+  Kernel kernel_;
+};
+
+// End to end: compute() copies the pageable input in, runs the kernel and copies the result back
+// into host memory the runner owns.
+template <class Kernel>
+class EndToEndRunner final : public Runner<Lbp> {
+ public:
+  explicit EndToEndRunner(const LbpInput& input)
+      : input_(input),
+        device_(input),
+        kernel_(device_.geometry()),
+        result_(make_lbp_output(input)) {}
+  void poison(std::uint8_t byte) override {
+    device_.poison(byte);
+    std::fill(result_.codes.data.begin(), result_.codes.data.end(), byte);
+    std::fill(result_.histogram.begin(), result_.histogram.end(),
+              std::uint32_t(byte) * 0x01010101u);
+  }
+  void compute() override {
+    device_.upload(input_.gray);
+    device_.compute(kernel_);
+    device_.download(result_);
+  }
+  void sync() override { device_.sync(); }
+  void download(LbpResult& out) override { out = result_; }
+
+ private:
+  const LbpInput& input_;
+  DeviceLbp device_;
+  Kernel kernel_;
+  LbpResult result_;
+};
+
+template <class R>
+std::unique_ptr<Runner<Lbp>> make_runner(const LbpInput& input) {
+  return std::make_unique<R>(input);
+}
+
+}  // namespace
+
+void register_lbp_native_cuda(VariantList<Lbp>& list) {
+  // Preferences: the vectorised kernel is the fastest; every native CUDA variant is preferred
+  // over the host ones when a GPU is present.
+  const auto add = [&](const char* name, bool end_to_end, Variant<Lbp>::Make make, int preference) {
+    list.push_back(
+        {name, Layer::native_cuda, Backend::cuda, end_to_end, std::move(make), {}, preference});
+  };
+  add("cuda-global-atomic", false, make_runner<KernelRunner<GlobalAtomicKernel>>, 28);
+  add("cuda-shared-tiled", false, make_runner<KernelRunner<SharedTiledKernel>>, 29);
+  add("cuda-vec", false, make_runner<KernelRunner<VecKernel>>, 30);
+  add("cuda-e2e-sync", true, make_runner<EndToEndRunner<VecKernel>>, 27);
+}
+
+}  // namespace kbench
