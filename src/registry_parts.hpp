@@ -3,6 +3,7 @@
 
 #include "kbench/conv.hpp"
 #include "kbench/registry.hpp"
+#include "kbench/sad.hpp"
 
 namespace kbench {
 
@@ -11,6 +12,13 @@ void register_conv_native_cpu(VariantList<Conv>& list);
 void register_conv_portable(VariantList<Conv>& list);
 #if defined(KBENCH_HAVE_CUDA)
 void register_conv_native_cuda(VariantList<Conv>& list);
+#endif
+
+void register_sad_sequential(VariantList<Sad>& list);
+void register_sad_native_cpu(VariantList<Sad>& list);
+void register_sad_portable(VariantList<Sad>& list);
+#if defined(KBENCH_HAVE_CUDA)
+void register_sad_native_cuda(VariantList<Sad>& list);
 #endif
 
 }  // namespace kbench

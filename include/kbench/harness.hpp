@@ -81,6 +81,9 @@ struct TimingOptions {
   // runs do not find their data already in the cache (e.g. 50-60 MB of L2 on an H100/H200).
   double rotation_bytes = 256.0 * 1024 * 1024;
   int max_rotation = 16;
+  // Runs longer than this find little of their data left in the cache by the previous run, so
+  // they get one buffer set (and spare the warm-up runs of the others).
+  double rotation_below_ms = 100.0;
   // Slow variants (the sequential ones at large sizes) get fewer reps, at least min_reps, so one
   // variant's timing takes about this long.
   double budget_ms = 15000.0;
@@ -107,25 +110,28 @@ Timing time_variant(const Variant<Algorithm>& variant, const typename Algorithm:
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   };
   Timing timing;
-  const double footprint = std::max(1.0, Algorithm::workload(input).bytes);
-  timing.rotation =
-      std::clamp(int(std::ceil(options.rotation_bytes / footprint)), 1, options.max_rotation);
   std::vector<std::unique_ptr<Runner<Algorithm>>> runners;
-  for (int k = 0; k < timing.rotation; ++k) {
+  // A runner made, uploaded and warmed up by one call.
+  const auto add_runner = [&] {
     runners.push_back(variant.make(input));
     runners.back()->poison(0);
     runners.back()->upload();
-  }
-  // Warm-up, then calibrate the batch size on a single call.
-  for (auto& r : runners) {
-    r->compute();
-    r->sync();
-  }
+    runners.back()->compute();
+    runners.back()->sync();
+  };
+  add_runner();
+  // Calibrate the batch size on a single call.
   Clock::time_point t0 = Clock::now();
   runners[0]->compute();
   runners[0]->sync();
   const double single_ms = std::max(elapsed_ms(t0), 1e-4);
   timing.batch = std::clamp(int(std::ceil(options.min_batch_ms / single_ms)), 1, 10000);
+  if (single_ms < options.rotation_below_ms) {
+    const double footprint = std::max(1.0, Algorithm::workload(input).bytes);
+    timing.rotation =
+        std::clamp(int(std::ceil(options.rotation_bytes / footprint)), 1, options.max_rotation);
+    while (int(runners.size()) < timing.rotation) add_runner();
+  }
 
   const int reps = std::clamp(int(options.budget_ms / (single_ms * timing.batch)),
                               std::min(options.min_reps, options.reps), options.reps);
