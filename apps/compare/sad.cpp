@@ -7,9 +7,10 @@
 // compute their map without handing it back.
 //
 // The sequential reference needs r·c byte-SADs per map position: 3.2e11 at test3, minutes on one
-// core per run. Above --max-sequential-gsad the sequential variants are skipped (their rows say
-// so; test1 times them) and the checking reference comes from omp-blocked, after omp-blocked
-// has matched the sequential reference on a crop of the same target with the same query.
+// core per run. Above --max-sequential-gsad the single-core variants (the sequential layer and
+// the Serial backend) are skipped (their rows say so; test1 times them) and the checking
+// reference comes from omp-blocked, after omp-blocked has matched the sequential reference on a
+// crop of the same target with the same query.
 #include <algorithm>
 
 #include "compare/compare_impl.hpp"
@@ -35,7 +36,7 @@ void add_sad_options(CLI::App& app) {
   app.add_flag("--no-map", sad_options.no_map,
                "sad: argmin only (fused variants run; map variants keep their map)");
   app.add_option("--max-sequential-gsad", sad_options.max_sequential_gsad,
-                 "sad: skip the sequential variants above this many G byte-SADs and check "
+                 "sad: skip the single-core variants above this many G byte-SADs and check "
                  "against omp-blocked instead")
       ->capture_default_str();
 }
@@ -145,10 +146,11 @@ int run_sad(const Options& options) {
   if (sequential_too_slow) {
     char reason[160];
     std::snprintf(reason, sizeof reason,
-                  "too slow at %.0f G byte-SADs (> --max-sequential-gsad %g); see test1", gsad,
-                  opt.max_sequential_gsad);
+                  "one core is too slow for %.3g G byte-SADs (> --max-sequential-gsad %g); "
+                  "see test1",
+                  gsad, opt.max_sequential_gsad);
     problem.skip = [text = std::string(reason)](const Variant<Sad>& v) {
-      return v.layer == Layer::sequential ? text : std::string();
+      return v.layer == Layer::sequential || v.backend == Backend::serial ? text : std::string();
     };
   }
   std::string crop_text;

@@ -80,15 +80,18 @@ struct MDRangeMethod {
 };
 
 // Team tiling: kTileRows map rows × kGroups work items of 4·kWords positions each.
-constexpr int kWords = 4;
+constexpr int kWords = 8;
 constexpr int kPositions = 4 * kWords;
-constexpr int kTileRows = 8;
-constexpr int kGroups = 32;  // one CUDA warp across a tile row
+// 8 × 32 positions (256 columns) per tile row keep the idle columns of the last tile few.
+constexpr int kTileRows = 16;
+constexpr int kGroups = 8;
 constexpr int kItems = kTileRows * kGroups;
 constexpr int kMaxChunkRows = 16;
+static_assert(32 % kWords == 0, "a work item's words never straddle a skew step");
 
-// Staged target rows skip one word every 32, so the work items of a warp, kWords words apart,
-// read distinct shared-memory banks.
+// Staged target rows skip one word every 32, so the kGroups work items of a tile row, kWords
+// words apart, read distinct shared-memory banks; a row stride of 2 mod kWords words puts the
+// next tile rows (the rest of a CUDA warp) on other banks.
 KOKKOS_INLINE_FUNCTION int skewed(int x) {
   return x + x / 32;
 }
@@ -122,7 +125,8 @@ TeamGeometry team_geometry(const SadShape& s) {
   g.tiles_x = (s.map_width + kPositions * kGroups - 1) / (kPositions * kGroups);
   g.tiles_y = (s.map_height + kTileRows - 1) / kTileRows;
   g.strip_words = tile_words + (g.query_words + kWords - 1) / kWords * kWords + kWords;
-  g.row_stride = skewed(g.strip_words - 1) + 1;
+  const int staged = skewed(g.strip_words - 1) + 1;
+  g.row_stride = staged + (kWords + 2 - staged % kWords) % kWords;
   g.pitch_words = (g.tiles_x - 1) * tile_words + g.strip_words;
   const std::size_t limit = std::size_t(Kokkos::TeamPolicy<Exec>::scratch_size_max(0));
   for (int rows = std::min(kMaxChunkRows, s.query_height); rows >= 1; --rows) {
