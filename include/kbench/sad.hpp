@@ -16,6 +16,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
+#include <emmintrin.h>
+#endif
+
 #include "kbench/host_device.hpp"
 #include "kbench/image.hpp"
 #include "kbench/registry.hpp"
@@ -128,14 +132,17 @@ KBENCH_HOST_DEVICE std::uint64_t sad_min(std::uint64_t a, std::uint64_t b) {
 // Throws Error when `key` is kNoSadKey (no position was reduced).
 SadMatch match_from_key(std::uint64_t key, int map_width);
 
-// acc + Σ |a_b − b_b| over the four bytes of a and b: one packed instruction on CUDA devices
-// (PTX vabsdiff4 with its accumulating add, which __vsadu4 + acc does not become), four byte
-// differences elsewhere.
+// acc + Σ |a_b − b_b| over the four bytes of a and b: one packed instruction where the machine
+// has one — PTX vabsdiff4 with its accumulating add on CUDA devices (__vsadu4 + acc does not
+// fuse), psadbw on x86 hosts — and four byte differences elsewhere.
 KBENCH_HOST_DEVICE std::uint32_t sad4(std::uint32_t a, std::uint32_t b, std::uint32_t acc) {
 #if defined(__CUDA_ARCH__)
   std::uint32_t sum;
   asm("vabsdiff4.u32.u32.u32.add %0, %1, %2, %3;" : "=r"(sum) : "r"(a), "r"(b), "r"(acc));
   return sum;
+#elif defined(__SSE2__)
+  const __m128i sad = _mm_sad_epu8(_mm_cvtsi32_si128(int(a)), _mm_cvtsi32_si128(int(b)));
+  return acc + std::uint32_t(_mm_cvtsi128_si32(sad));
 #else
   for (int shift = 0; shift < 32; shift += 8) {
     const int d = int((a >> shift) & 0xFFu) - int((b >> shift) & 0xFFu);
@@ -162,16 +169,6 @@ KBENCH_HOST_DEVICE int words_for(int bytes) {
   return (bytes + 3) / 4;
 }
 
-// Adds to acc[s], s < 4·kWords, the SAD of one query row against one target row at the
-// 4·kWords neighbouring positions that start at the target row's word 0: acc[s] +=
-// Σ_l |T(4·0 + s + l) − Q(l)|, l < query_width. `target.load(x, words)` fills words[0..kWords)
-// with target words x .. x + kWords − 1 (x a multiple of kWords; up to word
-// ⌈⌈query_width/4⌉/kWords⌉·kWords + kWords − 1 is read); `query(w)` is query word w (bytes past
-// query_width zero).
-//
-// Register blocking: a target word, shifted to the four byte offsets, serves 4·kWords
-// accumulators; the shifted words live in a circular window of kWords slots whose slot indices
-// are compile-time constants once the inner loops unroll, so the window never moves.
 namespace detail {
 // acc[4p + h] += SAD of query word q against window word (u + p) at byte offset h, with the
 // query's missing bytes masked off the target.
@@ -186,14 +183,18 @@ KBENCH_HOST_DEVICE void add_query_word(const std::uint32_t (&window)[4][kWords],
     for (int h = 0; h < 4; ++h) acc[4 * p + h] = sad4(window[h][at] & mask, q, acc[4 * p + h]);
   }
 }
-
-template <int kShift, int kWords>
-KBENCH_HOST_DEVICE void set_window(std::uint32_t (&window)[4][kWords], int slot, std::uint32_t lo,
-                                   std::uint32_t hi) {
-  window[kShift][slot] = byte_window<kShift>(lo, hi);
-}
 }  // namespace detail
 
+// Adds to acc[s], s < 4·kWords, the SAD of one query row at the 4·kWords neighbouring
+// positions s of one target row: acc[s] += Σ_l |T(s + l) − Q(l)|, l < query_width, where T(x) is
+// the row's byte x counted from the target words' origin. `target.load(x, words)` fills
+// words[0 .. kWords) with target words x .. x + kWords − 1 (x a multiple of kWords; words up to
+// ⌈⌈query_width/4⌉/kWords⌉·kWords + kWords − 1 are read); `query(w)` is query word w (bytes past
+// query_width zero).
+//
+// Register blocking: a target word, shifted to the four byte offsets, serves 4·kWords
+// accumulators; the shifted words live in a circular window of kWords slots whose slot indices
+// are compile-time constants once the inner loops unroll, so the window never moves.
 template <int kWords, class Target, class Query>
 KBENCH_HOST_DEVICE void accumulate_sad_row(const Target& target, const Query& query,
                                            int query_width, std::uint32_t (&acc)[4 * kWords]) {
@@ -204,10 +205,10 @@ KBENCH_HOST_DEVICE void accumulate_sad_row(const Target& target, const Query& qu
   std::uint32_t raw[kWords];
   std::uint32_t window[4][kWords];  // window[h][x % kWords]: target bytes 4x + h .. 4x + h + 3
   const auto enter = [&](int slot, std::uint32_t lo, std::uint32_t hi) {
-    detail::set_window<0>(window, slot, lo, hi);
-    detail::set_window<1>(window, slot, lo, hi);
-    detail::set_window<2>(window, slot, lo, hi);
-    detail::set_window<3>(window, slot, lo, hi);
+    window[0][slot] = byte_window<0>(lo, hi);
+    window[1][slot] = byte_window<1>(lo, hi);
+    window[2][slot] = byte_window<2>(lo, hi);
+    window[3][slot] = byte_window<3>(lo, hi);
   };
   target.load(0, raw);
   KBENCH_UNROLL

@@ -7,7 +7,8 @@
 //   B × B block stages a chunk of query rows and the target strip below its tile in shared
 //   memory, then each thread sums its position from there.
 // - cuda-regblock-vsad-p16/p32: each thread sums 16 or 32 neighbouring positions of one map row
-//   in registers from packed 4-byte words with __vsadu4 (accumulate_sad_row in kbench/sad.hpp),
+//   in registers from packed 4-byte words with the packed SAD instruction (vabsdiff4 with its
+//   accumulate, what __vsadu4 + acc should become; accumulate_sad_row in kbench/sad.hpp), the
 //   target words through 16-byte read-only loads, the query in constant memory (global memory
 //   when it exceeds 64 KB), and the argmin reduced per block and merged with one 64-bit
 //   atomicMin in the same kernel: with want_map == false no map is written at all.
