@@ -165,14 +165,14 @@ int run_sad(const Options& options) {
     if (sequential_too_slow) {
       std::printf("omp-blocked matched the sequential reference on the %s\n", crop_text.c_str());
     }
+    std::printf("the reference's argmin: (row %d, col %d), score %d", reference.best.row,
+                reference.best.col, reference.best.score);
     if (known) {
       const bool found = reference.best.row == cut.row && reference.best.col == cut.col;
-      std::printf(
-          "query cut at (row %d, col %d); the reference's argmin is (row %d, col %d, "
-          "score %d): %s\n",
-          cut.row, cut.col, reference.best.row, reference.best.col, reference.best.score,
-          found ? "found" : "NOT the cut position");
+      std::printf("; the query was cut at (row %d, col %d): %s", cut.row, cut.col,
+                  found ? "found" : "NOT FOUND");
     }
+    std::printf("\n");
     return reference;
   };
   return run(options, problem);
