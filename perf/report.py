@@ -72,6 +72,12 @@ def fmt(value, digits=4):
     return f"{value:.{digits}g}"
 
 
+def speedup(r):
+    """Speedup vs the sequential reference; '-' where compare skipped it (too slow)."""
+    value = r.get("speedup_vs_sequential")
+    return "-" if value is None else f"{value:.1f}"
+
+
 def split_runs(records):
     """Main runs (all threads) apart from the OpenMP thread sweep's reduced-thread runs."""
     max_threads = max((r.get("threads", 1) for r in records), default=1)
@@ -130,7 +136,7 @@ def markdown(records):
                     f"| {r['variant']} | {r['layer']} | {r['backend']} | "
                     f"{fmt(r.get('compute_median_ms'))} | {fmt(r.get('compute_min_ms'))} | "
                     f"{fmt(r.get('e2e_median_ms'))} | {r['gb_per_s']:.1f} | "
-                    f"{r['gops_per_s']:.1f} | {r['speedup_vs_sequential']:.1f} | {peak} | "
+                    f"{r['gops_per_s']:.1f} | {speedup(r)} | {peak} | "
                     f"{r['max_error']:g} |")
             lines.append("")
         # Reports' layout: time (speedup) per size.
@@ -144,7 +150,7 @@ def markdown(records):
             cells = []
             for case in cases:
                 r = index.get((v, case))
-                cells.append(f"{fmt(main_time(r))} ({r['speedup_vs_sequential']:.1f}×)" if r else "-")
+                cells.append(f"{fmt(main_time(r))} ({speedup(r)}×)" if r else "-")
             lines.append(f"| {v} | " + " | ".join(cells) + " |")
         lines.append("")
         lines += crossover(rows, cases)

@@ -4,6 +4,7 @@
 #include "kbench/conv.hpp"
 #include "kbench/lbp.hpp"
 #include "kbench/registry.hpp"
+#include "kbench/sad.hpp"
 
 namespace kbench {
 
@@ -19,6 +20,13 @@ void register_lbp_native_cpu(VariantList<Lbp>& list);
 void register_lbp_portable(VariantList<Lbp>& list);
 #if defined(KBENCH_HAVE_CUDA)
 void register_lbp_native_cuda(VariantList<Lbp>& list);
+#endif
+
+void register_sad_sequential(VariantList<Sad>& list);
+void register_sad_native_cpu(VariantList<Sad>& list);
+void register_sad_portable(VariantList<Sad>& list);
+#if defined(KBENCH_HAVE_CUDA)
+void register_sad_native_cuda(VariantList<Sad>& list);
 #endif
 
 }  // namespace kbench

@@ -6,6 +6,7 @@
 #include "kbench/harness.hpp"
 #include "kbench/lbp.hpp"
 #include "kbench/registry.hpp"
+#include "kbench/sad.hpp"
 
 using namespace kbench;
 
@@ -54,21 +55,26 @@ TEST_CASE("variant names are unique and every host layer is present", "[registry
   SECTION("lbp") {
     check_variant_list<Lbp>();
   }
+  SECTION("sad") {
+    check_variant_list<Sad>();
+  }
 }
 
 TEST_CASE("the listing covers every algorithm's variants", "[registry]") {
   const auto infos = all_variants();
-  CHECK(infos.size() == variants<Conv>().size() + variants<Lbp>().size());
-  std::size_t conv = 0, lbp = 0;
+  CHECK(infos.size() == variants<Conv>().size() + variants<Lbp>().size() + variants<Sad>().size());
+  std::size_t conv = 0, lbp = 0, sad = 0;
   for (const auto& info : infos) {
     conv += info.algorithm == "conv";
     lbp += info.algorithm == "lbp";
+    sad += info.algorithm == "sad";
     CHECK(std::string(to_string(info.layer)) != "?");
     CHECK(std::string(to_string(info.backend)) != "?");
   }
   CHECK(conv == variants<Conv>().size());
   CHECK(lbp == variants<Lbp>().size());
-  CHECK(algorithm_names() == std::vector<std::string>{"conv", "lbp"});
+  CHECK(sad == variants<Sad>().size());
+  CHECK(algorithm_names() == std::vector<std::string>{"conv", "lbp", "sad"});
 }
 
 TEST_CASE("looking up a variant by name", "[registry]") {

@@ -2,6 +2,7 @@
 // The compare harness, generic over the algorithm: check every selected variant against the
 // reference, time the correct ones, print a table and write JSON lines.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,12 @@ struct Case {
   typename Algorithm::Input input;
   std::string name;         // e.g. "4k", or the image's file name
   std::string description;  // e.g. "3840x2160x3 gaussian 3x3 clamp"
+  // Where Algorithm::reference is too slow for this case: computes the reference another way,
+  // and `reference_source` says how (printed). Empty: Algorithm::reference.
+  std::function<typename Algorithm::Reference()> reference;
+  std::string reference_source;
+  // A non-empty reason keeps a variant from running on this case; its row prints the reason.
+  std::function<std::string(const Variant<Algorithm>&)> skip;
 };
 
 // Runs the comparison; returns the process exit status (non-zero when a variant is wrong or

@@ -37,8 +37,11 @@ int run(const Options& options, const Case<Algorithm>& problem) {
               problem.description.c_str());
   std::printf("host: %s, %d threads%s%s\n", cpu_name().c_str(), host_threads(),
               have_gpu ? "; GPU: " : "", have_gpu ? gpu_name().c_str() : "");
-  std::printf("computing the reference...\n");
-  const typename Algorithm::Reference reference = Algorithm::reference(problem.input);
+  std::printf("computing the reference%s%s...\n", problem.reference ? " by " : "",
+              problem.reference_source.c_str());
+  std::fflush(stdout);
+  const typename Algorithm::Reference reference =
+      problem.reference ? problem.reference() : Algorithm::reference(problem.input);
 
   std::ofstream json;
   if (!options.json_path.empty()) {
@@ -57,6 +60,13 @@ int run(const Options& options, const Case<Algorithm>& problem) {
     }
     if (v.backend == Backend::cuda && !have_gpu) continue;
     Row row{v.name, to_string(v.layer), to_string(v.backend), "ok", "", {}, 0};
+    const std::string skip_reason = problem.skip ? problem.skip(v) : std::string();
+    if (!skip_reason.empty()) {
+      row.status = "skipped";
+      row.detail = skip_reason;
+      rows.push_back(row);
+      continue;
+    }
     if (!v.handles(problem.input)) {
       row.status = "n/a";
       row.detail = "does not handle this input";
@@ -109,15 +119,16 @@ int run(const Options& options, const Case<Algorithm>& problem) {
     const double gbps = work.bytes / (ms * 1e6);
     const double gops = work.operations / (ms * 1e6);
     const double speedup = reference_ms > 0 ? reference_ms / ms : 0;
-    char compute_median[16] = "-", compute_min[16] = "-", e2e[16] = "-";
+    char compute_median[16] = "-", compute_min[16] = "-", e2e[16] = "-", speedup_text[16] = "-";
+    if (speedup > 0) std::snprintf(speedup_text, sizeof speedup_text, "%.1f", speedup);
     if (t.has_compute) {
       std::snprintf(compute_median, sizeof compute_median, "%.4f", t.compute.median_ms);
       std::snprintf(compute_min, sizeof compute_min, "%.4f", t.compute.min_ms);
     }
     if (t.has_end_to_end) std::snprintf(e2e, sizeof e2e, "%.4f", t.end_to_end.median_ms);
-    std::printf("%-26s %-11s %-7s %10s %10s %10s %9.2f %9.2f %8.1f %6.2g\n", row.variant.c_str(),
+    std::printf("%-26s %-11s %-7s %10s %10s %10s %9.2f %9.2f %8s %6.2g\n", row.variant.c_str(),
                 row.layer.c_str(), row.backend.c_str(), compute_median, compute_min, e2e, gbps,
-                gops, speedup, row.max_error);
+                gops, speedup_text, row.max_error);
     if (json.is_open()) {
       JsonObject line;
       line.add("algorithm", Algorithm::name).add("variant", row.variant).add("layer", row.layer);
@@ -134,7 +145,9 @@ int run(const Options& options, const Case<Algorithm>& problem) {
       }
       line.add("bytes", work.bytes).add("operations", work.operations);
       line.add("operation_unit", work.operation_unit).add("gb_per_s", gbps);
-      line.add("gops_per_s", gops).add("speedup_vs_sequential", speedup);
+      line.add("gops_per_s", gops);
+      // Absent where the sequential reference was skipped at this case.
+      if (speedup > 0) line.add("speedup_vs_sequential", speedup);
       line.add("max_error", row.max_error).add("threads", host_threads());
       line.add("device", row.backend == "cuda" ? gpu_name() : cpu_name());
       line.add("date", date).add("commit", build_commit());

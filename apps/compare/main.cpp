@@ -3,6 +3,7 @@
 //   compare --algo conv|lbp --size 4k [--image photo.png] [--border crop] [--mask sharpen|FILE]
 //           [--mapping uniform] [--backend cuda] [--variant NAME]... [--reps 20]
 //           [--json results.jsonl] [--list]
+//   compare --algo sad --size test3 [--no-map] [--image target.png [--query query.png]]
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
 
@@ -59,7 +60,9 @@ int main(int argc, char** argv) {
   app.add_option("--algo", options.algorithm, "Algorithm")
       ->check(CLI::IsMember(kbench::algorithm_names()))
       ->capture_default_str();
-  app.add_option("--size", options.size, "Generated input size: 480p, 720p, 1080p, 4k, 8k or WxH")
+  app.add_option(
+         "--size", options.size,
+         "Generated input size: 480p, 720p, 1080p, 4k, 8k or WxH (sad: also test1, test2, test3)")
       ->capture_default_str();
   app.add_option("--image", options.image_path, "Use this image instead of a generated one");
   app.add_option("--border", options.border, "conv, lbp: crop (output shrinks) or clamp")

@@ -108,6 +108,7 @@ Timing time_variant(const Variant<Algorithm>& variant, const typename Algorithm:
   };
   Timing timing;
   std::vector<std::unique_ptr<Runner<Algorithm>>> runners;
+  // A runner made, uploaded and warmed up by one call.
   const auto add_runner = [&] {
     runners.push_back(variant.make(input));
     runners.back()->poison(0);

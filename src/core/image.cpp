@@ -40,6 +40,7 @@ std::vector<T> allocate_samples(std::size_t count, const char* what) {
 template std::vector<std::uint8_t> allocate_samples(std::size_t, const char*);
 template std::vector<float> allocate_samples(std::size_t, const char*);
 template std::vector<std::int32_t> allocate_samples(std::size_t, const char*);
+template std::vector<std::uint32_t> allocate_samples(std::size_t, const char*);
 template std::vector<double> allocate_samples(std::size_t, const char*);
 
 template <class T>

@@ -61,6 +61,21 @@ const VariantList<Lbp>& variants<Lbp>() {
   return list;
 }
 
+template <>
+const VariantList<Sad>& variants<Sad>() {
+  static const VariantList<Sad> list = [] {
+    VariantList<Sad> l;
+    register_sad_sequential(l);
+    register_sad_native_cpu(l);
+    register_sad_portable(l);
+#if defined(KBENCH_HAVE_CUDA)
+    register_sad_native_cuda(l);
+#endif
+    return l;
+  }();
+  return list;
+}
+
 namespace {
 
 template <class Algorithm>
@@ -76,11 +91,12 @@ std::vector<VariantInfo> all_variants() {
   std::vector<VariantInfo> infos;
   append_infos<Conv>(infos);
   append_infos<Lbp>(infos);
+  append_infos<Sad>(infos);
   return infos;
 }
 
 std::vector<std::string> algorithm_names() {
-  return {Conv::name, Lbp::name};
+  return {Conv::name, Lbp::name, Sad::name};
 }
 
 void throw_unknown_variant(const std::string& algorithm, const std::string& name) {

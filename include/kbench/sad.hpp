@@ -1,0 +1,239 @@
+#pragma once
+// SAD full-search template matching of a gray query Q (r rows × c columns) over a gray target T
+// (m × n): the SAD map
+//   S(i, j) = Σ_{k<r, l<c} |T(i + k, j + l) − Q(k, l)|,   0 <= i <= m − r, 0 <= j <= n − c,
+// held in 32-bit integers, and its argmin. Ties go to the smallest row, then the smallest column,
+// in every variant: all of them compare candidates through sad_key(), a 64-bit key ordered by
+// (score, row, col). Every variant is bit-identical to the sequential reference.
+//
+// Map-writing variants produce the map when SadParams::want_map is set (and compute it, without
+// handing it back, when not); the fused variants never write a map and handle only inputs with
+// want_map == false (their `supports` predicate says so). The top-k best positions with a minimum
+// separation come from the map on the host, through top_matches().
+
+#include <cstdint>
+#include <cstdlib>
+#include <type_traits>
+#include <vector>
+
+#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
+#include <emmintrin.h>
+#endif
+
+#include "kbench/host_device.hpp"
+#include "kbench/image.hpp"
+#include "kbench/registry.hpp"
+
+namespace kbench {
+
+struct SadParams {
+  bool want_map = true;
+  int top_k = 1;           // positions top_matches() returns; more than 1 needs the map
+  int min_separation = 0;  // in pixels; 0 means the query's size (boxes may not overlap)
+};
+
+struct SadInput {
+  ImageU8 target;  // 1 channel (gray)
+  ImageU8 query;   // 1 channel (gray)
+  SadParams params;
+};
+
+struct SadMatch {
+  int row = 0;
+  int col = 0;
+  std::int32_t score = 0;
+};
+
+inline bool operator==(const SadMatch& a, const SadMatch& b) {
+  return a.row == b.row && a.col == b.col && a.score == b.score;
+}
+
+struct SadResult {
+  std::vector<std::int32_t> map;  // map_height × map_width, row-major; empty when !want_map
+  int map_width = 0;
+  int map_height = 0;
+  SadMatch best;
+};
+
+inline bool operator==(const SadResult& a, const SadResult& b) {
+  return a.map_width == b.map_width && a.map_height == b.map_height && a.best == b.best &&
+         a.map == b.map;
+}
+
+// The sad algorithm as the registry sees it.
+struct Sad {
+  static constexpr const char* name = "sad";
+  using Input = SadInput;
+  using Output = SadResult;
+  // The sequential reference's map (always computed) and argmin.
+  using Reference = SadResult;
+
+  // The report's Algorithms 1-2: the plain SAD map, then the argmin scan.
+  static Reference reference(const Input& input);
+  // Bit-identical argmin, and map when want_map; max_error counts the differing map elements
+  // (plus one for a differing argmin).
+  static CheckResult check(const Input& input, const Reference& reference, const Output& out);
+  // Target, query and (when wanted) map once each; one operation is one byte-SAD
+  // |T − Q| accumulated, r·c of them per map element.
+  static Workload workload(const Input& input);
+};
+
+// Sizes of one problem, taken from a validated input.
+struct SadShape {
+  int target_width, target_height;  // n, m
+  int query_width, query_height;    // c, r
+  int map_width, map_height;        // n − c + 1, m − r + 1
+
+  std::size_t map_size() const { return std::size_t(map_width) * std::size_t(map_height); }
+};
+
+// Throws Error for an empty or multi-channel image, a query larger than the target, a query
+// whose SAD could overflow 32 bits, a map too large to index, or bad top-k parameters.
+SadShape validate_sad_input(const SadInput& input);
+
+// Matches `query` in `target` (RGB or gray; converted to gray) with the fastest variant this
+// build and machine offer for `params` (a fused variant when the map is not wanted).
+SadResult match_template(const ImageU8& target, const ImageU8& query, const SadParams& params);
+
+// The k best positions of a map, best first, greedily: a position is kept when it lies at least
+// `separation_rows` rows or `separation_cols` columns away from every position kept before it
+// (non-maximum suppression). Fewer than k come back when the map has no more such positions.
+std::vector<SadMatch> top_matches(const std::vector<std::int32_t>& map, int width, int height,
+                                  int k, int separation_rows, int separation_cols);
+// The same for a result with its map, with input.params' top_k and min_separation (0: the
+// query's height and width).
+std::vector<SadMatch> top_matches(const SadResult& result, const SadInput& input);
+
+// A generated problem whose answer is known: a synthetic gray target, and a query cut from it at
+// a seeded position with seeded noise of ±noise grey levels added.
+struct SadCase {
+  SadInput input;
+  SadMatch cut;  // where the query was cut (score: the SAD the noise makes there)
+};
+SadCase generated_sad_case(int target_width, int target_height, int query_width, int query_height,
+                           std::uint64_t seed, int noise = 2);
+// The same with a given target (gray or RGB; converted to gray).
+SadCase cut_sad_case(const ImageU8& target, int query_width, int query_height, std::uint64_t seed,
+                     int noise = 2);
+
+// --- Shared by every layer -------------------------------------------------------------------
+
+// A candidate's key: score in the high 32 bits, the row-major map index (row · map_width + col)
+// in the low ones, so the smallest key is the smallest score, then row, then column.
+KBENCH_HOST_DEVICE std::uint64_t sad_key(std::int32_t score, std::uint32_t index) {
+  return (std::uint64_t(std::uint32_t(score)) << 32) | index;
+}
+constexpr std::uint64_t kNoSadKey = ~std::uint64_t(0);  // above every real key
+
+KBENCH_HOST_DEVICE std::uint64_t sad_min(std::uint64_t a, std::uint64_t b) {
+  return a < b ? a : b;
+}
+
+// Throws Error when `key` is kNoSadKey (no position was reduced).
+SadMatch match_from_key(std::uint64_t key, int map_width);
+
+// acc + Σ |a_b − b_b| over the four bytes of a and b: one packed instruction where the machine
+// has one — PTX vabsdiff4 with its accumulating add on CUDA devices (__vsadu4 + acc does not
+// fuse), psadbw on x86 hosts — and four byte differences elsewhere.
+KBENCH_HOST_DEVICE std::uint32_t sad4(std::uint32_t a, std::uint32_t b, std::uint32_t acc) {
+#if defined(__CUDA_ARCH__)
+  std::uint32_t sum;
+  asm("vabsdiff4.u32.u32.u32.add %0, %1, %2, %3;" : "=r"(sum) : "r"(a), "r"(b), "r"(acc));
+  return sum;
+#elif defined(__SSE2__)
+  const __m128i sad = _mm_sad_epu8(_mm_cvtsi32_si128(int(a)), _mm_cvtsi32_si128(int(b)));
+  return acc + std::uint32_t(_mm_cvtsi128_si32(sad));
+#else
+  for (int shift = 0; shift < 32; shift += 8) {
+    const int d = int((a >> shift) & 0xFFu) - int((b >> shift) & 0xFFu);
+    acc += std::uint32_t(d < 0 ? -d : d);
+  }
+  return acc;
+#endif
+}
+
+// Bytes kShift .. kShift + 3 of the little-endian pair (hi:lo), as one word.
+template <int kShift>
+KBENCH_HOST_DEVICE std::uint32_t byte_window(std::uint32_t lo, std::uint32_t hi) {
+  if constexpr (kShift == 0) {
+    return lo;
+  } else {
+    return (lo >> (8 * kShift)) | (hi << (32 - 8 * kShift));
+  }
+}
+
+// Rows of bytes as little-endian 32-bit words: row y's bytes 4w .. 4w + 3 form word
+// y · pitch_words + w; bytes past the row's width are zero.
+std::vector<std::uint32_t> pack_rows(const ImageU8& image, int pitch_words, int rows);
+KBENCH_HOST_DEVICE int words_for(int bytes) {
+  return (bytes + 3) / 4;
+}
+
+namespace detail {
+// acc[4p + h] += SAD of query word q against window word (u + p) at byte offset h, with the
+// query's missing bytes masked off the target.
+template <int kWords>
+KBENCH_HOST_DEVICE void add_query_word(const std::uint32_t (&window)[4][kWords], int u,
+                                       std::uint32_t q, std::uint32_t mask,
+                                       std::uint32_t (&acc)[4 * kWords]) {
+  KBENCH_UNROLL
+  for (int p = 0; p < kWords; ++p) {
+    const int at = (u + p) % kWords;
+    KBENCH_UNROLL
+    for (int h = 0; h < 4; ++h) acc[4 * p + h] = sad4(window[h][at] & mask, q, acc[4 * p + h]);
+  }
+}
+}  // namespace detail
+
+// Adds to acc[s], s < 4·kWords, the SAD of one query row at the 4·kWords neighbouring
+// positions s of one target row: acc[s] += Σ_l |T(s + l) − Q(l)|, l < query_width, where T(x) is
+// the row's byte x counted from the target words' origin. `target.load(x, words)` fills
+// words[0 .. kWords) with target words x .. x + kWords − 1 (x a multiple of kWords; words up to
+// ⌈⌈query_width/4⌉/kWords⌉·kWords + kWords − 1 are read); `query(w)` is query word w (bytes past
+// query_width zero).
+//
+// Register blocking: a target word, shifted to the four byte offsets, serves 4·kWords
+// accumulators; the shifted words live in a circular window of kWords slots whose slot indices
+// are compile-time constants once the inner loops unroll, so the window never moves.
+template <int kWords, class Target, class Query>
+KBENCH_HOST_DEVICE void accumulate_sad_row(const Target& target, const Query& query,
+                                           int query_width, std::uint32_t (&acc)[4 * kWords]) {
+  const int full_words = query_width / 4;
+  const int words = words_for(query_width);
+  // Only the query's last word may be partial; its missing bytes are masked off the target.
+  const std::uint32_t tail_mask = query_width % 4 ? (1u << (8 * (query_width % 4))) - 1u : ~0u;
+  std::uint32_t raw[kWords];
+  std::uint32_t window[4][kWords];  // window[h][x % kWords]: target bytes 4x + h .. 4x + h + 3
+  const auto enter = [&](int slot, std::uint32_t lo, std::uint32_t hi) {
+    window[0][slot] = byte_window<0>(lo, hi);
+    window[1][slot] = byte_window<1>(lo, hi);
+    window[2][slot] = byte_window<2>(lo, hi);
+    window[3][slot] = byte_window<3>(lo, hi);
+  };
+  target.load(0, raw);
+  KBENCH_UNROLL
+  for (int x = 0; x + 1 < kWords; ++x) enter(x, raw[x], raw[x + 1]);
+  std::uint32_t previous = raw[kWords - 1];
+  // Query words w0 .. w0 + kWords − 1 (those below `words`): word w needs target words
+  // w .. w + kWords − 1, so word w + kWords − 1 enters the window in the slot word w − 1 leaves.
+  // `checked` is false for chunks of whole words only, which then need no per-word tests.
+  const auto chunk = [&](int w0, auto checked) {
+    target.load(w0 + kWords, raw);
+    KBENCH_UNROLL
+    for (int u = 0; u < kWords; ++u) {
+      enter((u + kWords - 1) % kWords, previous, raw[u]);
+      previous = raw[u];
+      const int w = w0 + u;
+      if (!decltype(checked)::value || w < full_words) {
+        detail::add_query_word(window, u, query(w), ~0u, acc);
+      } else if (w < words) {
+        detail::add_query_word(window, u, query(w), tail_mask, acc);
+      }
+    }
+  };
+  int w0 = 0;
+  for (; w0 + kWords <= full_words; w0 += kWords) chunk(w0, std::false_type());
+  for (; w0 < words; w0 += kWords) chunk(w0, std::true_type());
+}
+
+}  // namespace kbench

@@ -1,0 +1,244 @@
+// Every sad variant this build and machine can run, bit-identical to the sequential reference
+// (map and argmin), plus the tie rule, top-k selection, generated cases and bad input.
+#include <catch2/catch.hpp>
+
+#include "kbench/error.hpp"
+#include "kbench/harness.hpp"
+#include "kbench/random.hpp"
+#include "kbench/sad.hpp"
+#include "kbench/system_info.hpp"
+
+using namespace kbench;
+
+namespace {
+
+ImageU8 random_gray(int w, int h, std::uint64_t seed, int levels = 256) {
+  ImageU8 image(w, h, 1);
+  SplitMix64 random(seed);
+  for (auto& v : image.data) v = std::uint8_t(random.next() % std::uint64_t(levels));
+  return image;
+}
+
+ImageU8 gray_from(int w, int h, std::vector<std::uint8_t> values) {
+  ImageU8 image(w, h, 1);
+  image.data = std::move(values);
+  return image;
+}
+
+std::string describe(const SadInput& in) {
+  return std::to_string(in.target.width) + "x" + std::to_string(in.target.height) + " target, " +
+         std::to_string(in.query.width) + "x" + std::to_string(in.query.height) + " query, " +
+         (in.params.want_map ? "map" : "no map");
+}
+
+// Runs every runnable variant on `input` (poisoned twice by run_checked) and checks it against
+// the reference; returns how many ran.
+int check_all_variants(const SadInput& input) {
+  const Sad::Reference reference = Sad::reference(input);
+  const bool gpu = gpu_available();
+  int ran = 0;
+  for (const auto& v : variants<Sad>()) {
+    if ((v.backend == Backend::cuda && !gpu) || !v.handles(input)) continue;
+    INFO("variant " << v.name);
+    const SadResult out = run_checked(v, input);
+    const CheckResult check = Sad::check(input, reference, out);
+    INFO(check.detail);
+    CHECK(check.ok);
+    ++ran;
+  }
+  return ran;
+}
+
+// Host variants: seq, omp, omp-blocked, and kokkos-mdrange / kokkos-team per host backend
+// write the map; kokkos-fused per host backend runs only without it.
+int host_variants(bool fused) {
+  int n = 0;
+  for (const auto& v : variants<Sad>()) {
+    if (v.backend != Backend::cuda && (v.name.find("fused") != std::string::npos) == fused) ++n;
+  }
+  return n;
+}
+// How many host variants must run on an input with or without the map.
+int expected_host_runs(bool want_map) {
+  return host_variants(false) + (want_map ? 0 : host_variants(true));
+}
+
+}  // namespace
+
+TEST_CASE("the reference computes a known map by hand", "[sad]") {
+  SadInput input{gray_from(3, 3, {1, 2, 3, 4, 5, 6, 7, 8, 9}), gray_from(2, 2, {5, 6, 8, 9}), {}};
+  const SadResult r = Sad::reference(input);
+  REQUIRE(r.map_width == 2);
+  REQUIRE(r.map_height == 2);
+  // (0,0): |1-5|+|2-6|+|4-8|+|5-9| = 16; (0,1): 12; (1,0): 4; (1,1): 0.
+  CHECK(r.map == std::vector<std::int32_t>{16, 12, 4, 0});
+  CHECK(r.best == SadMatch{1, 1, 0});
+}
+
+TEST_CASE("every variant matches the reference on random sizes", "[sad]") {
+  struct Shape {
+    int w, h, qw, qh;
+  };
+  const Shape shapes[] = {{1, 1, 1, 1},    {7, 5, 1, 1},     {9, 6, 9, 6},     {13, 11, 13, 1},
+                          {13, 11, 1, 11}, {20, 17, 5, 3},   {33, 9, 6, 7},    {40, 30, 11, 9},
+                          {64, 20, 63, 2}, {50, 45, 17, 18}, {600, 40, 7, 20}, {530, 9, 26, 4},
+                          {18, 70, 18, 19}};
+  std::uint64_t seed = 1;
+  for (const Shape& s : shapes) {
+    for (const bool want_map : {true, false}) {
+      SadInput input{random_gray(s.w, s.h, ++seed), random_gray(s.qw, s.qh, ++seed), {}};
+      input.params.want_map = want_map;
+      INFO(describe(input));
+      CHECK(check_all_variants(input) >= expected_host_runs(want_map));
+    }
+  }
+}
+
+TEST_CASE("random shapes with few grey levels (many ties) match the reference", "[sad]") {
+  SplitMix64 random(77);
+  for (int n = 0; n < 12; ++n) {
+    const int w = random.between(1, 48), h = random.between(1, 48);
+    const int qw = random.between(1, w), qh = random.between(1, h);
+    SadInput input{random_gray(w, h, random.next(), 2), random_gray(qw, qh, random.next(), 2), {}};
+    input.params.want_map = n % 2 == 0;
+    INFO(describe(input));
+    CHECK(check_all_variants(input) >= expected_host_runs(input.params.want_map));
+  }
+}
+
+TEST_CASE("ties go to the smallest row, then the smallest column, in every variant", "[sad]") {
+  // A 2-periodic pattern: the 2x2 query matches exactly at every even (row, col).
+  ImageU8 target(9, 7, 1);
+  for (int y = 0; y < 7; ++y) {
+    for (int x = 0; x < 9; ++x) target.at(x, y, 0) = std::uint8_t(10 * (x % 2) + 100 * (y % 2));
+  }
+  SadInput input{target, gray_from(2, 2, {0, 10, 100, 110}), {}};
+  for (const bool want_map : {true, false}) {
+    input.params.want_map = want_map;
+    const Sad::Reference reference = Sad::reference(input);
+    CHECK(reference.best == SadMatch{0, 0, 0});
+    CHECK(check_all_variants(input) >= expected_host_runs(want_map));
+  }
+  // Shifted by one column the first exact match is (row 0, col 1), before (row 2, col 1)... and
+  // a flat target ties everywhere: the answer is (0, 0).
+  input.query = gray_from(2, 2, {10, 0, 110, 100});
+  CHECK(Sad::reference(input).best == SadMatch{0, 1, 0});
+  CHECK(check_all_variants(input) >= expected_host_runs(true));
+  SadInput flat{ImageU8(12, 10, 1), ImageU8(3, 4, 1), {}};
+  CHECK(Sad::reference(flat).best == SadMatch{0, 0, 0});
+  CHECK(check_all_variants(flat) >= expected_host_runs(true));
+}
+
+TEST_CASE("the tie rule is (score, row, col) through the packed key", "[sad]") {
+  CHECK(sad_key(5, 100) < sad_key(6, 0));
+  CHECK(sad_key(5, 3) < sad_key(5, 4));
+  CHECK(sad_key(0x7FFFFFFF, 0xFFFFFFFEu) < kNoSadKey);
+  CHECK(match_from_key(sad_key(42, 2 * 10 + 7), 10) == SadMatch{2, 7, 42});
+  CHECK_THROWS_AS(match_from_key(kNoSadKey, 10), Error);
+}
+
+TEST_CASE("packed-word helpers agree with byte arithmetic", "[sad]") {
+  CHECK(sad4(0x01020304u, 0x04030201u, 0) == 3 + 1 + 1 + 3);
+  CHECK(sad4(0xFF00FF00u, 0x00FF00FFu, 7) == 4 * 255 + 7);
+  CHECK(byte_window<0>(0x44332211u, 0x88776655u) == 0x44332211u);
+  CHECK(byte_window<1>(0x44332211u, 0x88776655u) == 0x55443322u);
+  CHECK(byte_window<3>(0x44332211u, 0x88776655u) == 0x77665544u);
+  const ImageU8 image = gray_from(5, 2, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+  CHECK(pack_rows(image, 3, 2) ==
+        std::vector<std::uint32_t>{0x04030201u, 0x5u, 0u, 0x09080706u, 0x0Au, 0u});
+}
+
+TEST_CASE("generated cases find the position the query was cut from", "[sad]") {
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    const SadCase c = generated_sad_case(150, 110, 15 + int(seed), 11, seed);
+    INFO("seed " << seed << ", cut at (" << c.cut.row << ", " << c.cut.col << ")");
+    const Sad::Reference reference = Sad::reference(c.input);
+    CHECK(reference.best == c.cut);
+    CHECK(check_all_variants(c.input) >= expected_host_runs(true));
+    SadInput argmin_only = c.input;
+    argmin_only.params.want_map = false;
+    CHECK(check_all_variants(argmin_only) >= expected_host_runs(false));
+  }
+}
+
+TEST_CASE("the user call equals the reference and converts RGB to gray", "[sad]") {
+  const ImageU8 rgb = synthetic_image(90, 70, 3, 4);
+  const SadCase c = cut_sad_case(rgb, 12, 9, 4);
+  ImageU8 rgb_query(12, 9, 3);
+  for (std::size_t i = 0; i < c.input.query.data.size(); ++i) {
+    for (int k = 0; k < 3; ++k) rgb_query.data[i * 3 + k] = c.input.query.data[i];
+  }
+  const SadResult with_map = match_template(rgb, rgb_query, {});
+  CHECK(with_map == Sad::reference(c.input));
+  SadParams argmin_only;
+  argmin_only.want_map = false;
+  const SadResult best = match_template(rgb, c.input.query, argmin_only);
+  CHECK(best.map.empty());
+  CHECK(best.best == c.cut);
+}
+
+TEST_CASE("top matches are best first and suppress overlapping positions", "[sad]") {
+  // 4 x 3 map; the two best positions are neighbours.
+  const std::vector<std::int32_t> map{5, 1, 2, 9,  //
+                                      8, 7, 3, 1,  //
+                                      6, 0, 4, 9};
+  const auto all = top_matches(map, 4, 3, 12, 1, 1);
+  REQUIRE(all.size() == 12);
+  CHECK(all[0] == SadMatch{2, 1, 0});
+  CHECK(all[1] == SadMatch{0, 1, 1});  // tie with (1, 3): smaller row first
+  CHECK(all[2] == SadMatch{1, 3, 1});
+  CHECK(all[11].score == 9);
+  // Separation 2 in both axes: (0,1) is 2 rows from (2,1) and (1,3) 2 columns from both, so they
+  // stay; every other position lies within 1 row and 1 column of one of them: only 3 of 4 come.
+  const auto separated = top_matches(map, 4, 3, 4, 2, 2);
+  REQUIRE(separated.size() == 3);
+  CHECK(separated[0] == SadMatch{2, 1, 0});
+  CHECK(separated[1] == SadMatch{0, 1, 1});
+  CHECK(separated[2] == SadMatch{1, 3, 1});
+  // Separations per axis: 1 row, 3 columns suppresses only same-row positions under 3 columns
+  // away, so (1,0) survives next to (1,3).
+  const auto rows_apart = top_matches(map, 4, 3, 5, 1, 3);
+  REQUIRE(rows_apart.size() == 4);
+  CHECK(rows_apart[3] == SadMatch{1, 0, 8});
+  CHECK_THROWS_AS(top_matches(map, 5, 3, 1, 1, 1), Error);
+}
+
+TEST_CASE("top matches find every planted instance", "[sad]") {
+  // A dark target with three bright 4x3 blocks; the query is one such block.
+  ImageU8 target(60, 40, 1);
+  const SadMatch planted[] = {{5, 7, 0}, {20, 40, 0}, {30, 3, 0}};
+  for (const SadMatch& p : planted) {
+    for (int y = 0; y < 3; ++y) {
+      for (int x = 0; x < 4; ++x) target.at(p.col + x, p.row + y, 0) = std::uint8_t(200 + x + y);
+    }
+  }
+  ImageU8 query(4, 3, 1);
+  for (int y = 0; y < 3; ++y) {
+    for (int x = 0; x < 4; ++x) query.at(x, y, 0) = std::uint8_t(200 + x + y);
+  }
+  SadInput input{target, query, {}};
+  input.params.top_k = 3;
+  const auto top = top_matches(match_template(target, query, input.params), input);
+  REQUIRE(top.size() == 3);
+  CHECK(top[0] == planted[0]);
+  CHECK(top[1] == planted[1]);
+  CHECK(top[2] == planted[2]);
+}
+
+TEST_CASE("bad sad input is refused with a clear message", "[sad]") {
+  const ImageU8 target = random_gray(10, 8, 1);
+  CHECK_THROWS_WITH(validate_sad_input({target, random_gray(11, 2, 2), {}}),
+                    Catch::Contains("larger than the target"));
+  CHECK_THROWS_WITH(validate_sad_input({target, random_gray(2, 9, 2), {}}),
+                    Catch::Contains("larger than the target"));
+  CHECK_THROWS_WITH(validate_sad_input({target, ImageU8(), {}}), Catch::Contains("empty"));
+  CHECK_THROWS_WITH(validate_sad_input({ImageU8(), target, {}}), Catch::Contains("empty"));
+  CHECK_THROWS_WITH(validate_sad_input({ImageU8(10, 8, 3), random_gray(2, 2, 2), {}}),
+                    Catch::Contains("gray"));
+  SadInput no_map{target, random_gray(2, 2, 2), {}};
+  no_map.params.want_map = false;
+  no_map.params.top_k = 2;
+  CHECK_THROWS_WITH(validate_sad_input(no_map), Catch::Contains("needs the SAD map"));
+  CHECK_THROWS_AS(match_template(random_gray(3, 3, 1), random_gray(4, 4, 1), {}), Error);
+  CHECK_THROWS_AS(match_template(ImageU8(), random_gray(1, 1, 1), {}), Error);
+}
