@@ -3,13 +3,14 @@
 # into OUTDIR:
 #   device.txt      GPU, driver, date and commit
 #   tests.log       the Catch2 suite on every backend, CUDA included
-#   sanitizer.log   compute-sanitizer memcheck (and racecheck) over the native CUDA variants
+#   sanitizer.log   compute-sanitizer memcheck and racecheck over the CUDA variants
 #   compare.jsonl   JSON lines from compare (perf/report.py turns them into tables and plots)
 #   compare.log     compare's tables as printed
 #   report.md       the Markdown tables made from compare.jsonl
 #
-#   perf/gpu_check.sh OUTDIR [ALGO...]      (default algorithms: all in the build)
-# The binaries come from KBENCH_BUILD (default build/cuda); nothing is built here.
+#   perf/gpu_check.sh OUTDIR [ALGO...]      (default: every algorithm in the build)
+# KBENCH_STEPS picks steps (default "tests sanitizer compare sweep"); the binaries come from
+# KBENCH_BUILD (default build/cuda); nothing is built here.
 set -uo pipefail
 
 out=${1:?usage: perf/gpu_check.sh OUTDIR [ALGO...]}
@@ -17,6 +18,7 @@ shift
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${KBENCH_BUILD:-$repo/build/cuda}
 bin=$build/bin
+steps=" ${KBENCH_STEPS:-tests sanitizer compare sweep} "
 mkdir -p "$out"
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
 # The CUDA runtime the binaries link against, where the toolkit keeps it.
@@ -25,49 +27,71 @@ status=0
 
 algorithms=("$@")
 if [[ ${#algorithms[@]} -eq 0 ]]; then
-  mapfile -t algorithms < <("$bin/compare" --list | awk 'NR > 1 {print $1}' | sort -u)
+  mapfile -t algorithms < <("$bin/compare" --list | awk 'NR > 1 {print $1}' | uniq)
 fi
+
+# Small inputs for the sanitizer runs (each algorithm's arguments).
+declare -A sanitizer_cases=(
+  [conv]="--size 320x240"
+  [lbp]="--size 320x240"
+  [sad]="--size 320x240"
+)
+# The thread sweep's case: the largest standard case, unless a single-thread run of it would take
+# minutes.
+declare -A sweep_cases=([sad]=test1)
 
 {
   date -u +%Y-%m-%dT%H:%M:%SZ
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
   echo "commit $(cat "$build/commit.txt" 2>/dev/null || echo unknown)"
   echo "host $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) x $(nproc)"
-} >"$out/device.txt" 2>&1
+} >>"$out/device.txt" 2>&1
 
-echo "== tests"
-OMP_PROC_BIND=false "$bin/kbench_tests" 2>&1 | tee "$out/tests.log" | tail -3 || status=1
-
-echo "== compute-sanitizer over the native CUDA variants"
-: >"$out/sanitizer.log"
-for algo in "${algorithms[@]}"; do
-  for tool in memcheck racecheck; do
-    echo "-- $algo $tool" >>"$out/sanitizer.log"
-    compute-sanitizer --tool "$tool" --error-exitcode 3 "$bin/compare" --algo "$algo" \
-      --size 480p --backend cuda --check-only >>"$out/sanitizer.log" 2>&1 || status=1
-  done
-done
-grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer.log"
-
-echo "== compare"
-: >"$out/compare.jsonl"
-: >"$out/compare.log"
-for algo in "${algorithms[@]}"; do
-  mapfile -t cases < <("$bin/compare" --algo "$algo" --list-cases)
-  for case in "${cases[@]}"; do
-    "$bin/compare" --algo "$algo" --size "$case" --json "$out/compare.jsonl" >>"$out/compare.log" 2>&1 ||
-      status=1
-  done
-  # The OpenMP thread sweep at the largest case.
-  for threads in 1 2 4 8 16; do
-    [[ $threads -le $(nproc) ]] || continue
-    OMP_NUM_THREADS=$threads "$bin/compare" --algo "$algo" --size "${cases[-1]}" --backend openmp \
-      --reps 5 --json "$out/compare.jsonl" >>"$out/compare.log" 2>&1 || status=1
-  done
-done
-
-if command -v python3 >/dev/null; then
-  python3 "$repo/perf/report.py" "$out/compare.jsonl" --markdown "$out/report.md" || status=1
+if [[ $steps == *" tests "* ]]; then
+  echo "== tests"
+  OMP_PROC_BIND=false "$bin/kbench_tests" 2>&1 | tee -a "$out/tests.log" | tail -3 || status=1
 fi
-grep -E "^(variant|cuda|kokkos)" "$out/compare.log" | tail -40
+
+if [[ $steps == *" sanitizer "* ]]; then
+  echo "== compute-sanitizer over the CUDA variants"
+  for algo in "${algorithms[@]}"; do
+    for extra in "" "--no-map"; do
+      [[ -n $extra && $algo != sad ]] && continue
+      for tool in memcheck racecheck; do
+        echo "-- $algo $tool $extra" >>"$out/sanitizer.log"
+        # shellcheck disable=SC2086
+        compute-sanitizer --tool "$tool" --error-exitcode 3 "$bin/compare" --algo "$algo" \
+          ${sanitizer_cases[$algo]:-} $extra --backend cuda --check-only \
+          >>"$out/sanitizer.log" 2>&1 || status=1
+      done
+    done
+  done
+  grep -E "^-- |ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer.log"
+fi
+
+if [[ $steps == *" compare "* ]]; then
+  echo "== compare"
+  for algo in "${algorithms[@]}"; do
+    mapfile -t cases < <("$bin/compare" --algo "$algo" --list-cases)
+    for case in "${cases[@]}"; do
+      "$bin/compare" --algo "$algo" --size "$case" --json "$out/compare.jsonl" \
+        >>"$out/compare.log" 2>&1 || status=1
+    done
+    sweep_case=${sweep_cases[$algo]:-${cases[-1]}}
+    for threads in 1 2 4 8 16; do
+      [[ $threads -le $(nproc) ]] || continue
+      OMP_NUM_THREADS=$threads "$bin/compare" --algo "$algo" --size "$sweep_case" \
+        --backend openmp --reps 5 --json "$out/compare.jsonl" >>"$out/compare.log" 2>&1 || status=1
+    done
+  done
+  if command -v python3 >/dev/null; then
+    python3 "$repo/perf/report.py" "$out/compare.jsonl" --markdown "$out/report.md" || status=1
+  fi
+  grep -E "^(variant|cuda|kokkos)|^[a-z]+ on " "$out/compare.log" | tail -60
+fi
+
+if [[ $steps == *" sweep "* && " ${algorithms[*]} " == *" lbp "* ]]; then
+  echo "== lbp size sweep"
+  KBENCH_BUILD=$build "$repo/perf/lbp_size_sweep.sh" "$out" | tail -30 || status=1
+fi
 exit $status
