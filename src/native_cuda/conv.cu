@@ -216,20 +216,37 @@ void launch_tiled(const ConvLaunch& p, cudaStream_t stream) {
 
 // ---------------------------------------------------------------------------------------------
 // Vectorised 3×3 u8 kernel. A thread owns 16 consecutive output bytes (one uint4) of a row
-// and kRows consecutive rows; a warp covers 512 bytes of the row. Each input row is read once
+// and Shape::rows consecutive rows; a warp covers 512 bytes of the row, and a block kVecWarps
+// warps stacked vertically, which find each other's halo rows in L1. Each input row is read once
 // per thread as one uint4; the bytes beside it come from the neighbour lanes by shuffle (lanes
-// 0 and 31 load them), so every input byte is fetched once per warp. Input rows are pushed
-// into the accumulators of the up to three output rows they feed, so a thread reads kRows + 2
-// rows for kRows outputs. Bytes become floats through the 2^23 mantissa trick (PRMT + FADD)
-// instead of the quarter-rate I2F. The taps travel as a launch parameter (constant bank), so
-// runners on different streams never share a mask buffer.
+// 0 and 31 load them), so every input byte is fetched once per warp. Input rows are pushed into
+// the accumulators of the up to three output rows they feed, so a thread reads rows + 2 rows for
+// `rows` outputs, kLoadAhead of them in flight. Bytes become floats through the 2^23 mantissa
+// trick (PRMT + FADD) instead of the quarter-rate I2F, and sums become bytes two at a time
+// (F2IP). The taps travel as a launch parameter (constant bank), so runners on different
+// streams never share a mask buffer.
+//
+// The kernel is about as issue-bound as it is memory-bound on an H200: per 16 RGB output bytes
+// of a row it issues 144 FFMA, 33 · (rows + 2) / rows PRMT + FADD pairs, 8 F2IP and about 50
+// loads, shuffles, address and edge instructions (266 in all at 4 rows per thread).
 //
 // Requires 16-byte aligned rows and pitches that are multiples of 16: the padding after a row
 // lets every thread load and store whole uint4s; padding bytes of the output are garbage.
 
 constexpr int kVecBytes = 16;
-constexpr int kVecWarpsPerBlock = 4;
-constexpr int kVecRowsPerThread = 4;
+constexpr int kVecWarps = 4;
+// Input rows a thread has in flight while it computes.
+constexpr int kLoadAhead = 4;
+
+// A launch shape of the vectorised kernel: output rows per thread, and the resident warps per SM
+// that its register budget must allow (__launch_bounds__; 20 warps leave 96 registers a thread).
+template <int kRows, int kWarpsPerSM>
+struct VecShape {
+  static constexpr int rows = kRows;
+  static constexpr int min_blocks_per_sm = kWarpsPerSM / kVecWarps;
+};
+// The user-facing shape; the sweep variants register others (see register_conv_native_cuda).
+using DefaultVecShape = VecShape<4, 20>;
 
 struct Mask3x3 {
   float w[9];
@@ -240,23 +257,24 @@ __device__ __forceinline__ float byte_to_float(std::uint32_t word, int k) {
   return __uint_as_float(__byte_perm(word, 0x4B00u, 0x5440u | unsigned(k))) - 8388608.f;
 }
 
-// conv_to_pixel of a sum that started at 0.5, its rounding offset: one conversion that
-// truncates and saturates to 0..255 (F2IP.U8 on sm_90) instead of two clamps and a round.
-__device__ __forceinline__ std::uint32_t to_pixel(float rounded_sum) {
-  std::uint32_t pixel;
-  asm("cvt.rzi.u8.f32 %0, %1;" : "=r"(pixel) : "f"(rounded_sum));
-  return pixel;
+// conv_to_pixel of two sums that started at 0.5, their rounding offset: truncated and saturated
+// to 0..255, as bytes 1 and 0 of the result, whose high half is the low half of `high`. ptxas
+// fuses the three into one F2IP.
+__device__ __forceinline__ std::uint32_t pack_pixel_pair(float byte1, float byte0,
+                                                         std::uint32_t high) {
+  int int1;
+  int int0;
+  std::uint32_t packed;
+  asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(int1) : "f"(byte1));
+  asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(int0) : "f"(byte0));
+  asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(packed) : "r"(int1), "r"(int0), "r"(high));
+  return packed;
 }
 
+// Four rounded sums as a word, sum k in byte k.
 __device__ __forceinline__ std::uint32_t pack_pixels(const float* rounded_sum) {
-  const std::uint32_t lo = __byte_perm(to_pixel(rounded_sum[0]), to_pixel(rounded_sum[1]), 0x0040u);
-  const std::uint32_t hi = __byte_perm(to_pixel(rounded_sum[2]), to_pixel(rounded_sum[3]), 0x0040u);
-  return __byte_perm(lo, hi, 0x5410u);
-}
-
-// PRMT selector that puts byte 0 of the second operand at byte k and keeps the rest.
-__device__ constexpr unsigned insert_byte_selector(int k) {
-  return (0x3210u & ~(0xFu << (4 * k))) | (4u << (4 * k));
+  return pack_pixel_pair(rounded_sum[1], rounded_sum[0],
+                         pack_pixel_pair(rounded_sum[3], rounded_sum[2], 0));
 }
 
 // PRMT selector that fills the last kChannels bytes of a word with the first pixel of `word`:
@@ -274,68 +292,70 @@ struct Window {
   std::uint32_t w[7];
 };
 
-// Border::clamp, last chunks of a row: window bytes past the row end repeat the last pixel.
-// Out of line: only the lanes at a row end take it, and inlined it would be six copies.
+// Border::clamp at the end of a row, which is window byte `end`: the kChannels bytes from there
+// repeat the last pixel (the bytes after them feed only outputs past the row). Taken only by
+// the lanes at a row end, so a round trip through local memory costs nothing elsewhere.
 template <int kChannels>
-__device__ __noinline__ Window clamp_right_edge(Window win, const std::uint8_t* __restrict__ row,
-                                                int b0, int row_bytes) {
-#pragma unroll
-  for (int q = kWindowLead; q < kWindowLead + kVecBytes + kChannels; ++q) {
-    const int byte = b0 - kWindowLead + q;
-    if (byte >= row_bytes) {
-      const std::uint32_t v = row[row_bytes - kChannels + (byte - row_bytes) % kChannels];
-      win.w[q / 4] = __byte_perm(win.w[q / 4], v, insert_byte_selector(q % 4));
-    }
-  }
-  return win;
+__device__ __forceinline__ void clamp_right_edge(Window& win, int end) {
+  std::uint8_t bytes[sizeof(Window)];
+  std::memcpy(bytes, win.w, sizeof(Window));
+  for (int c = 0; c < kChannels; ++c) bytes[end + c] = bytes[end - kChannels + c];
+  std::memcpy(win.w, bytes, sizeof(Window));
 }
 
-template <int kChannels, bool kClamp, int kRows>
-__global__ void __launch_bounds__(kWarpSize* kVecWarpsPerBlock)
+template <int kChannels, bool kClamp, class Shape>
+__global__ void __launch_bounds__(kWarpSize* kVecWarps, Shape::min_blocks_per_sm)
     conv3x3_u8_vec_kernel(const ConvLaunch p, const Mask3x3 m) {
   constexpr int kTaps = 3;
+  constexpr int kRows = Shape::rows;
+  constexpr int kInRows = kRows + kTaps - 1;
   // Window bytes the taps read: one pixel either side of the chunk (clamp), or the chunk and
   // the two pixels after it (crop, where output x reads input x .. x + 2).
   constexpr int kFirst = kClamp ? kWindowLead - kChannels : kWindowLead;
   constexpr int kCount = kVecBytes + (kTaps - 1) * kChannels;
   constexpr bool kNeedsLeft = kClamp;
   constexpr bool kNeedsSecondRight = kFirst + kCount > 6 * 4;  // reads window word 6
+  // Lane 0 loads the word before the warp's chunks (clamp), lane 31 the words after them.
+  constexpr int kHaloWords = kNeedsSecondRight ? 2 : 1;
 
   const int lane = threadIdx.x;
   const int b0 = (blockIdx.x * kWarpSize + lane) * kVecBytes;
-  const int y0 = p.out_row_begin + (blockIdx.y * kVecWarpsPerBlock + threadIdx.y) * kRows;
+  const int y0 = p.out_row_begin + (blockIdx.y * kVecWarps + threadIdx.y) * kRows;
   if (y0 >= p.out_row_end) return;  // the whole warp shares y0
 
-  const std::uint8_t* __restrict__ in = p.in;
-  std::uint8_t* __restrict__ out = p.out;
-  const int row_bytes = p.g.width * kChannels;
+  std::uint8_t* __restrict__ out = p.out + b0;
   const int in_pitch = int(p.in_pitch);
-  const bool loads_chunk = b0 < in_pitch;
+  const int row_bytes = p.g.width * kChannels;
   const bool stores = b0 < p.g.out_width * kChannels;
-  const auto row_at = [&](int k) {
-    return in + std::size_t(stored_row(p, y0 + p.g.shift + k)) * p.in_pitch;
-  };
+  // Lanes past the padded row load its last chunk instead: only the lane before them reads it,
+  // for bytes that no kept output uses. The halo loads are clamped into the row the same way
+  // where it starts or ends, and their words then go unused (or are replaced, for clamp).
+  const std::uint8_t* __restrict__ chunk_base = p.in + min(b0, in_pitch - kVecBytes);
+  const std::uint8_t* __restrict__ halo_base =
+      p.in + (lane == 0 ? max(b0 - 4, 0) : min(b0 + kVecBytes, in_pitch - 4 * kHaloWords));
+  const bool loads_halo = lane == 0 ? kNeedsLeft : lane == kWarpSize - 1;
+  const bool clamps_left = kClamp && b0 == 0;
+  const bool clamps_right = kClamp && stores && b0 + kVecBytes + kChannels > row_bytes;
 
-  // Issue every load up front so each warp keeps kRows + 2 rows in flight.
-  uint4 chunk[kRows + kTaps - 1];
-  uint2 halo[kRows + kTaps - 1];  // lane 0: the word before the warp; lane 31: the words after
+  // Input row k: its chunk, and the halo words of lanes 0 and 31.
+  uint4 chunk[kInRows];
+  std::uint32_t halo[kInRows][kHaloWords];
+  const auto load_row = [&](int k) {
+    // Unsigned 32-bit factors: one IMAD.WIDE.U32 per row offset.
+    const std::size_t offset =
+        std::size_t(unsigned(stored_row(p, y0 + p.g.shift + k))) * unsigned(in_pitch);
+    chunk[k] = __ldg(reinterpret_cast<const uint4*>(chunk_base + offset));
+    if (!loads_halo) return;
+    if (kHaloWords == 2) {
+      const uint2 words = __ldg(reinterpret_cast<const uint2*>(halo_base + offset));
+      halo[k][0] = words.x;
+      halo[k][kHaloWords - 1] = words.y;
+    } else {
+      halo[k][0] = __ldg(reinterpret_cast<const std::uint32_t*>(halo_base + offset));
+    }
+  };
 #pragma unroll
-  for (int k = 0; k < kRows + kTaps - 1; ++k) {
-    const std::uint8_t* row = row_at(k);
-    chunk[k] =
-        loads_chunk ? __ldg(reinterpret_cast<const uint4*>(row + b0)) : make_uint4(0, 0, 0, 0);
-    halo[k] = make_uint2(0, 0);
-    if (kNeedsLeft && lane == 0 && b0 > 0) {
-      halo[k].x = __ldg(reinterpret_cast<const unsigned*>(row + b0 - 4));
-    }
-    if (lane == kWarpSize - 1 && b0 + kVecBytes < in_pitch) {
-      if (kNeedsSecondRight) {
-        halo[k] = __ldg(reinterpret_cast<const uint2*>(row + b0 + kVecBytes));
-      } else {
-        halo[k].x = __ldg(reinterpret_cast<const unsigned*>(row + b0 + kVecBytes));
-      }
-    }
-  }
+  for (int k = 0; k < kLoadAhead && k < kInRows; ++k) load_row(k);
 
   float sum[kRows][kVecBytes];
 #pragma unroll
@@ -344,24 +364,22 @@ __global__ void __launch_bounds__(kWarpSize* kVecWarpsPerBlock)
     for (int b = 0; b < kVecBytes; ++b) sum[t][b] = 0.5f;
   }
 #pragma unroll
-  for (int k = 0; k < kRows + kTaps - 1; ++k) {
-    Window win = {{0, chunk[k].x, chunk[k].y, chunk[k].z, chunk[k].w, 0, 0}};
+  for (int k = 0; k < kInRows; ++k) {
+    if (k + kLoadAhead < kInRows) load_row(k + kLoadAhead);
+    const uint4 c = chunk[k];
+    Window win = {{0, c.x, c.y, c.z, c.w, 0, 0}};
     if (kNeedsLeft) {
-      win.w[0] = __shfl_up_sync(kFullWarp, win.w[4], 1);
-      if (lane == 0) win.w[0] = halo[k].x;
+      const std::uint32_t before = __shfl_up_sync(kFullWarp, c.w, 1);
+      win.w[0] = lane == 0 ? halo[k][0] : before;
+      if (clamps_left) win.w[0] = __byte_perm(c.x, 0, left_clamp_selector(kChannels));
     }
-    win.w[5] = __shfl_down_sync(kFullWarp, win.w[1], 1);
-    if (kNeedsSecondRight) win.w[6] = __shfl_down_sync(kFullWarp, win.w[2], 1);
-    if (lane == kWarpSize - 1) {
-      win.w[5] = halo[k].x;
-      win.w[6] = halo[k].y;
+    const std::uint32_t after = __shfl_down_sync(kFullWarp, c.x, 1);
+    win.w[5] = lane == kWarpSize - 1 ? halo[k][0] : after;
+    if (kNeedsSecondRight) {
+      const std::uint32_t after2 = __shfl_down_sync(kFullWarp, c.y, 1);
+      win.w[6] = lane == kWarpSize - 1 ? halo[k][kHaloWords - 1] : after2;
     }
-    if (kClamp) {
-      if (b0 == 0) win.w[0] = __byte_perm(win.w[1], 0, left_clamp_selector(kChannels));
-      if (stores && b0 + kVecBytes + kChannels > row_bytes) {
-        win = clamp_right_edge<kChannels>(win, row_at(k), b0, row_bytes);
-      }
-    }
+    if (clamps_right) clamp_right_edge<kChannels>(win, kWindowLead + row_bytes - b0);
 
     float v[kCount];
 #pragma unroll
@@ -388,27 +406,28 @@ __global__ void __launch_bounds__(kWarpSize* kVecWarpsPerBlock)
       const uint4 pixels = make_uint4(pack_pixels(sum[done]), pack_pixels(sum[done] + 4),
                                       pack_pixels(sum[done] + 8), pack_pixels(sum[done] + 12));
       // Streaming store: the output is not read again, keep L2 for the input halo rows.
-      __stcs(reinterpret_cast<uint4*>(out + std::size_t(y0 + done) * p.out_pitch + b0), pixels);
+      std::uint8_t* row_out = out + std::size_t(unsigned(y0 + done)) * unsigned(p.out_pitch);
+      __stcs(reinterpret_cast<uint4*>(row_out), pixels);
     }
   }
 }
 
-template <int kChannels, bool kClamp>
+template <class Shape, int kChannels, bool kClamp>
 void launch_vec3x3(const ConvLaunch& p, const Mask3x3& mask, cudaStream_t stream) {
   const int chunks = blocks_for(p.g.out_width * kChannels, kVecBytes);
-  const dim3 block(kWarpSize, kVecWarpsPerBlock);
-  const dim3 grid(blocks_for(chunks, kWarpSize), row_blocks(p.out_row_end - p.out_row_begin,
-                                                            kVecRowsPerThread * kVecWarpsPerBlock));
-  conv3x3_u8_vec_kernel<kChannels, kClamp, kVecRowsPerThread><<<grid, block, 0, stream>>>(p, mask);
+  const dim3 block(kWarpSize, kVecWarps);
+  const dim3 grid(blocks_for(chunks, kWarpSize),
+                  row_blocks(p.out_row_end - p.out_row_begin, Shape::rows * kVecWarps));
+  conv3x3_u8_vec_kernel<kChannels, kClamp, Shape><<<grid, block, 0, stream>>>(p, mask);
   check_launch("conv3x3_u8_vec_kernel");
 }
 
-template <int kChannels>
+template <class Shape, int kChannels>
 void launch_vec3x3(const ConvLaunch& p, const Mask3x3& mask, cudaStream_t stream) {
   if (p.clamp) {
-    launch_vec3x3<kChannels, true>(p, mask, stream);
+    launch_vec3x3<Shape, kChannels, true>(p, mask, stream);
   } else {
-    launch_vec3x3<kChannels, false>(p, mask, stream);
+    launch_vec3x3<Shape, kChannels, false>(p, mask, stream);
   }
 }
 
@@ -441,9 +460,10 @@ class DeviceMask {
   Mask3x3 taps_3x3_{};
 };
 
-// The fastest u8 kernel for the launch: the vectorised kernel for 3×3 masks, the tiled one
-// otherwise (which reads c_conv_mask: fill it first, see DeviceMask::to_constant). The
-// vectorised kernel needs rows padded to kVecBytes.
+// The fastest u8 kernel for the launch: the vectorised kernel for 3×3 masks, in the given shape,
+// the tiled one otherwise (which reads c_conv_mask: fill it first, see
+// DeviceMask::to_constant). The vectorised kernel needs rows padded to kVecBytes.
+template <class Shape = DefaultVecShape>
 void launch_u8_conv(const ConvLaunch& p, const DeviceMask& mask, cudaStream_t stream) {
   if (!mask.is_3x3()) {
     launch_tiled(p, stream);
@@ -451,16 +471,16 @@ void launch_u8_conv(const ConvLaunch& p, const DeviceMask& mask, cudaStream_t st
   }
   switch (p.g.channels) {
     case 1:
-      launch_vec3x3<1>(p, mask.taps_3x3(), stream);
+      launch_vec3x3<Shape, 1>(p, mask.taps_3x3(), stream);
       break;
     case 2:
-      launch_vec3x3<2>(p, mask.taps_3x3(), stream);
+      launch_vec3x3<Shape, 2>(p, mask.taps_3x3(), stream);
       break;
     case 3:
-      launch_vec3x3<3>(p, mask.taps_3x3(), stream);
+      launch_vec3x3<Shape, 3>(p, mask.taps_3x3(), stream);
       break;
     default:
-      launch_vec3x3<4>(p, mask.taps_3x3(), stream);
+      launch_vec3x3<Shape, 4>(p, mask.taps_3x3(), stream);
       break;
   }
 }
@@ -608,6 +628,9 @@ class TiledRunner final : public Runner<Conv> {
   DeviceMask mask_;
 };
 
+// The vectorised kernel in a given shape: the default is the user-facing variant, the others
+// the shape sweep.
+template <class Shape = DefaultVecShape>
 class U8VecRunner final : public Runner<Conv> {
  public:
   explicit U8VecRunner(const ConvInput& input) : images_(input, kVecBytes), mask_(input.mask) {}
@@ -616,7 +639,7 @@ class U8VecRunner final : public Runner<Conv> {
   void upload() override { images_.upload(); }
   void compute() override {
     if (!mask_.is_3x3()) mask_.to_constant(0);
-    launch_u8_conv(images_.launch(), mask_, 0);
+    launch_u8_conv<Shape>(images_.launch(), mask_, 0);
   }
   void sync() override { synchronize_device(); }
   void download(ImageU8& out) override { images_.download(out); }
@@ -797,7 +820,12 @@ void register_conv_native_cuda(VariantList<Conv>& list) {
   list.push_back(native_cuda_variant<TiledRunner<8, 8>>("cuda-tiled-8x8", false));
   list.push_back(native_cuda_variant<TiledRunner<16, 16>>("cuda-tiled-16x16", false));
   list.push_back(native_cuda_variant<TiledRunner<32, 32>>("cuda-tiled-32x32", false));
-  list.push_back(native_cuda_variant<U8VecRunner>("cuda-u8-vec", false, 30));
+  list.push_back(native_cuda_variant<U8VecRunner<>>("cuda-u8-vec", false, 30));
+  // The shape sweep: 2 rows per thread (72 registers, 28 resident warps per SM), 8 rows, and 4
+  // rows at 24 resident warps per SM (80 registers) instead of 20 (96).
+  list.push_back(native_cuda_variant<U8VecRunner<VecShape<2, 28>>>("cuda-u8-vec-r2", false));
+  list.push_back(native_cuda_variant<U8VecRunner<VecShape<8, 20>>>("cuda-u8-vec-r8", false));
+  list.push_back(native_cuda_variant<U8VecRunner<VecShape<4, 24>>>("cuda-u8-vec-r4-w24", false));
   list.push_back(native_cuda_variant<E2eSyncRunner>("cuda-e2e-sync", true));
   list.push_back(native_cuda_variant<E2eStreamsRunner>("cuda-e2e-streams", true));
 }
