@@ -137,14 +137,99 @@ struct TeamTiledSchedule {
   }
 };
 
+// 16 bytes that load and store as one unit where the hardware has 16-byte accesses.
+struct alignas(16) Bytes16 {
+  std::uint32_t word[4];
+};
+
+// A byte as a float without an int→float conversion instruction: 2^23 + b has b in its low
+// mantissa bits.
+KOKKOS_INLINE_FUNCTION float byte_to_float(std::uint32_t word, int byte) {
+  const std::uint32_t bits = 0x4B000000u | ((word >> (8 * byte)) & 0xFFu);
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f - 8388608.f;
+}
+
+// The bytes of one input row that a run of kBytes output bytes needs with kC channels: kLead
+// before the run's first byte (kC for clamp, 0 for crop, whose output is shifted by the radius)
+// and kSpan in all.
+template <int kC, int kShift, int kBytes>
+struct RowWindow {
+  static constexpr int kLead = (1 - kShift) * kC;
+  static constexpr int kSpan = kBytes + 2 * kC;
+};
+
+// Reads windows as 32-bit words from any byte offset, realigned in registers by a funnel shift.
+template <class Window, class Words>
+struct WordRowLoader {
+  static constexpr int kWords = (Window::kSpan + 3) / 4;  // after realignment; one more is read
+  Words in_words;
+  int in_row_bytes;
+
+  // Whether the windows of a run starting at byte k0, up to input row last_row, are all inside
+  // their rows and inside the image's whole words.
+  KOKKOS_INLINE_FUNCTION bool covers(int k0, int last_row) const {
+    return k0 >= Window::kLead && k0 - Window::kLead + Window::kSpan <= in_row_bytes &&
+           (std::size_t(last_row) * in_row_bytes + k0 - Window::kLead) / 4 + kWords + 1 <=
+               in_words.size();
+  }
+  KOKKOS_INLINE_FUNCTION void load(int row, int k0, float (&v)[Window::kSpan]) const {
+    const std::size_t start = std::size_t(row) * in_row_bytes + k0 - Window::kLead;
+    const std::size_t first = start / 4;
+    const int offset = int(start % 4) * 8;
+    std::uint32_t words[kWords + 1];
+    for (int w = 0; w <= kWords; ++w) words[w] = in_words(first + w);
+    for (int w = 0; w < kWords; ++w) {
+      const std::uint32_t aligned =
+          offset ? (words[w] >> offset) | (words[w + 1] << (32 - offset)) : words[w];
+      for (int b = 0; b < 4 && 4 * w + b < Window::kSpan; ++b)
+        v[4 * w + b] = byte_to_float(aligned, b);
+    }
+  }
+};
+
+// For rows that start on 16-byte boundaries and 16-byte runs: the run's own bytes in one 16-byte
+// load, the halo in 32-bit words that neighbouring runs have just brought into the cache.
+template <class Window, class Vectors, class Words>
+struct VectorRowLoader {
+  static_assert(Window::kSpan - Window::kLead <= 16 + 8, "the trailing halo fits two words");
+  static constexpr int kTrailWords = (Window::kSpan - Window::kLead - 16 + 3) / 4;
+  static constexpr int kLeadWords = Window::kLead > 0 ? 1 : 0;
+  Vectors in_vectors;
+  Words in_words;
+  int in_row_bytes;
+
+  KOKKOS_INLINE_FUNCTION bool covers(int k0, int) const {
+    return k0 >= 4 * kLeadWords && k0 + 16 + 4 * kTrailWords <= in_row_bytes;
+  }
+  KOKKOS_INLINE_FUNCTION void load(int row, int k0, float (&v)[Window::kSpan]) const {
+    const std::size_t at = std::size_t(row) * in_row_bytes + k0;
+    // bytes[0] is input byte k0 − 4·kLeadWords.
+    std::uint32_t bytes[kLeadWords + 4 + kTrailWords];
+    if (kLeadWords) bytes[0] = in_words(at / 4 - 1);
+    const Bytes16 centre = in_vectors(at / 16);
+    for (int w = 0; w < 4; ++w) bytes[kLeadWords + w] = centre.word[w];
+    for (int w = 0; w < kTrailWords; ++w) bytes[kLeadWords + 4 + w] = in_words(at / 4 + 4 + w);
+    constexpr int kFirst = 4 * kLeadWords - Window::kLead;  // the window's first byte in bytes[]
+    for (int t = 0; t < Window::kSpan; ++t) {
+      v[t] = byte_to_float(bytes[(kFirst + t) / 4], (kFirst + t) % 4);
+    }
+  }
+};
+
 // Row-vector schedule for 3×3 masks: a work item produces kBytes consecutive output bytes of
-// kRows consecutive rows. It reads each of its kRows + 2 input rows once, as 32-bit words
-// realigned in registers, and keeps everything in registers. Work items whose window leaves the
-// row (clamped borders, row tails) take the per-sample path; other mask sizes use MDRange.
+// kRows consecutive rows. It reads each of its kRows + 2 input rows once and keeps everything
+// in registers. Runs whose window leaves the row (clamped borders, row tails) take the
+// per-sample path; other mask sizes use MDRange.
 template <class Exec, int kBytes = 16, int kRows = 2, int kTileSegments = 32, int kTileRows = 4>
 struct RowVectorSchedule {
   static constexpr const char* name = "kokkos-rowvec";
   static_assert(kBytes % 4 == 0, "output runs are whole words");
+  using Memory = typename Exec::memory_space;
+  using Words = Kokkos::View<const std::uint32_t*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using Vectors = Kokkos::View<const Bytes16*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using OutWords = Kokkos::View<std::uint32_t*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
   template <int kSize, class In, class MaskView, class Out>
   static void run(const ConvShape& s, const In& in, const MaskView& mask, const Out& out) {
@@ -169,28 +254,28 @@ struct RowVectorSchedule {
     }
   }
 
-  // A byte as a float without an int→float conversion instruction: 2^23 + b has b in its low
-  // mantissa bits.
-  KOKKOS_INLINE_FUNCTION static float byte_to_float(std::uint32_t word, int byte) {
-    const std::uint32_t bits = 0x4B000000u | ((word >> (8 * byte)) & 0xFFu);
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f - 8388608.f;
-  }
-
-  // kC channels; kShift 1 for crop (the window starts at the output byte), 0 for clamp.
+  // kC channels; kShift 1 for crop, 0 for clamp.
   template <int kC, int kShift, class In, class MaskView, class Out>
   static void run_fixed(const ConvShape& s, const In& in, const MaskView& mask, const Out& out) {
-    using Memory = typename Exec::memory_space;
-    using Words =
-        Kokkos::View<const std::uint32_t*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-    using OutWords = Kokkos::View<std::uint32_t*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-    constexpr int kLead = (1 - kShift) * kC;  // window bytes before the output byte
-    constexpr int kSpan = kBytes + 2 * kC;    // window bytes of one row
-    constexpr int kWords = (kSpan + 3) / 4;   // after realignment; one more is loaded
-    const int in_row_bytes = s.in_width * kC, out_row_bytes = s.out_width * kC;
-    // Whole words only: the last 1-3 bytes of the image are never read as part of a word.
+    using Window = RowWindow<kC, kShift, kBytes>;
+    const int in_row_bytes = s.in_width * kC;
+    // Whole words (vectors) only: the image's last 1-15 bytes are never read as part of one.
     const Words in_words(reinterpret_cast<const std::uint32_t*>(in.data()), in.size() / 4);
+    if (kBytes == 16 && in_row_bytes % 16 == 0) {
+      const Vectors in_vectors(reinterpret_cast<const Bytes16*>(in.data()), in.size() / 16);
+      launch<kC, kShift>(
+          s, VectorRowLoader<Window, Vectors, Words>{in_vectors, in_words, in_row_bytes}, in, mask,
+          out);
+    } else {
+      launch<kC, kShift>(s, WordRowLoader<Window, Words>{in_words, in_row_bytes}, in, mask, out);
+    }
+  }
+
+  template <int kC, int kShift, class Loader, class In, class MaskView, class Out>
+  static void launch(const ConvShape& s, const Loader& loader, const In& in, const MaskView& mask,
+                     const Out& out) {
+    using Window = RowWindow<kC, kShift, kBytes>;
+    const int out_row_bytes = s.out_width * kC;
     const OutWords out_words(reinterpret_cast<std::uint32_t*>(out.data()), out.size() / 4);
     const ImageSource<In> source{s, in};
     const int segments = (out_row_bytes + kBytes - 1) / kBytes;
@@ -201,11 +286,8 @@ struct RowVectorSchedule {
         "conv_rowvec", Policy({0, 0}, {segments, groups}, {kTileSegments, kTileRows}),
         KOKKOS_LAMBDA(int segment, int group) {
           const int k0 = segment * kBytes, y0 = group * kRows;
-          // The last input row's window holds the highest word this item reads.
-          const std::size_t highest =
-              std::size_t(clamp_coordinate(y0 + kRows + kShift, s.in_height)) * in_row_bytes + k0;
-          if (k0 < kLead || k0 - kLead + kSpan > in_row_bytes || k0 + kBytes > out_row_bytes ||
-              (highest - kLead) / 4 + kWords + 1 > in_words.size()) {
+          const int last_row = clamp_coordinate(y0 + kRows + kShift, s.in_height);
+          if (k0 + kBytes > out_row_bytes || !loader.covers(k0, last_row)) {
             edge(s, source, mask, out, k0, y0);
             return;
           }
@@ -213,20 +295,8 @@ struct RowVectorSchedule {
           for (int t = 0; t < 9; ++t) m[t] = mask(t);
           float sum[kRows][kBytes] = {};
           for (int row = 0; row < kRows + 2; ++row) {
-            const int sy = clamp_coordinate(y0 + kShift - 1 + row, s.in_height);
-            const std::size_t start = std::size_t(sy) * in_row_bytes + k0 - kLead;
-            const std::size_t first = start / 4;
-            const int offset = int(start % 4) * 8;
-            std::uint32_t words[kWords + 1];
-            for (int w = 0; w <= kWords; ++w) words[w] = in_words(first + w);
-            float v[kSpan];
-            for (int w = 0; w < kWords; ++w) {
-              // Funnel-shift so the window's first byte is byte 0 of word 0.
-              const std::uint32_t aligned =
-                  offset ? (words[w] >> offset) | (words[w + 1] << (32 - offset)) : words[w];
-              for (int b = 0; b < 4 && 4 * w + b < kSpan; ++b)
-                v[4 * w + b] = byte_to_float(aligned, b);
-            }
+            float v[Window::kSpan];
+            loader.load(clamp_coordinate(y0 + kShift - 1 + row, s.in_height), k0, v);
             // Input row `row` is mask row j = row − r of output row r.
             for (int r = 0; r < kRows; ++r) {
               const int j = row - r;
