@@ -280,8 +280,11 @@ struct RowVectorSchedule {
     const ImageSource<In> source{s, in};
     const int segments = (out_row_bytes + kBytes - 1) / kBytes;
     const int groups = (s.out_height + kRows - 1) / kRows;
+    // Launch bounds let a GPU give each item up to 128 registers, so every row's loads can be in
+    // flight at once (host backends ignore them).
     using Policy =
-        Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2, Kokkos::Iterate::Left, Kokkos::Iterate::Left>>;
+        Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2, Kokkos::Iterate::Left, Kokkos::Iterate::Left>,
+                              Kokkos::LaunchBounds<kTileSegments * kTileRows, 4>>;
     Kokkos::parallel_for(
         "conv_rowvec", Policy({0, 0}, {segments, groups}, {kTileSegments, kTileRows}),
         KOKKOS_LAMBDA(int segment, int group) {
@@ -345,6 +348,13 @@ struct RowVectorSchedule {
   }
 };
 
+// The row-vector schedule with four rows per item: fewer input rows read per output row, more
+// registers.
+template <class Exec>
+struct RowVectorScheduleR4 : RowVectorSchedule<Exec, 16, 4> {
+  static constexpr const char* name = "kokkos-rowvec-r4";
+};
+
 template <class Exec, class Schedule>
 class KokkosConvRunner final : public Runner<Conv> {
  public:
@@ -404,6 +414,7 @@ void register_conv_portable(VariantList<Conv>& list) {
     portable_conv::add_variant<Exec, portable_conv::MDRangeSchedule<Exec>>(list, base + 1);
     portable_conv::add_variant<Exec, portable_conv::TeamTiledSchedule<Exec>>(list, base + 2);
     portable_conv::add_variant<Exec, portable_conv::RowVectorSchedule<Exec>>(list, base + 3);
+    portable_conv::add_variant<Exec, portable_conv::RowVectorScheduleR4<Exec>>(list, base + 2);
   });
 }
 
