@@ -9,6 +9,7 @@
 //
 // Tolerance: every variant is within ±1 grey level of the rounded double-precision result.
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -80,7 +81,7 @@ ImageU8 convolve(const ImageU8& image, const Mask& mask, Border border);
 // even). Adding 2^23 leaves the rounded integer in the low mantissa bits, which avoids the
 // float→int conversion instruction, a quarter-rate operation on GPUs.
 KBENCH_HOST_DEVICE std::uint8_t conv_to_pixel(float sum) {
-  const float clamped = sum < 0.f ? 0.f : (sum > 255.f ? 255.f : sum);
+  const float clamped = fminf(fmaxf(sum, 0.f), 255.f);
   const float shifted = clamped + 8388608.f;
   std::uint32_t bits;
   memcpy(&bits, &shifted, sizeof bits);

@@ -304,9 +304,11 @@ struct RowVectorSchedule {
             for (int r = 0; r < kRows; ++r) {
               const int j = row - r;
               if (j < 0 || j > 2) continue;
+              // One fused multiply-add per tap (a sum of products would add a multiply).
               for (int t = 0; t < kBytes; ++t) {
-                sum[r][t] +=
-                    m[3 * j] * v[t] + m[3 * j + 1] * v[t + kC] + m[3 * j + 2] * v[t + 2 * kC];
+                sum[r][t] += m[3 * j] * v[t];
+                sum[r][t] += m[3 * j + 1] * v[t + kC];
+                sum[r][t] += m[3 * j + 2] * v[t + 2 * kC];
               }
             }
           }
