@@ -184,7 +184,9 @@ def crossover(rows, cases):
            "|---|---|---|---|---|---|---|"]
     index = {(r["variant"], r["case"]): r for r in rows}
     for v in collections.OrderedDict.fromkeys(r["variant"] for r in rows):
-        series = [index[(v, c)] for c in cases if (v, c) in index]
+        # Cases without a sequential time (skipped as too slow) say nothing about the crossover.
+        series = [index[(v, c)] for c in cases
+                  if (v, c) in index and index[(v, c)].get("speedup_vs_sequential")]
         if not series or series[0]["layer"] == "sequential":
             continue
         compute = first_and_from([(r["case"], r["speedup_vs_sequential"]) for r in series])
@@ -265,7 +267,7 @@ def plots(records, directory):
             layer = series[xs[0]]["layer"]
             ax_time.plot(xs, [main_time(series[c]) for c in xs], styles.get(layer, "-"),
                          marker="o", label=v)
-            ax_speed.plot(xs, [series[c]["speedup_vs_sequential"] for c in xs],
+            ax_speed.plot(xs, [series[c].get("speedup_vs_sequential") or float("nan") for c in xs],
                           styles.get(layer, "-"), marker="o", label=v)
         ax_time.set_yscale("log")
         ax_time.set_ylabel("median ms (compute, or e2e for streamed variants)")
