@@ -227,7 +227,8 @@ def thread_sweep(records):
     case = records[0]["case"]
     index = {(r["variant"], r.get("threads", 1)): r for r in records if r["case"] == case}
     variants = list(collections.OrderedDict.fromkeys(v for v, _ in index))
-    out = [f"### OpenMP thread sweep ({case}): time in ms (speedup over 1 thread)", "",
+    out = [f"### OpenMP thread sweep ({case}): time in ms (speedup over {threads[0]} "
+           f"thread{'s' if threads[0] > 1 else ''})", "",
            "| variant | " + " | ".join(f"{t} threads" for t in threads) + " |",
            "|---|" + "---|" * len(threads)]
     for v in variants:

@@ -1,5 +1,7 @@
 #include "kbench/registry.hpp"
 
+#include <initializer_list>
+
 #include "kbench/error.hpp"
 #include "registry_parts.hpp"
 
@@ -31,48 +33,48 @@ const char* to_string(Backend backend) {
   return "?";
 }
 
+namespace {
+
+// One list from each layer's registration function, in layer order.
+template <class Algorithm>
+VariantList<Algorithm> collect(std::initializer_list<void (*)(VariantList<Algorithm>&)> layers) {
+  VariantList<Algorithm> list;
+  for (const auto add_layer : layers) add_layer(list);
+  return list;
+}
+
+}  // namespace
+
 template <>
 const VariantList<Conv>& variants<Conv>() {
-  static const VariantList<Conv> list = [] {
-    VariantList<Conv> l;
-    register_conv_sequential(l);
-    register_conv_native_cpu(l);
-    register_conv_portable(l);
+  static const VariantList<Conv> list = collect<Conv>({
+    register_conv_sequential, register_conv_native_cpu, register_conv_portable,
 #if defined(KBENCH_HAVE_CUDA)
-    register_conv_native_cuda(l);
+        register_conv_native_cuda,
 #endif
-    return l;
-  }();
+  });
   return list;
 }
 
 template <>
 const VariantList<Lbp>& variants<Lbp>() {
-  static const VariantList<Lbp> list = [] {
-    VariantList<Lbp> l;
-    register_lbp_sequential(l);
-    register_lbp_native_cpu(l);
-    register_lbp_portable(l);
+  static const VariantList<Lbp> list = collect<Lbp>({
+    register_lbp_sequential, register_lbp_native_cpu, register_lbp_portable,
 #if defined(KBENCH_HAVE_CUDA)
-    register_lbp_native_cuda(l);
+        register_lbp_native_cuda,
 #endif
-    return l;
-  }();
+  });
   return list;
 }
 
 template <>
 const VariantList<Sad>& variants<Sad>() {
-  static const VariantList<Sad> list = [] {
-    VariantList<Sad> l;
-    register_sad_sequential(l);
-    register_sad_native_cpu(l);
-    register_sad_portable(l);
+  static const VariantList<Sad> list = collect<Sad>({
+    register_sad_sequential, register_sad_native_cpu, register_sad_portable,
 #if defined(KBENCH_HAVE_CUDA)
-    register_sad_native_cuda(l);
+        register_sad_native_cuda,
 #endif
-    return l;
-  }();
+  });
   return list;
 }
 
