@@ -37,6 +37,7 @@ const char* to_string(Backend backend);
 template <class Algorithm>
 class Runner {
  public:
+  using AlgorithmType = Algorithm;
   using Output = typename Algorithm::Output;
 
   virtual ~Runner() = default;
@@ -72,6 +73,13 @@ struct Variant {
 
 template <class Algorithm>
 using VariantList = std::vector<Variant<Algorithm>>;
+
+// The Variant::Make of a runner type R that is constructed from the input alone.
+template <class R>
+std::unique_ptr<Runner<typename R::AlgorithmType>> make_runner(
+    const typename R::AlgorithmType::Input& input) {
+  return std::make_unique<R>(input);
+}
 
 // Every variant of Algorithm that this build has, the plain sequential reference first.
 template <class Algorithm>

@@ -41,8 +41,8 @@ void register_lbp_native_cpu(VariantList<Lbp>& list) {
     list.push_back(
         {name, Layer::native_cpu, Backend::openmp, false, std::move(make), {}, preference});
   };
-  add("omp-rows", make_runner<walk_rows>, 11);
-  add("omp-collapse2", make_runner<walk_collapse2>, 10);
+  add("omp-rows", make_runner<HostRunner<walk_rows>>, 11);
+  add("omp-collapse2", make_runner<HostRunner<walk_collapse2>>, 10);
 }
 
 }  // namespace kbench

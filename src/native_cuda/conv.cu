@@ -800,15 +800,7 @@ class E2eStreamsRunner final : public Runner<Conv> {
 // Preference: the vectorised kernel is the fastest for user calls.
 template <class R>
 Variant<Conv> native_cuda_variant(const char* name, bool end_to_end, int preference = 20) {
-  return {name,
-          Layer::native_cuda,
-          Backend::cuda,
-          end_to_end,
-          [](const ConvInput& input) -> std::unique_ptr<Runner<Conv>> {
-            return std::make_unique<R>(input);
-          },
-          {},
-          preference};
+  return {name, Layer::native_cuda, Backend::cuda, end_to_end, make_runner<R>, {}, preference};
 }
 
 }  // namespace

@@ -437,11 +437,6 @@ class EndToEndRunner final : public Runner<Lbp> {
   LbpResult result_;
 };
 
-template <class R>
-std::unique_ptr<Runner<Lbp>> make_runner(const LbpInput& input) {
-  return std::make_unique<R>(input);
-}
-
 }  // namespace
 
 void register_lbp_native_cuda(VariantList<Lbp>& list) {

@@ -542,11 +542,6 @@ class RegblockEndToEndRunner final : public Runner<Sad> {
   cudaEvent_t copies_done_ = nullptr;
 };
 
-template <class R>
-std::unique_ptr<Runner<Sad>> make(const SadInput& input) {
-  return std::make_unique<R>(input);
-}
-
 template <int B>
 bool shared_fits(const SadInput& input) {
   return shared_chunk_rows(B, validate_sad_input(input)) > 0;
@@ -558,21 +553,21 @@ using RegblockP32 = RegblockConfig<8, 8, 16>;
 }  // namespace
 
 void register_sad_native_cuda(VariantList<Sad>& list) {
-  const auto add = [&](const char* name, Variant<Sad>::Make make_runner,
+  const auto add = [&](const char* name, Variant<Sad>::Make make,
                        std::function<bool(const SadInput&)> supports, int preference,
                        bool end_to_end = false) {
-    list.push_back({name, Layer::native_cuda, Backend::cuda, end_to_end, std::move(make_runner),
+    list.push_back({name, Layer::native_cuda, Backend::cuda, end_to_end, std::move(make),
                     std::move(supports), preference});
   };
-  add("cuda-global", make<MapRunner<launch_global>>, {}, 20);
-  add("cuda-global-restrict", make<MapRunner<launch_global_restrict>>, {}, 21);
-  add("cuda-shared-b8", make<MapRunner<launch_shared<8>>>, shared_fits<8>, 22);
-  add("cuda-shared-b16", make<MapRunner<launch_shared<16>>>, shared_fits<16>, 22);
-  add("cuda-shared-b24", make<MapRunner<launch_shared<24>>>, shared_fits<24>, 22);
-  add("cuda-shared-b32", make<MapRunner<launch_shared<32>>>, shared_fits<32>, 22);
-  add("cuda-regblock-vsad-p16", make<RegblockRunner<RegblockP16>>, {}, 29);
-  add("cuda-regblock-vsad-p32", make<RegblockRunner<RegblockP32>>, {}, 30);
-  add("cuda-regblock-vsad-e2e", make<RegblockEndToEndRunner<RegblockP32>>, {}, 0, true);
+  add("cuda-global", make_runner<MapRunner<launch_global>>, {}, 20);
+  add("cuda-global-restrict", make_runner<MapRunner<launch_global_restrict>>, {}, 21);
+  add("cuda-shared-b8", make_runner<MapRunner<launch_shared<8>>>, shared_fits<8>, 22);
+  add("cuda-shared-b16", make_runner<MapRunner<launch_shared<16>>>, shared_fits<16>, 22);
+  add("cuda-shared-b24", make_runner<MapRunner<launch_shared<24>>>, shared_fits<24>, 22);
+  add("cuda-shared-b32", make_runner<MapRunner<launch_shared<32>>>, shared_fits<32>, 22);
+  add("cuda-regblock-vsad-p16", make_runner<RegblockRunner<RegblockP16>>, {}, 29);
+  add("cuda-regblock-vsad-p32", make_runner<RegblockRunner<RegblockP32>>, {}, 30);
+  add("cuda-regblock-vsad-e2e", make_runner<RegblockEndToEndRunner<RegblockP32>>, {}, 0, true);
 }
 
 }  // namespace kbench

@@ -398,9 +398,7 @@ void add_variant(VariantList<Conv>& list, int preference) {
                   Layer::portable,
                   backend_of<Exec>(),
                   false,
-                  [](const ConvInput& input) -> std::unique_ptr<Runner<Conv>> {
-                    return std::make_unique<KokkosConvRunner<Exec, Schedule>>(input);
-                  },
+                  make_runner<KokkosConvRunner<Exec, Schedule>>,
                   {},
                   preference});
 }

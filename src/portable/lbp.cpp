@@ -276,9 +276,7 @@ void add_variant(VariantList<Lbp>& list) {
                   Layer::portable,
                   backend_of<Exec>(),
                   false,
-                  [](const LbpInput& input) -> std::unique_ptr<Runner<Lbp>> {
-                    return std::make_unique<KokkosLbpRunner<Exec, Schedule>>(input);
-                  },
+                  make_runner<KokkosLbpRunner<Exec, Schedule>>,
                   {},
                   backend_preference<Exec>() + Schedule::preference_offset});
 }

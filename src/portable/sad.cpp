@@ -298,10 +298,7 @@ class KokkosSadRunner final : public Runner<Sad> {
 template <class Exec, class Method>
 void add_variant(VariantList<Sad>& list) {
   list.push_back({std::string(Method::name) + "-" + to_string(backend_of<Exec>()), Layer::portable,
-                  backend_of<Exec>(), false,
-                  [](const SadInput& input) -> std::unique_ptr<Runner<Sad>> {
-                    return std::make_unique<KokkosSadRunner<Exec, Method>>(input);
-                  },
+                  backend_of<Exec>(), false, make_runner<KokkosSadRunner<Exec, Method>>,
                   [](const SadInput& input) {
                     return (Method::writes_map || !input.params.want_map) &&
                            Method::fits(validate_sad_input(input));

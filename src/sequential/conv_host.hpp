@@ -148,11 +148,6 @@ class SoaRunner final : public Runner<Conv> {
   PlanarImageU8 out_;
 };
 
-template <class R>
-std::unique_ptr<Runner<Conv>> make_runner(const ConvInput& input) {
-  return std::make_unique<R>(input);
-}
-
 inline bool is_rgb3x3(const ConvInput& input) {
   return input.mask.size == 3 && input.image.channels == 3;
 }

@@ -35,8 +35,8 @@ void register_lbp_sequential(VariantList<Lbp>& list) {
   const auto add = [&](const char* name, Variant<Lbp>::Make make) {
     list.push_back({name, Layer::sequential, Backend::serial, false, std::move(make), {}});
   };
-  add("seq-plain", make_runner<walk_plain>);
-  add("seq-rows", make_runner<walk_rows>);
+  add("seq-plain", make_runner<HostRunner<walk_plain>>);
+  add("seq-rows", make_runner<HostRunner<walk_rows>>);
 }
 
 }  // namespace kbench

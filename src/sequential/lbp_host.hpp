@@ -114,9 +114,4 @@ class HostRunner final : public Runner<Lbp> {
   LbpResult out_;
 };
 
-template <Walk kWalk>
-std::unique_ptr<Runner<Lbp>> make_runner(const LbpInput& input) {
-  return std::make_unique<HostRunner<kWalk>>(input);
-}
-
 }  // namespace kbench::host_lbp

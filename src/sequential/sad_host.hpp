@@ -86,9 +86,4 @@ class MapRunner final : public Runner<Sad> {
   SadMatch best_;
 };
 
-template <class R>
-std::unique_ptr<Runner<Sad>> make_runner(const SadInput& input) {
-  return std::make_unique<R>(input);
-}
-
 }  // namespace kbench::host_sad
