@@ -92,8 +92,10 @@ TEST_CASE("every variant matches the reference on random images", "[conv]") {
   masks.push_back(random_mask(7, 2));
   std::uint64_t seed = 100;
   // 66 and 131 columns: whole-word and odd rows for the row-vector schedules, in both borders.
-  for (const Shape shape :
-       {Shape{3, 3}, Shape{17, 5}, Shape{9, 31}, Shape{66, 20}, Shape{131, 7}, Shape{640, 480}}) {
+  // 16, 48 and 64 columns: rows of whole 16-byte vectors for the band walks, one vector wide
+  // (both borders in one window) and several, with band heights that do not divide the image.
+  for (const Shape shape : {Shape{3, 3}, Shape{17, 5}, Shape{9, 31}, Shape{66, 20}, Shape{131, 7},
+                            Shape{16, 4}, Shape{48, 61}, Shape{64, 23}, Shape{640, 480}}) {
     for (const int channels : {1, 3, 4}) {
       for (const Border border : {Border::crop, Border::clamp}) {
         for (const Mask& mask : masks) {

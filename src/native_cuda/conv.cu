@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kbench/conv.hpp"
+#include "kbench/conv_band.hpp"
 #include "kbench/error.hpp"
 #include "native_cuda/cuda_support.hpp"
 #include "registry_parts.hpp"
@@ -215,219 +216,152 @@ void launch_tiled(const ConvLaunch& p, cudaStream_t stream) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Vectorised 3×3 u8 kernel. A thread owns 16 consecutive output bytes (one uint4) of a row
-// and Shape::rows consecutive rows; a warp covers 512 bytes of the row, and a block kVecWarps
-// warps stacked vertically, which find each other's halo rows in L1. Each input row is read once
-// per thread as one uint4; the bytes beside it come from the neighbour lanes by shuffle (lanes
-// 0 and 31 load them), so every input byte is fetched once per warp. Input rows are pushed into
-// the accumulators of the up to three output rows they feed, so a thread reads rows + 2 rows for
-// `rows` outputs, kLoadAhead of them in flight. Bytes become floats through the 2^23 mantissa
-// trick (PRMT + FADD) instead of the quarter-rate I2F, and sums become bytes two at a time
-// (F2IP). The taps travel as a launch parameter (constant bank), so runners on different
-// streams never share a mask buffer.
-//
-// The kernel is about as issue-bound as it is memory-bound on an H200: per 16 RGB output bytes
-// of a row it issues 144 FFMA, 33 · (rows + 2) / rows PRMT + FADD pairs, 8 F2IP and about 50
-// loads, shuffles, address and edge instructions (266 in all at 4 rows per thread).
+// Banded 3×3 u8 kernel, the arithmetic of kbench/conv_band.hpp: a thread owns 16 bytes of a row
+// and a band of rows; a warp covers 512 bytes of the row, a block kVecWarps bands stacked
+// vertically. Each input row is read once per thread as one uint4; the words beside it come from
+// the neighbour lanes by shuffle (lanes 0 and 31 load them), so every input byte is fetched once
+// per warp. Bands are as long as one wave of resident warps allows (conv_band::band_rows): each
+// warp streams its band with the next rows' loads in flight and pays a first load's latency
+// only once, where short-lived warps spent much of their life waiting for it.
 //
 // Requires 16-byte aligned rows and pitches that are multiples of 16: the padding after a row
 // lets every thread load and store whole uint4s; padding bytes of the output are garbage.
 
-constexpr int kVecBytes = 16;
-constexpr int kVecWarps = 4;
-// Input rows a thread has in flight while it computes.
-constexpr int kLoadAhead = 4;
+using conv_band::kBandBytes;
+using conv_band::Taps3x3;
 
-// A launch shape of the vectorised kernel: output rows per thread, and the resident warps per SM
-// that its register budget must allow (__launch_bounds__; 20 warps leave 96 registers a thread).
-template <int kRows, int kWarpsPerSM>
+constexpr int kVecWarps = 4;
+
+// A launch shape of the banded kernel: the resident warps per SM that its register budget must
+// allow (__launch_bounds__; 20 warps leave 102 registers a thread, 16 leave 128).
+template <int kWarpsPerSM>
 struct VecShape {
-  static constexpr int rows = kRows;
   static constexpr int min_blocks_per_sm = kWarpsPerSM / kVecWarps;
 };
 // The user-facing shape; the sweep variants register others (see register_conv_native_cuda).
-using DefaultVecShape = VecShape<4, 20>;
+using DefaultVecShape = VecShape<20>;
 
-struct Mask3x3 {
-  float w[9];
+// Input rows of a band for one lane: its uint4 of each row, the neighbours' words by shuffle.
+template <int kChannels, bool kClamp>
+class ShuffledRows {
+ public:
+  using Span = conv_band::WindowSpan<kChannels, kClamp>;
+  // Halo words: lane 0 uses the word before the warp's bytes (clamp), lane 31 the words after
+  // them.
+  static constexpr int kHaloWords = Span::needs_second_after ? 2 : 1;
+  struct Slot {
+    uint4 chunk;
+    std::uint32_t halo[kHaloWords];
+  };
+
+  // Band input row 0 is image row `first_row`.
+  __device__ ShuffledRows(const ConvLaunch& p, int lane, int b0, int first_row)
+      : p_(p),
+        lane_(lane),
+        b0_(b0),
+        first_row_(first_row),
+        in_pitch_(unsigned(p.in_pitch)),
+        row_bytes_(p.g.width * kChannels),
+        // Lanes past the padded row load its last chunk instead: only the lane before them
+        // reads it, for bytes that no kept output uses. The halo loads are clamped into the row
+        // the same way where it starts or ends, and their words then go unused (or are
+        // replaced, for clamp).
+        chunk_base_(p.in + min(b0, int(p.in_pitch) - kBandBytes)),
+        // Every lane loads halo words, which the middle lanes ignore (they hit the cache lines
+        // of the neighbours' chunks): cheaper than branching around the load.
+        halo_base_(p.in + (lane == 0 && Span::needs_before
+                               ? max(b0 - 4, 0)
+                               : min(b0 + kBandBytes, int(p.in_pitch) - 4 * kHaloWords))) {}
+
+  __device__ void load(Slot& slot, int n) const {
+    // Unsigned 32-bit factors: one IMAD.WIDE.U32 per row offset.
+    const std::size_t offset = std::size_t(unsigned(stored_row(p_, first_row_ + n))) * in_pitch_;
+    slot.chunk = __ldg(reinterpret_cast<const uint4*>(chunk_base_ + offset));
+    if (kHaloWords == 2) {
+      const uint2 words = __ldg(reinterpret_cast<const uint2*>(halo_base_ + offset));
+      slot.halo[0] = words.x;
+      slot.halo[kHaloWords - 1] = words.y;
+    } else {
+      slot.halo[0] = __ldg(reinterpret_cast<const std::uint32_t*>(halo_base_ + offset));
+    }
+  }
+
+  __device__ conv_band::Window window(const Slot& slot) const {
+    const uint4 c = slot.chunk;
+    conv_band::Window win = {{0, c.x, c.y, c.z, c.w, 0, 0}};
+    if (Span::needs_before) {
+      const std::uint32_t before = __shfl_up_sync(kFullWarp, c.w, 1);
+      win.w[0] = lane_ == 0 ? slot.halo[0] : before;
+    }
+    const std::uint32_t after = __shfl_down_sync(kFullWarp, c.x, 1);
+    win.w[5] = lane_ == kWarpSize - 1 ? slot.halo[0] : after;
+    if (Span::needs_second_after) {
+      const std::uint32_t after2 = __shfl_down_sync(kFullWarp, c.y, 1);
+      win.w[6] = lane_ == kWarpSize - 1 ? slot.halo[kHaloWords - 1] : after2;
+    }
+    conv_band::clamp_window<kChannels, kClamp>(win, b0_, row_bytes_);
+    return win;
+  }
+
+ private:
+  const ConvLaunch& p_;
+  int lane_;
+  int b0_;
+  int first_row_;
+  unsigned in_pitch_;
+  int row_bytes_;
+  const std::uint8_t* __restrict__ chunk_base_;
+  const std::uint8_t* __restrict__ halo_base_;
 };
 
-// Byte k of `word` as a float: 0x4B0000bb is 2^23 + bb.
-__device__ __forceinline__ float byte_to_float(std::uint32_t word, int k) {
-  return __uint_as_float(__byte_perm(word, 0x4B00u, 0x5440u | unsigned(k))) - 8388608.f;
-}
+// Output rows of a band for one lane, row t at first + t · pitch; lanes past the row store nothing.
+struct PitchedRowSink {
+  std::uint8_t* __restrict__ first;
+  unsigned pitch;
+  bool stores;
 
-// conv_to_pixel of two sums that started at 0.5, their rounding offset: truncated and saturated
-// to 0..255, as bytes 1 and 0 of the result, whose high half is the low half of `high`. ptxas
-// fuses the three into one F2IP.
-__device__ __forceinline__ std::uint32_t pack_pixel_pair(float byte1, float byte0,
-                                                         std::uint32_t high) {
-  int int1;
-  int int0;
-  std::uint32_t packed;
-  asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(int1) : "f"(byte1));
-  asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(int0) : "f"(byte0));
-  asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(packed) : "r"(int1), "r"(int0), "r"(high));
-  return packed;
-}
-
-// Four rounded sums as a word, sum k in byte k.
-__device__ __forceinline__ std::uint32_t pack_pixels(const float* rounded_sum) {
-  return pack_pixel_pair(rounded_sum[1], rounded_sum[0],
-                         pack_pixel_pair(rounded_sum[3], rounded_sum[2], 0));
-}
-
-// PRMT selector that fills the last kChannels bytes of a word with the first pixel of `word`:
-// the clamped left neighbour of pixel 0.
-__device__ constexpr unsigned left_clamp_selector(int channels) {
-  unsigned selector = 0;
-  for (int k = 4 - channels; k < 4; ++k) selector |= unsigned(k - 4 + channels) << (4 * k);
-  return selector;
-}
-
-// A thread's window of a row, in words: the word before its chunk, the chunk, and the two words
-// after it. Window byte q is row byte b0 − kWindowLead + q.
-constexpr int kWindowLead = 4;
-struct Window {
-  std::uint32_t w[7];
+  __device__ void store(int t, const conv_band::Pixels16& pixels) const {
+    if (!stores) return;
+    // Streaming store: the output is not read again, keep L2 for the input halo rows.
+    __stcs(reinterpret_cast<uint4*>(first + std::size_t(unsigned(t)) * pitch),
+           make_uint4(pixels.w[0], pixels.w[1], pixels.w[2], pixels.w[3]));
+  }
 };
-
-// Border::clamp at the end of a row, which is window byte `end`: the kChannels bytes from there
-// repeat the last pixel (the bytes after them feed only outputs past the row). Taken only by
-// the lanes at a row end, so a round trip through local memory costs nothing elsewhere.
-template <int kChannels>
-__device__ __forceinline__ void clamp_right_edge(Window& win, int end) {
-  std::uint8_t bytes[sizeof(Window)];
-  std::memcpy(bytes, win.w, sizeof(Window));
-  for (int c = 0; c < kChannels; ++c) bytes[end + c] = bytes[end - kChannels + c];
-  std::memcpy(win.w, bytes, sizeof(Window));
-}
 
 template <int kChannels, bool kClamp, class Shape>
 __global__ void __launch_bounds__(kWarpSize* kVecWarps, Shape::min_blocks_per_sm)
-    conv3x3_u8_vec_kernel(const ConvLaunch p, const Mask3x3 m) {
-  constexpr int kTaps = 3;
-  constexpr int kRows = Shape::rows;
-  constexpr int kInRows = kRows + kTaps - 1;
-  // Window bytes the taps read: one pixel either side of the chunk (clamp), or the chunk and
-  // the two pixels after it (crop, where output x reads input x .. x + 2).
-  constexpr int kFirst = kClamp ? kWindowLead - kChannels : kWindowLead;
-  constexpr int kCount = kVecBytes + (kTaps - 1) * kChannels;
-  constexpr bool kNeedsLeft = kClamp;
-  constexpr bool kNeedsSecondRight = kFirst + kCount > 6 * 4;  // reads window word 6
-  // Lane 0 loads the word before the warp's chunks (clamp), lane 31 the words after them.
-  constexpr int kHaloWords = kNeedsSecondRight ? 2 : 1;
-
+    conv3x3_band_kernel(const ConvLaunch p, const Taps3x3 taps, int band_rows) {
   const int lane = threadIdx.x;
-  const int b0 = (blockIdx.x * kWarpSize + lane) * kVecBytes;
-  const int y0 = p.out_row_begin + (blockIdx.y * kVecWarps + threadIdx.y) * kRows;
-  if (y0 >= p.out_row_end) return;  // the whole warp shares y0
-
-  std::uint8_t* __restrict__ out = p.out + b0;
-  const int in_pitch = int(p.in_pitch);
-  const int row_bytes = p.g.width * kChannels;
-  const bool stores = b0 < p.g.out_width * kChannels;
-  // Lanes past the padded row load its last chunk instead: only the lane before them reads it,
-  // for bytes that no kept output uses. The halo loads are clamped into the row the same way
-  // where it starts or ends, and their words then go unused (or are replaced, for clamp).
-  const std::uint8_t* __restrict__ chunk_base = p.in + min(b0, in_pitch - kVecBytes);
-  const std::uint8_t* __restrict__ halo_base =
-      p.in + (lane == 0 ? max(b0 - 4, 0) : min(b0 + kVecBytes, in_pitch - 4 * kHaloWords));
-  const bool loads_halo = lane == 0 ? kNeedsLeft : lane == kWarpSize - 1;
-  const bool clamps_left = kClamp && b0 == 0;
-  const bool clamps_right = kClamp && stores && b0 + kVecBytes + kChannels > row_bytes;
-
-  // Input row k: its chunk, and the halo words of lanes 0 and 31.
-  uint4 chunk[kInRows];
-  std::uint32_t halo[kInRows][kHaloWords];
-  const auto load_row = [&](int k) {
-    // Unsigned 32-bit factors: one IMAD.WIDE.U32 per row offset.
-    const std::size_t offset =
-        std::size_t(unsigned(stored_row(p, y0 + p.g.shift + k))) * unsigned(in_pitch);
-    chunk[k] = __ldg(reinterpret_cast<const uint4*>(chunk_base + offset));
-    if (!loads_halo) return;
-    if (kHaloWords == 2) {
-      const uint2 words = __ldg(reinterpret_cast<const uint2*>(halo_base + offset));
-      halo[k][0] = words.x;
-      halo[k][kHaloWords - 1] = words.y;
-    } else {
-      halo[k][0] = __ldg(reinterpret_cast<const std::uint32_t*>(halo_base + offset));
-    }
-  };
-#pragma unroll
-  for (int k = 0; k < kLoadAhead && k < kInRows; ++k) load_row(k);
-
-  float sum[kRows][kVecBytes];
-#pragma unroll
-  for (int t = 0; t < kRows; ++t) {
-#pragma unroll
-    for (int b = 0; b < kVecBytes; ++b) sum[t][b] = 0.5f;
-  }
-#pragma unroll
-  for (int k = 0; k < kInRows; ++k) {
-    if (k + kLoadAhead < kInRows) load_row(k + kLoadAhead);
-    const uint4 c = chunk[k];
-    Window win = {{0, c.x, c.y, c.z, c.w, 0, 0}};
-    if (kNeedsLeft) {
-      const std::uint32_t before = __shfl_up_sync(kFullWarp, c.w, 1);
-      win.w[0] = lane == 0 ? halo[k][0] : before;
-      if (clamps_left) win.w[0] = __byte_perm(c.x, 0, left_clamp_selector(kChannels));
-    }
-    const std::uint32_t after = __shfl_down_sync(kFullWarp, c.x, 1);
-    win.w[5] = lane == kWarpSize - 1 ? halo[k][0] : after;
-    if (kNeedsSecondRight) {
-      const std::uint32_t after2 = __shfl_down_sync(kFullWarp, c.y, 1);
-      win.w[6] = lane == kWarpSize - 1 ? halo[k][kHaloWords - 1] : after2;
-    }
-    if (clamps_right) clamp_right_edge<kChannels>(win, kWindowLead + row_bytes - b0);
-
-    float v[kCount];
-#pragma unroll
-    for (int q = 0; q < kCount; ++q) {
-      v[q] = byte_to_float(win.w[(kFirst + q) / 4], (kFirst + q) % 4);
-    }
-
-#pragma unroll
-    for (int j = 0; j < kTaps; ++j) {
-      // Input row k is mask row j of output row k − j: taps add up in the reference order.
-      const int t = k - j;
-      if (t < 0 || t >= kRows) continue;
-#pragma unroll
-      for (int i = 0; i < kTaps; ++i) {
-#pragma unroll
-        for (int b = 0; b < kVecBytes; ++b) {
-          sum[t][b] = fmaf(m.w[j * kTaps + i], v[b + i * kChannels], sum[t][b]);
-        }
-      }
-    }
-
-    const int done = k - (kTaps - 1);
-    if (done >= 0 && stores && y0 + done < p.out_row_end) {
-      const uint4 pixels = make_uint4(pack_pixels(sum[done]), pack_pixels(sum[done] + 4),
-                                      pack_pixels(sum[done] + 8), pack_pixels(sum[done] + 12));
-      // Streaming store: the output is not read again, keep L2 for the input halo rows.
-      std::uint8_t* row_out = out + std::size_t(unsigned(y0 + done)) * unsigned(p.out_pitch);
-      __stcs(reinterpret_cast<uint4*>(row_out), pixels);
-    }
-  }
+  const int b0 = (blockIdx.x * kWarpSize + lane) * kBandBytes;
+  const int y0 = p.out_row_begin + (blockIdx.y * kVecWarps + threadIdx.y) * band_rows;
+  if (y0 >= p.out_row_end) return;  // the whole warp shares its band
+  const ShuffledRows<kChannels, kClamp> source(p, lane, b0, y0 + p.g.shift);
+  const PitchedRowSink sink{p.out + std::size_t(unsigned(y0)) * unsigned(p.out_pitch) + b0,
+                            unsigned(p.out_pitch), b0 < p.g.out_width * kChannels};
+  conv_band::convolve_band<kChannels, kClamp>(source, sink, taps,
+                                              min(band_rows, p.out_row_end - y0));
 }
 
 template <class Shape, int kChannels, bool kClamp>
-void launch_vec3x3(const ConvLaunch& p, const Mask3x3& mask, cudaStream_t stream) {
-  const int chunks = blocks_for(p.g.out_width * kChannels, kVecBytes);
+void launch_band3x3(const ConvLaunch& p, const Taps3x3& taps, cudaStream_t stream) {
+  const auto kernel = conv3x3_band_kernel<kChannels, kClamp, Shape>;
+  constexpr int kThreads = kWarpSize * kVecWarps;
+  static const long long resident = cuda::resident_threads(kernel, kThreads, 0);
+  const unsigned warps_x = blocks_for(blocks_for(p.g.out_width * kChannels, kBandBytes), kWarpSize);
+  const int rows = p.out_row_end - p.out_row_begin;
+  const int band_rows = conv_band::band_rows(rows, (long long)warps_x * kWarpSize, resident);
   const dim3 block(kWarpSize, kVecWarps);
-  const dim3 grid(blocks_for(chunks, kWarpSize),
-                  row_blocks(p.out_row_end - p.out_row_begin, Shape::rows * kVecWarps));
-  conv3x3_u8_vec_kernel<kChannels, kClamp, Shape><<<grid, block, 0, stream>>>(p, mask);
-  check_launch("conv3x3_u8_vec_kernel");
+  const dim3 grid(warps_x, row_blocks(blocks_for(rows, band_rows), kVecWarps));
+  kernel<<<grid, block, 0, stream>>>(p, taps, band_rows);
+  check_launch("conv3x3_band_kernel");
 }
 
 template <class Shape, int kChannels>
-void launch_vec3x3(const ConvLaunch& p, const Mask3x3& mask, cudaStream_t stream) {
+void launch_band3x3(const ConvLaunch& p, const Taps3x3& taps, cudaStream_t stream) {
   if (p.clamp) {
-    launch_vec3x3<Shape, kChannels, true>(p, mask, stream);
+    launch_band3x3<Shape, kChannels, true>(p, taps, stream);
   } else {
-    launch_vec3x3<Shape, kChannels, false>(p, mask, stream);
+    launch_band3x3<Shape, kChannels, false>(p, taps, stream);
   }
 }
 
@@ -440,12 +374,12 @@ class DeviceMask {
   explicit DeviceMask(const Mask& mask) : size_(mask.size), weights_(mask.weights.size()) {
     check(cudaMemcpy(weights_.get(), mask.weights.data(), weights_.bytes(), cudaMemcpyHostToDevice),
           "cudaMemcpy (conv mask)");
-    if (is_3x3()) std::copy(mask.weights.begin(), mask.weights.end(), taps_3x3_.w);
+    if (is_3x3()) taps_3x3_ = conv_band::taps_of(mask);
   }
 
   const float* get() const { return weights_.get(); }
   bool is_3x3() const { return size_ == 3; }
-  const Mask3x3& taps_3x3() const { return taps_3x3_; }
+  const Taps3x3& taps_3x3() const { return taps_3x3_; }
 
   // Fills c_conv_mask, ordered on `stream`; device to device, so it never blocks the host.
   void to_constant(cudaStream_t stream) const {
@@ -457,30 +391,32 @@ class DeviceMask {
  private:
   int size_;
   DeviceBuffer<float> weights_;
-  Mask3x3 taps_3x3_{};
+  Taps3x3 taps_3x3_{};
 };
 
-// The fastest u8 kernel for the launch: the vectorised kernel for 3×3 masks, in the given shape,
-// the tiled one otherwise (which reads c_conv_mask: fill it first, see
-// DeviceMask::to_constant). The vectorised kernel needs rows padded to kVecBytes.
+// The fastest u8 kernel for the launch: the banded kernel for 3×3 masks where it handles the
+// rows (conv_band::band_handles), in the given shape; the tiled one otherwise, after filling
+// c_conv_mask on the same stream (launches on other streams that fill it at the same time write
+// the same taps). The banded kernel needs rows padded to kBandBytes.
 template <class Shape = DefaultVecShape>
 void launch_u8_conv(const ConvLaunch& p, const DeviceMask& mask, cudaStream_t stream) {
-  if (!mask.is_3x3()) {
+  if (!mask.is_3x3() || !conv_band::band_handles(p.g.width * p.g.channels, p.clamp)) {
+    mask.to_constant(stream);
     launch_tiled(p, stream);
     return;
   }
   switch (p.g.channels) {
     case 1:
-      launch_vec3x3<Shape, 1>(p, mask.taps_3x3(), stream);
+      launch_band3x3<Shape, 1>(p, mask.taps_3x3(), stream);
       break;
     case 2:
-      launch_vec3x3<Shape, 2>(p, mask.taps_3x3(), stream);
+      launch_band3x3<Shape, 2>(p, mask.taps_3x3(), stream);
       break;
     case 3:
-      launch_vec3x3<Shape, 3>(p, mask.taps_3x3(), stream);
+      launch_band3x3<Shape, 3>(p, mask.taps_3x3(), stream);
       break;
     default:
-      launch_vec3x3<Shape, 4>(p, mask.taps_3x3(), stream);
+      launch_band3x3<Shape, 4>(p, mask.taps_3x3(), stream);
       break;
   }
 }
@@ -633,14 +569,11 @@ class TiledRunner final : public Runner<Conv> {
 template <class Shape = DefaultVecShape>
 class U8VecRunner final : public Runner<Conv> {
  public:
-  explicit U8VecRunner(const ConvInput& input) : images_(input, kVecBytes), mask_(input.mask) {}
+  explicit U8VecRunner(const ConvInput& input) : images_(input, kBandBytes), mask_(input.mask) {}
 
   void poison(std::uint8_t byte) override { images_.poison(byte); }
   void upload() override { images_.upload(); }
-  void compute() override {
-    if (!mask_.is_3x3()) mask_.to_constant(0);
-    launch_u8_conv<Shape>(images_.launch(), mask_, 0);
-  }
+  void compute() override { launch_u8_conv<Shape>(images_.launch(), mask_, 0); }
   void sync() override { synchronize_device(); }
   void download(ImageU8& out) override { images_.download(out); }
 
@@ -653,7 +586,7 @@ class U8VecRunner final : public Runner<Conv> {
 class E2eSyncRunner final : public Runner<Conv> {
  public:
   explicit E2eSyncRunner(const ConvInput& input)
-      : images_(input, kVecBytes), mask_(input.mask), host_out_(make_conv_output(input)) {}
+      : images_(input, kBandBytes), mask_(input.mask), host_out_(make_conv_output(input)) {}
 
   void poison(std::uint8_t byte) override {
     images_.poison(byte);
@@ -661,7 +594,6 @@ class E2eSyncRunner final : public Runner<Conv> {
   }
   void compute() override {
     images_.upload();
-    if (!mask_.is_3x3()) mask_.to_constant(0);
     launch_u8_conv(images_.launch(), mask_, 0);
     images_.copy_out(host_out_.data.data());
   }
@@ -685,8 +617,8 @@ class E2eStreamsRunner final : public Runner<Conv> {
   explicit E2eStreamsRunner(const ConvInput& input)
       : input_(input),
         g_(make_geometry(input)),
-        in_pitch_(round_up(std::size_t(g_.width), kVecBytes)),
-        out_pitch_(round_up(std::size_t(g_.out_width), kVecBytes)),
+        in_pitch_(round_up(std::size_t(g_.width), kBandBytes)),
+        out_pitch_(round_up(std::size_t(g_.out_width), kBandBytes)),
         host_in_(std::size_t(g_.width) * g_.height * g_.channels),
         host_out_(std::size_t(g_.out_width) * g_.out_height * g_.channels),
         mask_(input.mask) {
@@ -711,7 +643,7 @@ class E2eStreamsRunner final : public Runner<Conv> {
     }
     in_ = DeviceBuffer<std::uint8_t>(in_rows * in_pitch_);
     out_ = DeviceBuffer<std::uint8_t>(out_pitch_ * g_.out_height * g_.channels);
-    // Blocking streams wait for the legacy stream, where c_conv_mask is filled.
+    // Blocking streams wait for the legacy stream, where other runners fill c_conv_mask.
     for (std::size_t s = 0; s < segments_.size(); ++s) streams_.emplace_back(cudaStreamDefault);
   }
 
@@ -721,7 +653,6 @@ class E2eStreamsRunner final : public Runner<Conv> {
   }
 
   void compute() override {
-    if (!mask_.is_3x3()) mask_.to_constant(cudaStreamLegacy);
     ConvGeometry plane = g_;
     plane.channels = 1;
     const std::size_t in_plane = std::size_t(g_.width) * g_.height;
@@ -813,11 +744,10 @@ void register_conv_native_cuda(VariantList<Conv>& list) {
   list.push_back(native_cuda_variant<TiledRunner<16, 16>>("cuda-tiled-16x16", false));
   list.push_back(native_cuda_variant<TiledRunner<32, 32>>("cuda-tiled-32x32", false));
   list.push_back(native_cuda_variant<U8VecRunner<>>("cuda-u8-vec", false, 30));
-  // The shape sweep: 2 rows per thread (72 registers, 28 resident warps per SM), 8 rows, and 4
-  // rows at 24 resident warps per SM (80 registers) instead of 20 (96).
-  list.push_back(native_cuda_variant<U8VecRunner<VecShape<2, 28>>>("cuda-u8-vec-r2", false));
-  list.push_back(native_cuda_variant<U8VecRunner<VecShape<8, 20>>>("cuda-u8-vec-r8", false));
-  list.push_back(native_cuda_variant<U8VecRunner<VecShape<4, 24>>>("cuda-u8-vec-r4-w24", false));
+  // The shape sweep: 16 and 24 resident warps per SM (128 and 80 registers a thread) against
+  // the default 20.
+  list.push_back(native_cuda_variant<U8VecRunner<VecShape<16>>>("cuda-u8-vec-w16", false));
+  list.push_back(native_cuda_variant<U8VecRunner<VecShape<24>>>("cuda-u8-vec-w24", false));
   list.push_back(native_cuda_variant<E2eSyncRunner>("cuda-e2e-sync", true));
   list.push_back(native_cuda_variant<E2eStreamsRunner>("cuda-e2e-streams", true));
 }

@@ -11,6 +11,14 @@ bool device_available() {
   return count > 0;
 }
 
+int multiprocessors() {
+  int device = 0, count = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device),
+        "cudaDeviceGetAttribute(multiprocessors)");
+  return count;
+}
+
 std::string device_name() {
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");

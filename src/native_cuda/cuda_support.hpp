@@ -115,6 +115,27 @@ class Stream {
   cudaStream_t stream_ = nullptr;
 };
 
+// The current device's multiprocessor count.
+int multiprocessors();
+
+// Threads of `kernel` (launched with `threads` a block and `shared_bytes` of dynamic shared
+// memory) that the current device keeps resident at once.
+template <class Kernel>
+long long resident_threads(Kernel kernel, int threads, std::size_t shared_bytes) {
+  int per_sm = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  return (long long)multiprocessors() * (per_sm > 1 ? per_sm : 1) * threads;
+}
+
+// Blocks of `kernel` for a grid-stride launch over `work_blocks` blocks of work: as many as stay
+// resident, at least one, no more than the work.
+template <class Kernel>
+int resident_blocks(Kernel kernel, int threads, std::size_t shared_bytes, long long work_blocks) {
+  const long long resident = resident_threads(kernel, threads, shared_bytes) / threads;
+  return int(work_blocks < resident ? (work_blocks > 1 ? work_blocks : 1) : resident);
+}
+
 // True when a CUDA device can be used; never throws.
 bool device_available();
 // The current device's name.

@@ -27,6 +27,7 @@ namespace {
 using cuda::check;
 using cuda::check_launch;
 using cuda::DeviceBuffer;
+using cuda::resident_blocks;
 
 // Bytes per vector load/store in cuda-vec, and the row alignment of the device images.
 constexpr int kVecBytes = 16;
@@ -109,19 +110,6 @@ struct GlobalAtomicKernel {
     check_launch("lbp_global_atomic");
   }
 };
-
-// Blocks for a grid-stride kernel: enough to fill every SM at its occupancy, no more than the
-// work needs.
-template <class Kernel>
-int resident_blocks(Kernel kernel, int threads, std::size_t shared_bytes, long long work_blocks) {
-  int device = 0, sms = 0, per_sm = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-        "cudaDeviceGetAttribute(multiprocessors)");
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes),
-        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  return int(std::max(1ll, std::min(work_blocks, (long long)sms * std::max(per_sm, 1))));
-}
 
 // ---- cuda-shared-tiled -------------------------------------------------------------------------
 

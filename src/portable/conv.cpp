@@ -5,10 +5,13 @@
 // row-vector one that treats an interleaved row as one byte stream (every channel sees the same
 // weights), so each work item turns a few word loads into a run of output bytes.
 // Masks of size 3 get compile-time unrolled code; other sizes use the run-time loop.
+// A fourth schedule, the band walk, runs the native CUDA kernel's register-level arithmetic
+// (kbench/conv_band.hpp) for 3×3 masks.
 #include <cstring>
 #include <memory>
 
 #include "kbench/conv.hpp"
+#include "kbench/conv_band.hpp"
 #include "portable/kokkos_support.hpp"
 
 // Named (not anonymous) namespace: CUDA extended lambdas may not live in internal-linkage
@@ -19,9 +22,11 @@ using portable::backend_of;
 using portable::InputBuffer;
 using portable::OutputBuffer;
 
-// Output (x, y) reads the window centred on input (x + shift, y + shift).
+// Output (x, y) reads the window centred on input (x + shift, y + shift). A 3×3 mask also
+// travels as values, which kernels receive as launch arguments.
 struct ConvShape {
   int in_width, in_height, out_width, out_height, channels, shift, mask_size;
+  conv_band::Taps3x3 taps;
 };
 
 ConvShape shape_of(const ConvInput& input) {
@@ -33,7 +38,8 @@ ConvShape shape_of(const ConvInput& input) {
           out.height,
           input.image.channels,
           input.border == Border::crop ? input.mask.radius() : 0,
-          input.mask.size};
+          input.mask.size,
+          input.mask.size == 3 ? conv_band::taps_of(input.mask) : conv_band::Taps3x3{}};
 }
 
 // One output pixel, all channels. `Source` reads a clamped input sample: from the image in
@@ -357,6 +363,124 @@ struct RowVectorScheduleR4 : RowVectorSchedule<Exec, 16, 4> {
   static constexpr const char* name = "kokkos-rowvec-r4";
 };
 
+// Band schedule for 3×3 masks and Border::clamp: a work item is conv_band::kBandBytes bytes of a
+// row and a band of rows, walked as the native CUDA kernel walks them (conv_band::convolve_band).
+// It loads the words beside its bytes itself, where the native kernel takes them from the
+// neighbouring lanes by shuffle, which Kokkos does not offer portably. Rows must be a whole
+// number of 16-byte vectors; other images, crop borders and other mask sizes take the row-vector
+// schedule.
+template <class Exec, int kThreads = 128, int kBlocksPerMultiprocessor = 5>
+struct BandSchedule {
+  static constexpr const char* name = "kokkos-band";
+  using Memory = typename Exec::memory_space;
+  using Words = Kokkos::View<const std::uint32_t*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using Vectors = Kokkos::View<const Bytes16*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using OutVectors = Kokkos::View<Bytes16*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  static constexpr int kVectorBytes = conv_band::kBandBytes;
+  static_assert(sizeof(Bytes16) == kVectorBytes, "a work item's bytes are one vector");
+
+  // Input rows of one work item's band: its vector of each row and the words beside it.
+  template <int kC>
+  struct LoadedRows {
+    using Span = conv_band::WindowSpan<kC, true>;
+    struct Slot {
+      Bytes16 chunk;
+      std::uint32_t before, after;
+    };
+    static_assert(!Span::needs_second_after, "clamp reads one word after the item's bytes");
+
+    Vectors in_vectors;
+    Words in_words;
+    int row_bytes, in_height;
+    int first_row;  // band input row 0
+    int b0;
+
+    KOKKOS_INLINE_FUNCTION void load(Slot& slot, int n) const {
+      const std::size_t at =
+          std::size_t(clamp_coordinate(first_row + n, in_height)) * row_bytes + b0;
+      slot.chunk = in_vectors(at / kVectorBytes);
+      // Clamped into the image; the words outside the row are replaced by clamp_window.
+      const std::size_t word = at / 4;
+      slot.before = in_words(word > 0 ? word - 1 : 0);
+      slot.after = in_words(word + 4 < in_words.size() ? word + 4 : in_words.size() - 1);
+    }
+
+    KOKKOS_INLINE_FUNCTION conv_band::Window window(const Slot& slot) const {
+      conv_band::Window win = {{slot.before, slot.chunk.word[0], slot.chunk.word[1],
+                                slot.chunk.word[2], slot.chunk.word[3], slot.after, 0}};
+      conv_band::clamp_window<kC, true>(win, b0, row_bytes);
+      return win;
+    }
+  };
+
+  struct VectorRowSink {
+    OutVectors out;
+    std::size_t first;  // the item's vector in the band's first output row
+    int row_vectors;
+
+    KOKKOS_INLINE_FUNCTION void store(int t, const conv_band::Pixels16& pixels) const {
+      Bytes16 vector;
+      for (int w = 0; w < kVectorBytes / 4; ++w) vector.word[w] = pixels.w[w];
+      out(first + std::size_t(t) * row_vectors) = vector;
+    }
+  };
+
+  template <int kSize, class In, class MaskView, class Out>
+  static void run(const ConvShape& s, const In& in, const MaskView& mask, const Out& out) {
+    if (kSize != 3 || s.shift != 0 || s.in_width * s.channels % kVectorBytes != 0) {
+      RowVectorSchedule<Exec>::template run<kSize>(s, in, mask, out);
+      return;
+    }
+    if constexpr (kSize == 3) run_channels(s, in, out);
+  }
+
+  template <class In, class Out>
+  static void run_channels(const ConvShape& s, const In& in, const Out& out) {
+    switch (s.channels) {
+      case 1:
+        return run_fixed<1>(s, in, out);
+      case 2:
+        return run_fixed<2>(s, in, out);
+      case 3:
+        return run_fixed<3>(s, in, out);
+      default:
+        return run_fixed<4>(s, in, out);
+    }
+  }
+
+  template <int kC, class In, class Out>
+  static void run_fixed(const ConvShape& s, const In& in, const Out& out) {
+    const int row_bytes = s.in_width * kC;
+    const int segments = row_bytes / kVectorBytes;
+    const int band_rows = conv_band::band_rows(
+        s.out_height, segments, portable::resident_items<Exec>(kThreads, kBlocksPerMultiprocessor));
+    const int bands = (s.out_height + band_rows - 1) / band_rows;
+    const LoadedRows<kC> rows{
+        Vectors(reinterpret_cast<const Bytes16*>(in.data()), in.size() / kVectorBytes),
+        Words(reinterpret_cast<const std::uint32_t*>(in.data()), in.size() / 4),
+        row_bytes,
+        s.in_height,
+        0,
+        0};
+    const OutVectors out_vectors(reinterpret_cast<Bytes16*>(out.data()), out.size() / kVectorBytes);
+    const int out_height = s.out_height;
+    const conv_band::Taps3x3 taps = s.taps;
+    using Policy =
+        Kokkos::RangePolicy<Exec, Kokkos::LaunchBounds<kThreads, kBlocksPerMultiprocessor>>;
+    Kokkos::parallel_for(
+        "conv_band", Policy(0, segments * bands), KOKKOS_LAMBDA(int item) {
+          const int band = item / segments, segment = item - band * segments;
+          const int y0 = band * band_rows;
+          LoadedRows<kC> source = rows;
+          source.first_row = y0 - 1;  // Border::clamp: the row above the first output
+          source.b0 = segment * kVectorBytes;
+          const VectorRowSink sink{out_vectors, std::size_t(y0) * segments + segment, segments};
+          const int outputs = out_height - y0 < band_rows ? out_height - y0 : band_rows;
+          conv_band::convolve_band<kC, true>(source, sink, taps, outputs);
+        });
+  }
+};
+
 template <class Exec, class Schedule>
 class KokkosConvRunner final : public Runner<Conv> {
  public:
@@ -415,6 +539,7 @@ void register_conv_portable(VariantList<Conv>& list) {
     portable_conv::add_variant<Exec, portable_conv::TeamTiledSchedule<Exec>>(list, base + 2);
     portable_conv::add_variant<Exec, portable_conv::RowVectorSchedule<Exec>>(list, base + 3);
     portable_conv::add_variant<Exec, portable_conv::RowVectorScheduleR4<Exec>>(list, base + 2);
+    portable_conv::add_variant<Exec, portable_conv::BandSchedule<Exec>>(list, base + 4);
   });
 }
 

@@ -38,6 +38,22 @@ void for_each_exec_space(F&& f) {
 #endif
 }
 
+// Work items that Exec runs at once: on GPUs, blocks of `threads_per_block` with
+// `blocks_per_multiprocessor` resident on each multiprocessor (what a kernel's launch bounds
+// promise); on host backends, one per thread.
+template <class Exec>
+long long resident_items(int threads_per_block, int blocks_per_multiprocessor) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if constexpr (std::is_same<Exec, Kokkos::Cuda>::value) {
+    return (long long)Exec().cuda_device_prop().multiProcessorCount * threads_per_block *
+           blocks_per_multiprocessor;
+  }
+#endif
+  (void)threads_per_block;
+  (void)blocks_per_multiprocessor;
+  return Exec().concurrency();
+}
+
 template <class Exec>
 constexpr bool reads_host_memory() {
   return Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible;

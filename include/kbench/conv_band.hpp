@@ -1,0 +1,253 @@
+#pragma once
+// The 3×3 u8 convolution of a band of rows held in registers: the arithmetic that the native
+// CUDA kernel and the portable (Kokkos) schedule share, apart from how input rows reach a thread
+// (a `RowSource`) and where output rows go (a `RowSink`).
+//
+// A thread owns kBandBytes consecutive bytes of an interleaved row (every channel sees the same
+// taps, so a row is one byte stream with the taps kC bytes apart) and a band of consecutive
+// output rows. It walks down the band: each input row is loaded once, turned into floats once
+// and pushed into the accumulators of the up to three output rows it feeds, held in a ring of
+// three, while the load of the row three further down is in flight. Per output byte that is
+// 9 multiply-adds, (kBandBytes + 2·kC) / kBandBytes byte conversions times (rows + 2) / rows,
+// and one eighth of a pack instruction.
+//
+// Bytes become floats through the 2^23 mantissa trick (one byte permute and one add on GPUs,
+// instead of the quarter-rate int→float conversion); sums become bytes rounded to nearest even
+// and saturated, two at a time on GPUs (F2IP), equal to conv_to_pixel.
+
+#include <cmath>
+#include <cstdint>
+
+#include "kbench/conv.hpp"
+#include "kbench/host_device.hpp"
+
+namespace kbench::conv_band {
+
+constexpr int kTaps = 3;
+// Output bytes of a row per thread: one 16-byte load and store.
+constexpr int kBandBytes = 16;
+// A thread's window of an input row in words: the word before its bytes, its four words and
+// the two after them. Window byte q is row byte b0 − kWindowLead + q.
+constexpr int kWindowLead = 4;
+constexpr int kWindowWords = 7;
+// The accumulator ring holds three output rows, so bands are multiples of three rows long, up to
+// this many (longer bands only lengthen the walk on backends with few threads).
+constexpr int kMaxBandRows = 48;
+
+struct Taps3x3 {
+  float w[kTaps * kTaps];  // row-major, as Mask::weights
+};
+
+inline Taps3x3 taps_of(const Mask& mask) {
+  Taps3x3 taps{};
+  for (int t = 0; t < kTaps * kTaps; ++t) taps.w[t] = mask.weights[t];
+  return taps;
+}
+
+struct Window {
+  std::uint32_t w[kWindowWords];
+};
+
+// The window bytes the taps of kC-channel outputs read: one pixel either side of the thread's
+// bytes for Border::clamp, the bytes and the two pixels after them for Border::crop (output x
+// reads input x .. x + 2).
+template <int kC, bool kClamp>
+struct WindowSpan {
+  static constexpr int first = kClamp ? kWindowLead - kC : kWindowLead;
+  static constexpr int count = kBandBytes + (kTaps - 1) * kC;
+  static constexpr bool needs_before = kClamp;
+  // Whether the taps reach the second word after the thread's bytes.
+  static constexpr bool needs_second_after = first + count > (kWindowWords - 1) * 4;
+};
+
+// Byte `selector` nibble k picks byte k of the result from the 8 bytes y:x (CUDA's __byte_perm,
+// without its sign-replicating modes).
+KBENCH_HOST_DEVICE std::uint32_t byte_perm(std::uint32_t x, std::uint32_t y, unsigned selector) {
+#if defined(__CUDA_ARCH__)
+  return __byte_perm(x, y, selector);
+#else
+  const std::uint64_t bytes = (std::uint64_t(y) << 32) | x;
+  std::uint32_t result = 0;
+  for (int k = 0; k < 4; ++k) {
+    const unsigned pick = (selector >> (4 * k)) & 7u;
+    result |= std::uint32_t((bytes >> (8 * pick)) & 0xFFu) << (8 * k);
+  }
+  return result;
+#endif
+}
+
+// Byte k of `word` as a float: 0x4B0000bb is 2^23 + bb.
+KBENCH_HOST_DEVICE float byte_to_float(std::uint32_t word, int k) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(__byte_perm(word, 0x4B00u, 0x5440u | unsigned(k))) - 8388608.f;
+#else
+  return float((word >> (8 * k)) & 0xFFu);
+#endif
+}
+
+// Border::clamp at the start of a row: the kC bytes before it repeat its first pixel.
+template <int kC>
+KBENCH_HOST_DEVICE void clamp_window_start(Window& win) {
+  unsigned selector = 0;  // result byte k ← byte k − 4 + kC of the first word of the row
+  for (int k = 4 - kC; k < 4; ++k) selector |= unsigned(k - 4 + kC) << (4 * k);
+  win.w[0] = byte_perm(win.w[1], 0, selector);
+}
+
+// Border::clamp at the end of a row that ends with the thread's bytes: the word after them
+// repeats the last pixel.
+template <int kC>
+KBENCH_HOST_DEVICE void clamp_window_end(Window& win) {
+  constexpr int kLastWord = kWindowLead / 4 + kBandBytes / 4 - 1;
+  unsigned selector = 0;  // result byte k ← byte 4 − kC + k of the last word
+  for (int k = 0; k < kC; ++k) selector |= unsigned(4 - kC + k) << (4 * k);
+  win.w[kLastWord + 1] = byte_perm(win.w[kLastWord], 0, selector);
+}
+
+// Whether the band walk handles rows of `row_bytes` bytes: Border::clamp needs rows that end
+// with a thread's bytes, so the last pixel is replicated in registers (Border::crop never reads
+// past a row for a kept output).
+inline bool band_handles(int row_bytes, bool clamp) {
+  return !clamp || row_bytes % kBandBytes == 0;
+}
+
+// The clamped borders of a window whose bytes start at row byte b0 of a row_bytes-long row.
+template <int kC, bool kClamp>
+KBENCH_HOST_DEVICE void clamp_window(Window& win, int b0, int row_bytes) {
+  if (!kClamp) return;
+  if (b0 == 0) clamp_window_start<kC>(win);
+  if (b0 + kBandBytes == row_bytes) clamp_window_end<kC>(win);
+}
+
+template <int kC, bool kClamp>
+KBENCH_HOST_DEVICE void window_to_floats(const Window& win,
+                                         float (&v)[WindowSpan<kC, kClamp>::count]) {
+  using Span = WindowSpan<kC, kClamp>;
+  KBENCH_UNROLL
+  for (int q = 0; q < Span::count; ++q) {
+    v[q] = byte_to_float(win.w[(Span::first + q) / 4], (Span::first + q) % 4);
+  }
+}
+
+// a · b + c: one fused instruction on GPUs; on hosts built without FMA a call to fmaf would
+// cost far more than the rounding difference is worth.
+KBENCH_HOST_DEVICE float mul_add(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return fmaf(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
+// Mask row j over one input row; kStarts begins the sums (one multiply instead of an add to 0).
+template <int kC, bool kStarts, int kCount>
+KBENCH_HOST_DEVICE void add_mask_row(float (&sum)[kBandBytes], const float (&v)[kCount],
+                                     const Taps3x3& taps, int j) {
+  static_assert(kCount == kBandBytes + (kTaps - 1) * kC, "a window of the band's bytes");
+  const float w0 = taps.w[kTaps * j], w1 = taps.w[kTaps * j + 1], w2 = taps.w[kTaps * j + 2];
+  KBENCH_UNROLL
+  for (int b = 0; b < kBandBytes; ++b) {
+    const float first = kStarts ? w0 * v[b] : mul_add(w0, v[b], sum[b]);
+    sum[b] = mul_add(w2, v[b + 2 * kC], mul_add(w1, v[b + kC], first));
+  }
+}
+
+// conv_to_pixel of sums 0 and 1 into bytes 0 and 1, above the low half of `high`.
+KBENCH_HOST_DEVICE std::uint32_t pack_pixel_pair(float sum1, float sum0, std::uint32_t high) {
+#if defined(__CUDA_ARCH__)
+  // ptxas fuses the three into one F2IP.
+  int int1;
+  int int0;
+  std::uint32_t packed;
+  asm("cvt.rni.s32.f32 %0, %1;" : "=r"(int1) : "f"(sum1));
+  asm("cvt.rni.s32.f32 %0, %1;" : "=r"(int0) : "f"(sum0));
+  asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(packed) : "r"(int1), "r"(int0), "r"(high));
+  return packed;
+#else
+  return (high << 16) | (std::uint32_t(conv_to_pixel(sum1)) << 8) | conv_to_pixel(sum0);
+#endif
+}
+
+struct Pixels16 {
+  std::uint32_t w[kBandBytes / 4];
+};
+
+KBENCH_HOST_DEVICE Pixels16 pack_pixels(const float (&sum)[kBandBytes]) {
+  Pixels16 out;
+  KBENCH_UNROLL
+  for (int k = 0; k < kBandBytes / 4; ++k) {
+    out.w[k] = pack_pixel_pair(sum[4 * k + 1], sum[4 * k],
+                               pack_pixel_pair(sum[4 * k + 3], sum[4 * k + 2], 0));
+  }
+  return out;
+}
+
+// Output rows per band, so that the bands × `segments` work items of an image `out_rows` high
+// about fill the `resident` work items the machine runs at once: a multiple of three, at most
+// kMaxBandRows.
+inline int band_rows(int out_rows, long long segments, long long resident) {
+  const long long bands = resident / segments > 1 ? resident / segments : 1;
+  const long long rows = (out_rows + bands - 1) / bands;
+  const long long ring_rows = (rows + kTaps - 1) / kTaps * kTaps;
+  return int(ring_rows < kMaxBandRows ? ring_rows : kMaxBandRows);
+}
+
+// Convolves one thread's band of `outputs` output rows. Input row n of the band (n = 0 is the
+// row above the first output for Border::clamp, the first output's own for crop) is loaded by
+// `source.load(slot, n)` and read back as a Window by `source.window(slot)`; output row t goes to
+// `sink.store(t, pixels)`. Every step is taken by all threads that share the band (the native
+// source exchanges words between lanes), whatever they store.
+template <int kC, bool kClamp, class RowSource, class RowSink>
+class BandWalk {
+ public:
+  KBENCH_HOST_DEVICE BandWalk(const RowSource& source, const RowSink& sink, const Taps3x3& taps,
+                              int outputs)
+      : source_(source), sink_(sink), taps_(taps), outputs_(outputs) {}
+
+  KBENCH_HOST_DEVICE void run() {
+    for (int n = 0; n < kTaps; ++n) source_.load(slot_[n], n);
+    step<0, 1>(0);
+    step<1, 2>(1);
+    for (int t = 0; t < outputs_; t += kTaps) {
+      step<2, kTaps>(t + 2);
+      step<0, kTaps>(t + 3);
+      step<1, kTaps>(t + 4);
+    }
+  }
+
+ private:
+  static constexpr int kCount = WindowSpan<kC, kClamp>::count;
+
+  // Input row n, in slot kSlot = n mod 3: starts output row n and adds mask row 1 to output
+  // n − 1 and mask row 2 to n − 2, which it completes (kMaskRows says how many of these exist).
+  template <int kSlot, int kMaskRows>
+  KBENCH_HOST_DEVICE void step(int n) {
+    if (n - (kMaskRows - 1) >= outputs_) return;  // past the band (uniform across its threads)
+    float v[kCount];
+    window_to_floats<kC, kClamp>(source_.window(slot_[kSlot]), v);
+    // Unconditional, so the slot is not copied: near the band's end this reads up to three rows
+    // past it (sources clamp rows into the image), which the next band reads anyway.
+    source_.load(slot_[kSlot], n + kTaps);
+    add_mask_row<kC, true>(acc_[kSlot], v, taps_, 0);
+    if (kMaskRows > 1) add_mask_row<kC, false>(acc_[(kSlot + 2) % kTaps], v, taps_, 1);
+    if (kMaskRows > 2) {
+      float(&done)[kBandBytes] = acc_[(kSlot + 1) % kTaps];
+      add_mask_row<kC, false>(done, v, taps_, 2);
+      sink_.store(n - 2, pack_pixels(done));
+    }
+  }
+
+  const RowSource& source_;
+  const RowSink& sink_;
+  const Taps3x3& taps_;
+  int outputs_;
+  typename RowSource::Slot slot_[kTaps];
+  float acc_[kTaps][kBandBytes];
+};
+
+template <int kC, bool kClamp, class RowSource, class RowSink>
+KBENCH_HOST_DEVICE void convolve_band(const RowSource& source, const RowSink& sink,
+                                      const Taps3x3& taps, int outputs) {
+  BandWalk<kC, kClamp, RowSource, RowSink>(source, sink, taps, outputs).run();
+}
+
+}  // namespace kbench::conv_band
