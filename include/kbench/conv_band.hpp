@@ -30,8 +30,8 @@ constexpr int kBandBytes = 16;
 // the two after them. Window byte q is row byte b0 − kWindowLead + q.
 constexpr int kWindowLead = 4;
 constexpr int kWindowWords = 7;
-// The accumulator ring holds three output rows, so bands are multiples of three rows long, up to
-// this many (longer bands only lengthen the walk on backends with few threads).
+// Bands are at most this many rows long (longer ones only lengthen the walk on backends with
+// few threads).
 constexpr int kMaxBandRows = 48;
 
 struct Taps3x3 {
@@ -182,13 +182,12 @@ KBENCH_HOST_DEVICE Pixels16 pack_pixels(const float (&sum)[kBandBytes]) {
 }
 
 // Output rows per band, so that the bands × `segments` work items of an image `out_rows` high
-// about fill the `resident` work items the machine runs at once: a multiple of three, at most
-// kMaxBandRows.
+// about fill the `resident` work items the machine runs at once (one wave on a GPU), at most
+// kMaxBandRows. Any length works: the walk stops where its band does.
 inline int band_rows(int out_rows, long long segments, long long resident) {
   const long long bands = resident / segments > 1 ? resident / segments : 1;
   const long long rows = (out_rows + bands - 1) / bands;
-  const long long ring_rows = (rows + kTaps - 1) / kTaps * kTaps;
-  return int(ring_rows < kMaxBandRows ? ring_rows : kMaxBandRows);
+  return int(rows < kMaxBandRows ? rows : kMaxBandRows);
 }
 
 // Convolves one thread's band of `outputs` output rows. Input row n of the band (n = 0 is the

@@ -217,12 +217,12 @@ void launch_tiled(const ConvLaunch& p, cudaStream_t stream) {
 
 // ---------------------------------------------------------------------------------------------
 // Banded 3×3 u8 kernel, the arithmetic of kbench/conv_band.hpp: a thread owns 16 bytes of a row
-// and a band of rows; a warp covers 512 bytes of the row, a block kVecWarps bands stacked
-// vertically. Each input row is read once per thread as one uint4; the words beside it come from
-// the neighbour lanes by shuffle (lanes 0 and 31 load them), so every input byte is fetched once
-// per warp. Bands are as long as one wave of resident warps allows (conv_band::band_rows): each
-// warp streams its band with the next rows' loads in flight and pays a first load's latency
-// only once, where short-lived warps spent much of their life waiting for it.
+// and a band of rows; a warp, which is a block, covers 512 bytes of the row. Each input row is read
+// once per thread as one uint4; the words beside it come from the neighbour lanes by shuffle (lanes
+// 0 and 31 load them), so every input byte is fetched once per warp. Bands are as long as one wave
+// of resident warps allows (conv_band::band_rows): each warp streams its band with the next rows'
+// loads in flight and pays a first load's latency only once, where short-lived warps spent much of
+// their life waiting for it.
 //
 // Requires 16-byte aligned rows and pitches that are multiples of 16: the padding after a row
 // lets every thread load and store whole uint4s; padding bytes of the output are garbage.
@@ -230,13 +230,12 @@ void launch_tiled(const ConvLaunch& p, cudaStream_t stream) {
 using conv_band::kBandBytes;
 using conv_band::Taps3x3;
 
-constexpr int kVecWarps = 4;
-
 // A launch shape of the banded kernel: the resident warps per SM that its register budget must
-// allow (__launch_bounds__; 20 warps leave 102 registers a thread, 16 leave 128).
+// allow (__launch_bounds__; 20 warps leave 102 registers a thread, 16 leave 128). Blocks are one
+// warp, so that bands fill the resident warps without rounding to a block of several.
 template <int kWarpsPerSM>
 struct VecShape {
-  static constexpr int min_blocks_per_sm = kWarpsPerSM / kVecWarps;
+  static constexpr int min_blocks_per_sm = kWarpsPerSM;
 };
 // The user-facing shape; the sweep variants register others (see register_conv_native_cuda).
 using DefaultVecShape = VecShape<20>;
@@ -329,12 +328,11 @@ struct PitchedRowSink {
 };
 
 template <int kChannels, bool kClamp, class Shape>
-__global__ void __launch_bounds__(kWarpSize* kVecWarps, Shape::min_blocks_per_sm)
+__global__ void __launch_bounds__(kWarpSize, Shape::min_blocks_per_sm)
     conv3x3_band_kernel(const ConvLaunch p, const Taps3x3 taps, int band_rows) {
   const int lane = threadIdx.x;
   const int b0 = (blockIdx.x * kWarpSize + lane) * kBandBytes;
-  const int y0 = p.out_row_begin + (blockIdx.y * kVecWarps + threadIdx.y) * band_rows;
-  if (y0 >= p.out_row_end) return;  // the whole warp shares its band
+  const int y0 = p.out_row_begin + blockIdx.y * band_rows;
   const ShuffledRows<kChannels, kClamp> source(p, lane, b0, y0 + p.g.shift);
   const PitchedRowSink sink{p.out + std::size_t(unsigned(y0)) * unsigned(p.out_pitch) + b0,
                             unsigned(p.out_pitch), b0 < p.g.out_width * kChannels};
@@ -345,14 +343,12 @@ __global__ void __launch_bounds__(kWarpSize* kVecWarps, Shape::min_blocks_per_sm
 template <class Shape, int kChannels, bool kClamp>
 void launch_band3x3(const ConvLaunch& p, const Taps3x3& taps, cudaStream_t stream) {
   const auto kernel = conv3x3_band_kernel<kChannels, kClamp, Shape>;
-  constexpr int kThreads = kWarpSize * kVecWarps;
-  static const long long resident = cuda::resident_threads(kernel, kThreads, 0);
+  static const long long resident = cuda::resident_threads(kernel, kWarpSize, 0);
   const unsigned warps_x = blocks_for(blocks_for(p.g.out_width * kChannels, kBandBytes), kWarpSize);
   const int rows = p.out_row_end - p.out_row_begin;
   const int band_rows = conv_band::band_rows(rows, (long long)warps_x * kWarpSize, resident);
-  const dim3 block(kWarpSize, kVecWarps);
-  const dim3 grid(warps_x, row_blocks(blocks_for(rows, band_rows), kVecWarps));
-  kernel<<<grid, block, 0, stream>>>(p, taps, band_rows);
+  const dim3 grid(warps_x, row_blocks(rows, band_rows));
+  kernel<<<grid, kWarpSize, 0, stream>>>(p, taps, band_rows);
   check_launch("conv3x3_band_kernel");
 }
 
