@@ -19,6 +19,7 @@
 namespace kbench::portable_conv {
 
 using portable::backend_of;
+using portable::Bytes16;
 using portable::InputBuffer;
 using portable::OutputBuffer;
 
@@ -141,11 +142,6 @@ struct TeamTiledSchedule {
           });
         });
   }
-};
-
-// 16 bytes that load and store as one unit where the hardware has 16-byte accesses.
-struct alignas(16) Bytes16 {
-  std::uint32_t word[4];
 };
 
 // A byte as a float without an int→float conversion instruction: 2^23 + b has b in its low

@@ -59,6 +59,11 @@ constexpr bool reads_host_memory() {
   return Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible;
 }
 
+// 16 bytes that load and store as one unit where the hardware has 16-byte accesses.
+struct alignas(16) Bytes16 {
+  std::uint32_t word[4];
+};
+
 template <class T>
 using HostView = Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 

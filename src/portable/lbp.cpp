@@ -1,12 +1,17 @@
 // Portable lbp: one Kokkos source for every execution space (Serial, OpenMP, CUDA).
 //
-// Two schedules compute codes and histogram in one pass:
+// Three schedules compute codes and histogram in one pass:
 //  - ScatterView: one work item per output pixel, each counting its bin through a ScatterView
 //    (duplicated per thread on OpenMP, atomic on CUDA, plain on Serial);
 //  - team histogram: each team codes a tile into a histogram in team scratch and merges it into
-//    the result once, with one atomic per bin.
+//    the result once, with one atomic per bin;
+//  - vector: the native cuda-vec kernel's scheme in Kokkos. A work item is 16 pixels of one row,
+//    coded from one 16-byte load per input row plus the words beside it, four codes at a time
+//    (lbp_codes4), and stored with one 16-byte store; persistent teams, as many as run at once,
+//    count into a team histogram and merge it once.
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <memory>
 
 #include <Kokkos_ScatterView.hpp>
@@ -19,6 +24,7 @@
 namespace kbench::portable_lbp {
 
 using portable::backend_of;
+using portable::Bytes16;
 using portable::InputBuffer;
 using portable::OutputBuffer;
 
@@ -71,6 +77,61 @@ KOKKOS_INLINE_FUNCTION void map_code(const LbpShape& s, const Tables& tables, st
   bin = s.mapped ? int(tables(kLbpCodes + code)) : int(code);
 }
 
+// A histogram in team scratch with up to kMaxCopies interleaved copies (bin b of copy c at
+// b × copies + c), thread r counting into copy r mod copies: threads that code the same value at
+// the same time (flat regions) then update different words. A team of one thread needs no
+// atomics. A spare bin after the last one, never merged, takes what count_if must not count.
+template <class Exec, int kMaxCopies>
+class TeamHistogram {
+ public:
+  using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
+  using Scratch = Kokkos::View<std::uint32_t*, typename Exec::scratch_memory_space,
+                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+  static std::size_t scratch_bytes(int bins) {
+    return Scratch::shmem_size((bins + 1) * kMaxCopies);
+  }
+
+  // Takes the histogram's team scratch and zeroes it; counting may start after a team_barrier.
+  KOKKOS_INLINE_FUNCTION TeamHistogram(const Team& team, int bins)
+      : counts_(team.team_scratch(0), (bins + 1) * kMaxCopies),
+        bins_(bins),
+        copies_(team.team_size() < kMaxCopies ? team.team_size() : kMaxCopies),
+        copy_(team.team_rank() % copies_) {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (bins + 1) * copies_),
+                         [&](int i) { counts_(i) = 0; });
+  }
+
+  KOKKOS_INLINE_FUNCTION void count(int bin) const {
+    if (copies_ == 1) {
+      ++counts_(bin);
+    } else {
+      Kokkos::atomic_add(&counts_(bin * copies_ + copy_), 1u);
+    }
+  }
+
+  // count(bin) where `counted`, else a count in the spare bin: a select rather than a branch.
+  KOKKOS_INLINE_FUNCTION void count_if(bool counted, int bin) const {
+    count(counted ? bin : bins_);
+  }
+
+  // Once the team has counted everything: adds the copies into `hist`, one atomic per bin. Bin
+  // b's copies are read starting at copy b, so neighbouring threads read neighbouring words.
+  template <class Hist>
+  KOKKOS_INLINE_FUNCTION void merge_into(const Team& team, const Hist& hist) const {
+    team.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, bins_), [&](int b) {
+      std::uint32_t sum = 0;
+      for (int c = 0; c < copies_; ++c) sum += counts_(b * copies_ + (b + c) % copies_);
+      if (sum) Kokkos::atomic_add(&hist(b), sum);
+    });
+  }
+
+ private:
+  Scratch counts_;
+  int bins_, copies_, copy_;
+};
+
 // One work item per output pixel; Iterate::Left makes x the fastest index on every backend.
 template <class Exec, int kTileX = 32, int kTileY = 8>
 struct ScatterViewSchedule {
@@ -111,22 +172,16 @@ struct ScatterViewSchedule {
   }
 };
 
-// Each team codes a tile of kCols × kRows output pixels into a histogram in team scratch, then
-// adds it to the result with one atomic per bin. Each thread takes 4 adjacent columns and slides
-// down the tile: per output row it reads one new input row of 6 samples and codes the 4 pixels
-// at once in 32-bit words with lbp_codes4, the helper the native CUDA layer uses.
-//
-// The scratch histogram has up to kMaxCopies interleaved copies (bin b of copy c at
-// b × copies + c), thread r counting into copy r mod copies: threads that code the same value at
-// the same time (flat regions) then update different words. A team of one thread needs no
-// atomics.
+// Each team codes a tile of kCols × kRows output pixels into a TeamHistogram, then adds it to the
+// result. Each thread takes 4 adjacent columns and slides down the tile: per output row it reads
+// one new input row of 6 samples and codes the 4 pixels at once in 32-bit words with lbp_codes4,
+// the helper the native CUDA layer uses.
 template <class Exec, int kCols = 512, int kRows = 8, int kMaxCopies = 32>
 struct TeamHistSchedule {
   static constexpr const char* name = "kokkos-team-hist";
   static constexpr int preference_offset = 1;
-  using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
-  using Scratch = Kokkos::View<std::uint32_t*, typename Exec::scratch_memory_space,
-                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using Histogram = TeamHistogram<Exec, kMaxCopies>;
+  using Team = typename Histogram::Team;
 
   template <class Hist>
   struct State {
@@ -136,18 +191,13 @@ struct TeamHistSchedule {
   template <class In, class Tables, class Codes, class Hist>
   static void run(const LbpShape& s, const In& in, const Tables& tables, const Codes& codes,
                   const Hist& hist, State<Hist>&) {
-    const int scratch_words = s.bins * kMaxCopies;
     const int tiles_x = (s.out_width + kCols - 1) / kCols;
     const int tiles = tiles_x * ((s.out_height + kRows - 1) / kRows);
-    const auto scratch = Kokkos::PerTeam(Scratch::shmem_size(scratch_words));
+    const auto scratch = Kokkos::PerTeam(Histogram::scratch_bytes(s.bins));
     const auto body = KOKKOS_LAMBDA(const Team& team) {
-      const int copies = team.team_size() < kMaxCopies ? team.team_size() : kMaxCopies;
-      const Scratch counts(team.team_scratch(0), scratch_words);
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, s.bins * copies),
-                           [&](int i) { counts(i) = 0; });
+      const Histogram counts(team, s.bins);
       team.team_barrier();
 
-      const int copy = team.team_rank() % copies;
       const int x0 = (team.league_rank() % tiles_x) * kCols;
       const int y0 = (team.league_rank() / tiles_x) * kRows;
       const int cols = s.out_width - x0 < kCols ? s.out_width - x0 : kCols;
@@ -179,11 +229,7 @@ struct TeamHistSchedule {
             int bin;
             map_code(s, tables, std::uint8_t(quad >> (8 * p)), value, bin);
             codes(std::size_t(y) * s.out_width + x + p) = value;
-            if (copies == 1) {
-              ++counts(bin);
-            } else {
-              Kokkos::atomic_add(&counts(bin * copies + copy), 1u);
-            }
+            counts.count(bin);
           }
           lo[0] = lo[1];
           hi[0] = hi[1];
@@ -191,15 +237,7 @@ struct TeamHistSchedule {
           hi[1] = hi[2];
         }
       });
-      team.team_barrier();
-
-      // Bin b's copies are read starting at copy b, so neighbouring threads read
-      // neighbouring words.
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, s.bins), [&](int b) {
-        std::uint32_t sum = 0;
-        for (int c = 0; c < copies; ++c) sum += counts(b * copies + (b + c) % copies);
-        if (sum) Kokkos::atomic_add(&hist(b), sum);
-      });
+      counts.merge_into(team, hist);
     };
     // The backend's recommended team size, but no more threads than a tile has column quads.
     const int team_size =
@@ -210,6 +248,246 @@ struct TeamHistSchedule {
     Kokkos::parallel_for("lbp_team_hist",
                          Kokkos::TeamPolicy<Exec>(tiles, team_size).set_scratch_size(0, scratch),
                          body);
+  }
+};
+
+// ---- The vector schedule ----------------------------------------------------------------------
+
+// A vector work item codes kVecBytes adjacent output pixels of one row.
+constexpr int kVecBytes = 16;
+constexpr int kVecWords = kVecBytes / 4;
+// Per input row an item reads a window of kVecBytes + 2 samples, starting one column left of its
+// first centre, as kWindowWords words: lbp_codes4's lo and hi for pixels 4k to 4k + 3 are words
+// k and k + 1.
+constexpr int kWindowBytes = kVecBytes + 2;
+constexpr int kWindowWords = kVecWords + 1;
+
+// Windows of rows that start on 16-byte boundaries (widths that are multiples of 16): the item's
+// own samples in one vector load, plus the word after it and, for clamp (kShift 0, whose window
+// starts in the previous word), the word before it; neighbouring items load those words too, so
+// they come from the cache. At a row's ends the missing word repeats the edge sample, as clamping
+// does.
+template <int kShift, class Vectors, class Words>
+struct VectorRows {
+  Vectors vectors;
+  Words words;
+  int width;
+
+  KOKKOS_INLINE_FUNCTION void window(int row, int x0, std::uint32_t (&w)[kWindowWords]) const {
+    const std::size_t at = std::size_t(row) * width + x0;
+    const Bytes16 v = vectors(at / kVecBytes);
+    const std::uint32_t after =
+        x0 + kVecBytes < width ? words(at / 4 + kVecWords) : v.word[3] >> 24;
+    if constexpr (kShift == 1) {
+      for (int k = 0; k < kVecWords; ++k) w[k] = v.word[k];
+      w[kVecWords] = after;
+    } else {
+      const std::uint32_t before = x0 > 0 ? words(at / 4 - 1) : v.word[0] << 24;
+      const std::uint32_t u[kVecWords + 2] = {before,    v.word[0], v.word[1],
+                                              v.word[2], v.word[3], after};
+      for (int k = 0; k < kWindowWords; ++k) w[k] = lbp_bytes_at(u[k], u[k + 1], 3);
+    }
+  }
+};
+
+// Windows of any row layout: each sample read on its own, through clamped columns.
+template <int kShift, class In>
+struct GatherRows {
+  In in;
+  int width;
+
+  KOKKOS_INLINE_FUNCTION void window(int row, int x0, std::uint32_t (&w)[kWindowWords]) const {
+    const std::size_t base = std::size_t(row) * width;
+    for (int k = 0; k < kWindowWords; ++k) w[k] = 0;
+    for (int t = 0; t < kWindowBytes; ++t) {
+      const int column = clamp_coordinate(x0 + kShift - 1 + t, width);
+      w[t / 4] |= std::uint32_t(in(base + column)) << (8 * (t % 4));
+    }
+  }
+};
+
+// The codes image as bytes, words and 16-byte vectors (whole ones: a trailing part is left out).
+template <class Codes>
+struct CodeStore {
+  using Memory = typename Codes::memory_space;
+  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+  Codes bytes;
+  Kokkos::View<std::uint32_t*, Memory, Unmanaged> words;
+  Kokkos::View<Bytes16*, Memory, Unmanaged> vectors;
+
+  explicit CodeStore(const Codes& codes)
+      : bytes(codes),
+        words(reinterpret_cast<std::uint32_t*>(codes.data()), codes.size() / 4),
+        vectors(reinterpret_cast<Bytes16*>(codes.data()), codes.size() / kVecBytes) {}
+
+  // An item's first `valid` values at output byte `at`: one vector store where the item is whole
+  // and 16-byte aligned (rows of a multiple of 16 pixels), words where it is word-aligned, else
+  // bytes.
+  KOKKOS_INLINE_FUNCTION void store(std::size_t at, const std::uint32_t (&values)[kVecWords],
+                                    int valid) const {
+    if (valid == kVecBytes && at % kVecBytes == 0) {
+      vectors(at / kVecBytes) = Bytes16{{values[0], values[1], values[2], values[3]}};
+    } else if (valid == kVecBytes && at % 4 == 0) {
+      for (int k = 0; k < kVecWords; ++k) words(at / 4 + k) = values[k];
+    } else {
+      for (int j = 0; j < kVecBytes; ++j) {
+        if (j < valid) bytes(at + j) = std::uint8_t(values[j / 4] >> (8 * (j % 4)));
+      }
+    }
+  }
+};
+
+// The native cuda-vec kernel's scheme: each work item codes kVecBytes pixels of one row from one
+// window per input row (VectorRows where rows are 16-byte aligned, else GatherRows), four at a
+// time with lbp_codes4, and stores them through CodeStore. Teams are persistent, as many as run
+// at once: each takes a contiguous range of items, its threads striding through it (coalesced on
+// a GPU, one contiguous run per thread on a host), counts into a TeamHistogram and merges it once.
+// Mapped codes are looked up in a copy of the tables in team scratch.
+template <class Exec, int kTeamSize = 256, int kMaxCopies = 32>
+struct VectorSchedule {
+  static constexpr const char* name = "kokkos-vec";
+  static constexpr int preference_offset = 2;
+  // GPU teams per multiprocessor of kGpuThreadsPerSm threads (Volta, A100, Hopper; concurrency()
+  // is that times the multiprocessors, GPUs with fewer threads get fewer teams): the launch bounds
+  // give 4 teams of 256 threads their registers (at most 64 each) and their scratch (about 36 KB
+  // each with 256 bins) fits, so all of them start at once; a league larger than what is resident
+  // would run a second, partly idle wave. (The native kernel, at 48 registers, fits 5.)
+  static constexpr int kGpuTeamsPerSm = 4;
+  static constexpr int kGpuThreadsPerSm = 2048;
+  using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<kTeamSize, kGpuTeamsPerSm>>;
+  using Team = typename Policy::member_type;
+  using Histogram = TeamHistogram<Exec, kMaxCopies>;
+  using Memory = typename Exec::memory_space;
+  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+  using Staged = Kokkos::View<std::uint8_t*, typename Exec::scratch_memory_space, Unmanaged>;
+
+  template <class Hist>
+  struct State {
+    explicit State(const Hist&) {}
+  };
+
+  template <class In, class Tables, class Codes, class Hist>
+  static void run(const LbpShape& s, const In& in, const Tables& tables, const Codes& codes,
+                  const Hist& hist, State<Hist>&) {
+    if (s.shift == 1) {
+      run_border<1>(s, in, tables, codes, hist);
+    } else {
+      run_border<0>(s, in, tables, codes, hist);
+    }
+  }
+
+  // kShift 1 for crop, 0 for clamp.
+  template <int kShift, class In, class Tables, class Codes, class Hist>
+  static void run_border(const LbpShape& s, const In& in, const Tables& tables, const Codes& codes,
+                         const Hist& hist) {
+    // Whole rows of vectors; the input pointer is host memory on host backends, so check it too.
+    if (s.in_width % kVecBytes == 0 &&
+        reinterpret_cast<std::uintptr_t>(in.data()) % alignof(Bytes16) == 0) {
+      using Vectors = Kokkos::View<const Bytes16*, Memory, Unmanaged>;
+      using Words = Kokkos::View<const std::uint32_t*, Memory, Unmanaged>;
+      const VectorRows<kShift, Vectors, Words> rows{
+          Vectors(reinterpret_cast<const Bytes16*>(in.data()), in.size() / kVecBytes),
+          Words(reinterpret_cast<const std::uint32_t*>(in.data()), in.size() / 4), s.in_width};
+      launch<kShift>(s, rows, tables, CodeStore<Codes>(codes), hist);
+    } else {
+      launch<kShift>(s, GatherRows<kShift, In>{in, s.in_width}, tables, CodeStore<Codes>(codes),
+                     hist);
+    }
+  }
+
+  template <int kShift, class Rows, class Tables, class Out, class Hist>
+  static void launch(const LbpShape& s, const Rows& rows, const Tables& tables, const Out& out,
+                     const Hist& hist) {
+    // Fewer than 2^32 coded pixels (lbp_output_size), so fewer items too.
+    const unsigned vecs_per_row = unsigned((s.out_width + kVecBytes - 1) / kVecBytes);
+    const unsigned items = vecs_per_row * unsigned(s.out_height);
+    const auto scratch =
+        Kokkos::PerTeam(Histogram::scratch_bytes(s.bins) + Staged::shmem_size(2 * kLbpCodes));
+    const auto body = KOKKOS_LAMBDA(const Team& team) {
+      const Histogram counts(team, s.bins);
+      const Staged staged(team.team_scratch(0), 2 * kLbpCodes);
+      if (s.mapped) {
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, 2 * kLbpCodes),
+                             [&](int i) { staged(i) = tables(i); });
+      }
+      team.team_barrier();
+      // The team's items; its threads take every team_size-th one. Each thread finds the row and
+      // column of its first item by division, then steps by whole rows and a remainder.
+      const std::uint64_t rank = team.league_rank(), league = team.league_size();
+      const unsigned end = unsigned(items * (rank + 1) / league);
+      const unsigned first = unsigned(items * rank / league) + unsigned(team.team_rank());
+      const unsigned step = unsigned(team.team_size());
+      const unsigned step_rows = step / vecs_per_row, step_vecs = step % vecs_per_row;
+      unsigned y = first / vecs_per_row, v = first % vecs_per_row;
+      for (std::uint64_t item = first; item < end; item += step) {
+        code_item<kShift>(s, rows, staged, out, counts, int(y), int(v) * kVecBytes);
+        y += step_rows;
+        v += step_vecs;
+        if (v >= vecs_per_row) {
+          v -= vecs_per_row;
+          ++y;
+        }
+      }
+      counts.merge_into(team, hist);
+    };
+    // Host backends run one thread per team (counting without atomics), a team per thread.
+    constexpr bool gpu = backend_of<Exec>() == Backend::cuda;
+    const int team_size =
+        gpu ? std::min(kTeamSize, Policy(1, Kokkos::AUTO)
+                                      .set_scratch_size(0, scratch)
+                                      .team_size_max(body, Kokkos::ParallelForTag()))
+            : 1;
+    const int resident =
+        gpu ? Exec::concurrency() / kGpuThreadsPerSm * kGpuTeamsPerSm : Exec::concurrency();
+    const std::uint64_t teams_needed = (std::uint64_t(items) + team_size - 1) / team_size;
+    const int league = int(
+        std::max<std::uint64_t>(1, std::min<std::uint64_t>(std::uint64_t(resident), teams_needed)));
+    Kokkos::deep_copy(Exec{}, hist, 0u);
+    Kokkos::parallel_for("lbp_vec", Policy(league, team_size).set_scratch_size(0, scratch), body);
+  }
+
+  // Codes, maps, counts and stores output pixels x0 to x0 + kVecBytes − 1 of row y.
+  template <int kShift, class Rows, class Tables, class Out>
+  KOKKOS_INLINE_FUNCTION static void code_item(const LbpShape& s, const Rows& rows,
+                                               const Tables& tables, const Out& out,
+                                               const Histogram& counts, int y, int x0) {
+    const int cy = y + kShift;
+    const int in_rows[3] = {clamp_coordinate(cy - 1, s.in_height), cy,
+                            clamp_coordinate(cy + 1, s.in_height)};
+    std::uint32_t lo[kVecWords][3], hi[kVecWords][3];
+    for (int r = 0; r < 3; ++r) {
+      std::uint32_t w[kWindowWords];
+      rows.window(in_rows[r], x0, w);
+      for (int k = 0; k < kVecWords; ++k) {
+        lo[k][r] = w[k];
+        hi[k][r] = w[k + 1];
+      }
+    }
+    // Pixels past the row's end (in its last item, where the output width is not a multiple of
+    // 16) are neither counted nor stored.
+    const int valid = s.out_width - x0 < kVecBytes ? s.out_width - x0 : kVecBytes;
+    // Word k holds pixels 4k to 4k + 3, one code per byte.
+    std::uint32_t values[kVecWords];
+    for (int k = 0; k < kVecWords; ++k) values[k] = lbp_codes4(lo[k], hi[k]);
+    // Plain codes are their own values and bins: a separate loop keeps the lookups out of it.
+    if (s.mapped) {
+      for (int k = 0; k < kVecWords; ++k) {
+        for (int b = 0; b < 4; ++b) {
+          std::uint8_t value;
+          int bin;
+          map_code(s, tables, std::uint8_t(values[k] >> (8 * b)), value, bin);
+          values[k] = (values[k] & ~(0xFFu << (8 * b))) | (std::uint32_t(value) << (8 * b));
+          counts.count_if(4 * k + b < valid, bin);
+        }
+      }
+    } else {
+      for (int k = 0; k < kVecWords; ++k) {
+        for (int b = 0; b < 4; ++b) {
+          counts.count_if(4 * k + b < valid, (values[k] >> (8 * b)) & 0xFFu);
+        }
+      }
+    }
+    out.store(std::size_t(y) * s.out_width + x0, values, valid);
   }
 };
 
@@ -256,7 +534,8 @@ class KokkosLbpRunner final : public Runner<Lbp> {
   typename Schedule::template State<Hist> state_;
 };
 
-// User calls prefer CUDA, then OpenMP; within a backend the team histogram.
+// User calls prefer CUDA, then OpenMP; within a backend the vector schedule, then the team
+// histogram.
 template <class Exec>
 constexpr int backend_preference() {
   switch (backend_of<Exec>()) {
@@ -290,6 +569,7 @@ void register_lbp_portable(VariantList<Lbp>& list) {
     using Exec = decltype(exec);
     portable_lbp::add_variant<Exec, portable_lbp::ScatterViewSchedule<Exec>>(list);
     portable_lbp::add_variant<Exec, portable_lbp::TeamHistSchedule<Exec>>(list);
+    portable_lbp::add_variant<Exec, portable_lbp::VectorSchedule<Exec>>(list);
   });
 }
 
