@@ -9,8 +9,9 @@
 #   report.md       the Markdown tables made from compare.jsonl
 #
 #   perf/gpu_check.sh OUTDIR [ALGO...]      (default: every algorithm in the build)
-# KBENCH_STEPS picks steps (default "tests sanitizer compare sweep"); the binaries come from
-# KBENCH_BUILD (default build/cuda); nothing is built here.
+# KBENCH_STEPS picks steps (default "tests sanitizer compare threads sweep": threads is the OpenMP
+# thread sweep, sweep the LBP size sweep); the binaries come from KBENCH_BUILD (default
+# build/cuda); nothing is built here.
 set -uo pipefail
 
 out=${1:?usage: perf/gpu_check.sh OUTDIR [ALGO...]}
@@ -18,7 +19,7 @@ shift
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${KBENCH_BUILD:-$repo/build/cuda}
 bin=$build/bin
-steps=" ${KBENCH_STEPS:-tests sanitizer compare sweep} "
+steps=" ${KBENCH_STEPS:-tests sanitizer compare threads sweep} "
 mkdir -p "$out"
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
 # The CUDA runtime the binaries link against, where the toolkit keeps it.
@@ -77,6 +78,14 @@ if [[ $steps == *" compare "* ]]; then
       "$bin/compare" --algo "$algo" --size "$case" --json "$out/compare.jsonl" \
         >>"$out/compare.log" 2>&1 || status=1
     done
+  done
+  grep -E "^(variant|cuda|kokkos)|^[a-z]+ on " "$out/compare.log" | tail -60
+fi
+
+if [[ $steps == *" threads "* ]]; then
+  echo "== OpenMP thread sweep"
+  for algo in "${algorithms[@]}"; do
+    mapfile -t cases < <("$bin/compare" --algo "$algo" --list-cases)
     sweep_case=${sweep_cases[$algo]:-${cases[-1]}}
     for threads in 1 2 4 8 16; do
       [[ $threads -le $(nproc) ]] || continue
@@ -84,10 +93,10 @@ if [[ $steps == *" compare "* ]]; then
         --backend openmp --reps 5 --json "$out/compare.jsonl" >>"$out/compare.log" 2>&1 || status=1
     done
   done
-  if command -v python3 >/dev/null; then
-    python3 "$repo/perf/report.py" "$out/compare.jsonl" --markdown "$out/report.md" || status=1
-  fi
-  grep -E "^(variant|cuda|kokkos)|^[a-z]+ on " "$out/compare.log" | tail -60
+fi
+
+if [[ $steps == *" compare "* || $steps == *" threads "* ]] && command -v python3 >/dev/null; then
+  python3 "$repo/perf/report.py" "$out/compare.jsonl" --markdown "$out/report.md" || status=1
 fi
 
 if [[ $steps == *" sweep "* && " ${algorithms[*]} " == *" lbp "* ]]; then
