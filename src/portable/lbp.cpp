@@ -347,13 +347,11 @@ template <class Exec, int kTeamSize = 256, int kMaxCopies = 32>
 struct VectorSchedule {
   static constexpr const char* name = "kokkos-vec";
   static constexpr int preference_offset = 2;
-  // GPU teams per multiprocessor of kGpuThreadsPerSm threads (Volta, A100, Hopper; concurrency()
-  // is that times the multiprocessors, GPUs with fewer threads get fewer teams): the launch bounds
-  // give 4 teams of 256 threads their registers (at most 64 each) and their scratch (about 36 KB
-  // each with 256 bins) fits, so all of them start at once; a league larger than what is resident
-  // would run a second, partly idle wave. (The native kernel, at 48 registers, fits 5.)
+  // GPU teams per multiprocessor: the launch bounds give 4 teams of 256 threads their registers
+  // (at most 64 each) and their scratch (about 36 KB each with 256 bins) fits, so all of them
+  // start at once; a league larger than what is resident would run a second, partly idle wave.
+  // (The native kernel, at 48 registers, fits 5.)
   static constexpr int kGpuTeamsPerSm = 4;
-  static constexpr int kGpuThreadsPerSm = 2048;
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<kTeamSize, kGpuTeamsPerSm>>;
   using Team = typename Policy::member_type;
   using Histogram = TeamHistogram<Exec, kMaxCopies>;
@@ -437,8 +435,8 @@ struct VectorSchedule {
                                       .set_scratch_size(0, scratch)
                                       .team_size_max(body, Kokkos::ParallelForTag()))
             : 1;
-    const int resident =
-        gpu ? Exec::concurrency() / kGpuThreadsPerSm * kGpuTeamsPerSm : Exec::concurrency();
+    const long long resident =
+        portable::resident_items<Exec>(team_size, kGpuTeamsPerSm) / team_size;
     const std::uint64_t teams_needed = (std::uint64_t(items) + team_size - 1) / team_size;
     const int league = int(
         std::max<std::uint64_t>(1, std::min<std::uint64_t>(std::uint64_t(resident), teams_needed)));
