@@ -172,6 +172,20 @@ struct ScatterViewSchedule {
   }
 };
 
+// The zeros a histogram starts from, copied in by deep_copy: a device-to-device copy (one copy
+// engine operation on GPUs), where deep_copy of the value 0 launches a fill kernel in Kokkos 3.4.
+template <class Exec, class Hist>
+class HistogramZeros {
+ public:
+  explicit HistogramZeros(const Hist& hist)
+      : zeros_("lbp histogram zeros", hist.size()) {}  // Kokkos zero-fills new views
+
+  void clear(const Hist& hist) const { Kokkos::deep_copy(Exec{}, hist, zeros_); }
+
+ private:
+  typename Hist::non_const_type zeros_;
+};
+
 // Each team codes a tile of kCols × kRows output pixels into a TeamHistogram, then adds it to the
 // result. Each thread takes 4 adjacent columns and slides down the tile: per output row it reads
 // one new input row of 6 samples and codes the 4 pixels at once in 32-bit words with lbp_codes4,
@@ -184,13 +198,11 @@ struct TeamHistSchedule {
   using Team = typename Histogram::Team;
 
   template <class Hist>
-  struct State {
-    explicit State(const Hist&) {}
-  };
+  using State = HistogramZeros<Exec, Hist>;
 
   template <class In, class Tables, class Codes, class Hist>
   static void run(const LbpShape& s, const In& in, const Tables& tables, const Codes& codes,
-                  const Hist& hist, State<Hist>&) {
+                  const Hist& hist, const State<Hist>& zeros) {
     const int tiles_x = (s.out_width + kCols - 1) / kCols;
     const int tiles = tiles_x * ((s.out_height + kRows - 1) / kRows);
     const auto scratch = Kokkos::PerTeam(Histogram::scratch_bytes(s.bins));
@@ -244,7 +256,7 @@ struct TeamHistSchedule {
         std::min(kCols / 4, Kokkos::TeamPolicy<Exec>(tiles, Kokkos::AUTO)
                                 .set_scratch_size(0, scratch)
                                 .team_size_recommended(body, Kokkos::ParallelForTag()));
-    Kokkos::deep_copy(Exec{}, hist, 0u);
+    zeros.clear(hist);
     Kokkos::parallel_for("lbp_team_hist",
                          Kokkos::TeamPolicy<Exec>(tiles, team_size).set_scratch_size(0, scratch),
                          body);
@@ -347,11 +359,11 @@ template <class Exec, int kTeamSize = 256, int kMaxCopies = 32>
 struct VectorSchedule {
   static constexpr const char* name = "kokkos-vec";
   static constexpr int preference_offset = 2;
-  // GPU teams per multiprocessor: the launch bounds give 4 teams of 256 threads their registers
-  // (at most 64 each) and their scratch (about 36 KB each with 256 bins) fits, so all of them
-  // start at once; a league larger than what is resident would run a second, partly idle wave.
-  // (The native kernel, at 48 registers, fits 5.)
-  static constexpr int kGpuTeamsPerSm = 4;
+  // GPU teams per multiprocessor: the launch bounds give 5 teams of 256 threads their registers
+  // (48 each, as the native kernel, without spilling) and their scratch (about 36 KB each with
+  // 256 bins) fits, so all of them start at once; a league larger than what is resident would run
+  // a second, partly idle wave.
+  static constexpr int kGpuTeamsPerSm = 5;
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<kTeamSize, kGpuTeamsPerSm>>;
   using Team = typename Policy::member_type;
   using Histogram = TeamHistogram<Exec, kMaxCopies>;
@@ -360,13 +372,12 @@ struct VectorSchedule {
   using Staged = Kokkos::View<std::uint8_t*, typename Exec::scratch_memory_space, Unmanaged>;
 
   template <class Hist>
-  struct State {
-    explicit State(const Hist&) {}
-  };
+  using State = HistogramZeros<Exec, Hist>;
 
   template <class In, class Tables, class Codes, class Hist>
   static void run(const LbpShape& s, const In& in, const Tables& tables, const Codes& codes,
-                  const Hist& hist, State<Hist>&) {
+                  const Hist& hist, const State<Hist>& zeros) {
+    zeros.clear(hist);
     if (s.shift == 1) {
       run_border<1>(s, in, tables, codes, hist);
     } else {
@@ -428,19 +439,14 @@ struct VectorSchedule {
       }
       counts.merge_into(team, hist);
     };
-    // Host backends run one thread per team (counting without atomics), a team per thread.
-    constexpr bool gpu = backend_of<Exec>() == Backend::cuda;
-    const int team_size =
-        gpu ? std::min(kTeamSize, Policy(1, Kokkos::AUTO)
-                                      .set_scratch_size(0, scratch)
-                                      .team_size_max(body, Kokkos::ParallelForTag()))
-            : 1;
+    // Host backends run one thread per team (counting without atomics), a team per thread; GPUs
+    // teams of kTeamSize, which the launch bounds make fit.
+    const int team_size = backend_of<Exec>() == Backend::cuda ? kTeamSize : 1;
     const long long resident =
         portable::resident_items<Exec>(team_size, kGpuTeamsPerSm) / team_size;
     const std::uint64_t teams_needed = (std::uint64_t(items) + team_size - 1) / team_size;
     const int league = int(
         std::max<std::uint64_t>(1, std::min<std::uint64_t>(std::uint64_t(resident), teams_needed)));
-    Kokkos::deep_copy(Exec{}, hist, 0u);
     Kokkos::parallel_for("lbp_vec", Policy(league, team_size).set_scratch_size(0, scratch), body);
   }
 
