@@ -117,12 +117,15 @@ Timing time_variant(const Variant<Algorithm>& variant, const typename Algorithm:
     runners.back()->sync();
   };
   add_runner();
-  // Calibrate the batch size on a single call.
+  // Calibrate the batch size on a single call. End-to-end variants are timed one waited-for call
+  // at a time, as a user makes them (their copies and streams would overlap across a batch).
   Clock::time_point t0 = Clock::now();
   runners[0]->compute();
   runners[0]->sync();
   const double single_ms = std::max(elapsed_ms(t0), 1e-4);
-  timing.batch = std::clamp(int(std::ceil(options.min_batch_ms / single_ms)), 1, 10000);
+  timing.batch = variant.end_to_end
+                     ? 1
+                     : std::clamp(int(std::ceil(options.min_batch_ms / single_ms)), 1, 10000);
   // Only batched (short) calls can find their data left in the cache by the previous call.
   if (timing.batch > 1) {
     const double footprint = std::max(1.0, Algorithm::workload(input).bytes);

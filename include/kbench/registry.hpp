@@ -33,7 +33,10 @@ const char* to_string(Backend backend);
 // One run of one variant on one input. The harness drives it as
 //   poison → upload → compute … sync → download
 // so that compute-only time (compute + sync) and time with transfers (all four) can be taken
-// apart. Host variants have nothing to upload or download.
+// apart. Host variants have nothing to upload or download. The compute() calls of different
+// runners of a variant run in call order (one queue per device, e.g. CUDA's legacy default
+// stream or Kokkos' default instance): batched timing then measures calls one after another,
+// not calls overlapping on private streams.
 template <class Algorithm>
 class Runner {
  public:

@@ -310,8 +310,9 @@ struct VecKernel {
 
 // ---- runners -----------------------------------------------------------------------------------
 
-// Device buffers of one run (pitched input and codes, histogram, tables) and the stream every
-// operation on them is queued on, so poisoning, copies and kernels stay in order.
+// Device buffers of one run (pitched input and codes, histogram, tables). Every operation is
+// queued on the legacy default stream, so poisoning, copies and kernels stay in order, and the
+// calls of different runners run one after another (Runner's contract).
 class DeviceLbp {
  public:
   explicit DeviceLbp(const LbpInput& input)
@@ -333,7 +334,7 @@ class DeviceLbp {
   }
 
   const Geometry& geometry() const { return g_; }
-  cudaStream_t stream() const { return stream_.get(); }
+  cudaStream_t stream() const { return cudaStreamLegacy; }
   void sync() const { check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize"); }
 
   void poison(std::uint8_t byte) {
@@ -363,7 +364,6 @@ class DeviceLbp {
   }
 
  private:
-  cuda::Stream stream_;
   Geometry g_;
   DeviceBuffer<std::uint8_t> in_, out_;
   DeviceBuffer<std::uint32_t> hist_;

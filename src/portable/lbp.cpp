@@ -172,20 +172,6 @@ struct ScatterViewSchedule {
   }
 };
 
-// The zeros a histogram starts from, copied in by deep_copy: a device-to-device copy (one copy
-// engine operation on GPUs), where deep_copy of the value 0 launches a fill kernel in Kokkos 3.4.
-template <class Exec, class Hist>
-class HistogramZeros {
- public:
-  explicit HistogramZeros(const Hist& hist)
-      : zeros_("lbp histogram zeros", hist.size()) {}  // Kokkos zero-fills new views
-
-  void clear(const Hist& hist) const { Kokkos::deep_copy(Exec{}, hist, zeros_); }
-
- private:
-  typename Hist::non_const_type zeros_;
-};
-
 // Each team codes a tile of kCols × kRows output pixels into a TeamHistogram, then adds it to the
 // result. Each thread takes 4 adjacent columns and slides down the tile: per output row it reads
 // one new input row of 6 samples and codes the 4 pixels at once in 32-bit words with lbp_codes4,
@@ -198,11 +184,13 @@ struct TeamHistSchedule {
   using Team = typename Histogram::Team;
 
   template <class Hist>
-  using State = HistogramZeros<Exec, Hist>;
+  struct State {
+    explicit State(const Hist&) {}
+  };
 
   template <class In, class Tables, class Codes, class Hist>
   static void run(const LbpShape& s, const In& in, const Tables& tables, const Codes& codes,
-                  const Hist& hist, const State<Hist>& zeros) {
+                  const Hist& hist, State<Hist>&) {
     const int tiles_x = (s.out_width + kCols - 1) / kCols;
     const int tiles = tiles_x * ((s.out_height + kRows - 1) / kRows);
     const auto scratch = Kokkos::PerTeam(Histogram::scratch_bytes(s.bins));
@@ -256,7 +244,7 @@ struct TeamHistSchedule {
         std::min(kCols / 4, Kokkos::TeamPolicy<Exec>(tiles, Kokkos::AUTO)
                                 .set_scratch_size(0, scratch)
                                 .team_size_recommended(body, Kokkos::ParallelForTag()));
-    zeros.clear(hist);
+    Kokkos::deep_copy(Exec{}, hist, 0u);
     Kokkos::parallel_for("lbp_team_hist",
                          Kokkos::TeamPolicy<Exec>(tiles, team_size).set_scratch_size(0, scratch),
                          body);
@@ -372,12 +360,14 @@ struct VectorSchedule {
   using Staged = Kokkos::View<std::uint8_t*, typename Exec::scratch_memory_space, Unmanaged>;
 
   template <class Hist>
-  using State = HistogramZeros<Exec, Hist>;
+  struct State {
+    explicit State(const Hist&) {}
+  };
 
   template <class In, class Tables, class Codes, class Hist>
   static void run(const LbpShape& s, const In& in, const Tables& tables, const Codes& codes,
-                  const Hist& hist, const State<Hist>& zeros) {
-    zeros.clear(hist);
+                  const Hist& hist, State<Hist>&) {
+    Kokkos::deep_copy(Exec{}, hist, 0u);
     if (s.shift == 1) {
       run_border<1>(s, in, tables, codes, hist);
     } else {
