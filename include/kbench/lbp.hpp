@@ -194,11 +194,75 @@ KBENCH_HOST_DEVICE std::uint32_t lbp_codes4(const std::uint32_t (&lo)[3],
   return (lbp_bit4<K>(lo, hi, centre) | ...);
 }
 
+#if defined(__CUDA_ARCH__)
+// On GPUs the comparisons run as pairs of fp16 numbers, on the FMA pipe, which issues twice as
+// fast as the integer pipe the SWAR comparisons above load. A sample b becomes the fp16 number
+// 1024 + b (bits 0x64bb: exact, as is all the arithmetic below). Pixels 0-1 and 2-3 are pairs A
+// and B; sample pair (i, i + 1) of a row is the fp16x2 word lbp_pair_*(i).
+
+// fp16x2 1024 + byte i, 1024 + byte i + 1 of `word` (i = 0..2).
+__device__ __forceinline__ std::uint32_t lbp_half_pair(std::uint32_t word, int i) {
+  return __byte_perm(word, 0x64646464u, unsigned(i) | 4u << 4 | unsigned(i + 1) << 8 | 4u << 12);
+}
+
+// The five sample pairs of one row the two pixel pairs read: (0,1) … (4,5).
+struct LbpRowPairs {
+  std::uint32_t p[5];
+};
+
+__device__ __forceinline__ LbpRowPairs lbp_row_pairs(std::uint32_t lo, std::uint32_t hi) {
+  const std::uint32_t mid = __funnelshift_r(lo, hi, 16);  // samples 2..5
+  return {{lbp_half_pair(lo, 0), lbp_half_pair(lo, 1), lbp_half_pair(lo, 2), lbp_half_pair(mid, 1),
+           lbp_half_pair(mid, 2)}};
+}
+
+// code + (neighbour ≥ centre ? 2^K : 0) for both pixels of a pair: neighbour + (1 − centre)
+// saturated to [0, 1] is 1 exactly when the integer difference is at least 0.
+template <int K>
+__device__ __forceinline__ std::uint32_t lbp_add_bit2(std::uint32_t code, std::uint32_t neighbour,
+                                                      std::uint32_t one_minus_centre) {
+  constexpr std::uint32_t kWeight = 0x3C00u + (std::uint32_t(K) << 10);  // fp16 2^K
+  std::uint32_t ge, sum;
+  asm("add.sat.f16x2 %0, %1, %2;" : "=r"(ge) : "r"(neighbour), "r"(one_minus_centre));
+  asm("fma.rn.f16x2 %0, %1, %2, %3;"
+      : "=r"(sum)
+      : "r"(ge), "r"(kWeight | kWeight << 16), "r"(code));
+  return sum;
+}
+
+template <int... K>
+__device__ __forceinline__ std::uint32_t lbp_codes4_half(const std::uint32_t (&lo)[3],
+                                                         const std::uint32_t (&hi)[3],
+                                                         std::integer_sequence<int, K...>) {
+  const LbpRowPairs rows[3] = {lbp_row_pairs(lo[0], hi[0]), lbp_row_pairs(lo[1], hi[1]),
+                               lbp_row_pairs(lo[2], hi[2])};
+  // 1 − (1024 + c) for the centres, samples (1, 2) and (3, 4) of the middle row.
+  constexpr std::uint32_t kOnes = 0x3C003C00u, kMinusOnes = 0xBC00BC00u;
+  std::uint32_t one_minus_a, one_minus_b;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;"
+      : "=r"(one_minus_a)
+      : "r"(rows[1].p[1]), "r"(kMinusOnes), "r"(kOnes));
+  asm("fma.rn.f16x2 %0, %1, %2, %3;"
+      : "=r"(one_minus_b)
+      : "r"(rows[1].p[3]), "r"(kMinusOnes), "r"(kOnes));
+  // Codes start at 1024 (0x6400), so each half ends as 0x64cc.
+  std::uint32_t code_a = 0x64006400u, code_b = 0x64006400u;
+  ((code_a = lbp_add_bit2<K>(code_a, rows[lbp_dy(K) + 1].p[lbp_dx(K) + 1], one_minus_a),
+    code_b = lbp_add_bit2<K>(code_b, rows[lbp_dy(K) + 1].p[lbp_dx(K) + 3], one_minus_b)),
+   ...);
+  return __byte_perm(code_a, code_b, 0x6420u);  // the low byte of each half
+}
+#endif
+
 // Codes of 4 horizontally adjacent pixels, byte i = code of pixel i. Row r (0 above, 1 through,
 // 2 below the centres) holds 8 samples in lo[r], hi[r], starting one column left of pixel 0.
 KBENCH_HOST_DEVICE std::uint32_t lbp_codes4(const std::uint32_t (&lo)[3],
                                             const std::uint32_t (&hi)[3]) {
+#if defined(__CUDA_ARCH__)
+  return lbp_codes4_half(lo, hi, std::make_integer_sequence<int, 8>{});
+#else
   return lbp_codes4(lo, hi, std::make_integer_sequence<int, 8>{});
+#endif
 }
 
 }  // namespace kbench

@@ -200,15 +200,15 @@ __device__ __forceinline__ void set_byte(std::uint32_t (&words)[kWordsPerVec], i
 // With kShift = 1 (crop) that column is ox0 + 4i, word-aligned; with kShift = 0 (clamp) it is
 // 3 bytes into the previous word. Clamp's first and last columns, whose windows leave the row,
 // are recoded through clamped reads.
-template <int kShift>
+template <int kShift, bool kMapped>
 __global__ void __launch_bounds__(kVecThreads)
     lbp_vec(const std::uint8_t* __restrict__ in, const std::uint8_t* __restrict__ tables,
             Geometry g, std::uint8_t* __restrict__ out, std::uint32_t* __restrict__ hist,
             unsigned vecs_per_row, unsigned long long items) {
-  extern __shared__ std::uint32_t counts[];  // g.bins × kHistCopies
+  extern __shared__ std::uint32_t counts[];  // (g.bins + 1 spare) × kHistCopies
   __shared__ std::uint8_t shared_tables[2 * kLbpCodes];
   for (int i = threadIdx.x; i < g.bins * kHistCopies; i += kVecThreads) counts[i] = 0;
-  stage_tables(tables, shared_tables, g.mapped);
+  stage_tables(tables, shared_tables, kMapped);
   __syncthreads();
   std::uint32_t* lane_counts = counts + threadIdx.x % kWarp;
 
@@ -260,17 +260,28 @@ __global__ void __launch_bounds__(kVecThreads)
     }
 
     std::uint32_t values[kWordsPerVec] = {codes[0], codes[1], codes[2], codes[3]};
-    const int valid = min(kVecBytes, g.out_width - ox0);
+    // Pixels past the row's end are stored into the pitch padding but not counted: only the last
+    // item of a row can have them, so the others count without a test per pixel.
+    std::uint32_t bins[kVecBytes];
 #pragma unroll
     for (int j = 0; j < kVecBytes; ++j) {
-      const std::uint32_t code = (codes[j / 4] >> (8 * (j % 4))) & 0xFFu;
-      std::uint32_t bin = code;
-      if (g.mapped) {
+      const std::uint32_t code = __byte_perm(codes[j / 4], 0, 0x4440u | unsigned(j % 4));
+      bins[j] = code;
+      if (kMapped) {
         set_byte(values, j, shared_tables[code]);
-        bin = shared_tables[kLbpCodes + code];
+        bins[j] = shared_tables[kLbpCodes + code];
       }
-      // Pixels past the row's end are stored into the pitch padding but not counted.
-      if (j < valid) atomicAdd(lane_counts + bin * kHistCopies, 1u);
+    }
+    const int valid = g.out_width - ox0;
+    if (valid >= kVecBytes) {
+#pragma unroll
+      for (int j = 0; j < kVecBytes; ++j) atomicAdd(lane_counts + bins[j] * kHistCopies, 1u);
+    } else {
+      // The others go to the spare bin after the histogram's, which is never merged.
+#pragma unroll
+      for (int j = 0; j < kVecBytes; ++j) {
+        atomicAdd(lane_counts + (j < valid ? bins[j] : unsigned(g.bins)) * kHistCopies, 1u);
+      }
     }
     *reinterpret_cast<uint4*>(out + std::size_t(oy) * g.out_pitch + ox0) =
         make_uint4(values[0], values[1], values[2], values[3]);
@@ -286,22 +297,29 @@ __global__ void __launch_bounds__(kVecThreads)
   }
 }
 
+// The instance of lbp_vec for the border and mapping of `g`.
+auto lbp_vec_for(const Geometry& g) {
+  if (g.shift) return g.mapped ? lbp_vec<1, true> : lbp_vec<1, false>;
+  return g.mapped ? lbp_vec<0, true> : lbp_vec<0, false>;
+}
+
 struct VecKernel {
   unsigned vecs_per_row;
   unsigned long long items;
   std::size_t shared_bytes;
+  decltype(lbp_vec_for(Geometry{})) kernel;
   int blocks;
 
   explicit VecKernel(const Geometry& g)
       : vecs_per_row(unsigned((g.out_width + kVecBytes - 1) / kVecBytes)),
         items((unsigned long long)vecs_per_row * unsigned(g.out_height)),
-        shared_bytes(std::size_t(g.bins) * kHistCopies * sizeof(std::uint32_t)),
-        blocks(resident_blocks(g.shift ? lbp_vec<1> : lbp_vec<0>, kVecThreads, shared_bytes,
+        shared_bytes(std::size_t(g.bins + 1) * kHistCopies * sizeof(std::uint32_t)),
+        kernel(lbp_vec_for(g)),
+        blocks(resident_blocks(kernel, kVecThreads, shared_bytes,
                                (long long)((items + kVecThreads - 1) / kVecThreads))) {}
 
   void launch(const std::uint8_t* in, const std::uint8_t* tables, const Geometry& g,
               std::uint8_t* out, std::uint32_t* hist, cudaStream_t stream) const {
-    const auto kernel = g.shift ? lbp_vec<1> : lbp_vec<0>;
     kernel<<<blocks, kVecThreads, shared_bytes, stream>>>(in, tables, g, out, hist, vecs_per_row,
                                                           items);
     check_launch("lbp_vec");
