@@ -122,7 +122,10 @@ class TeamHistogram {
     team.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, bins_), [&](int b) {
       std::uint32_t sum = 0;
-      for (int c = 0; c < copies_; ++c) sum += counts_(b * copies_ + (b + c) % copies_);
+      // One division per bin; a wrapping increment, not a run-time modulo, per copy.
+      for (int k = 0, c = b % copies_; k < copies_; ++k, c = c + 1 == copies_ ? 0 : c + 1) {
+        sum += counts_(b * copies_ + c);
+      }
       if (sum) Kokkos::atomic_add(&hist(b), sum);
     });
   }
@@ -464,22 +467,24 @@ struct VectorSchedule {
     std::uint32_t values[kVecWords];
     for (int k = 0; k < kVecWords; ++k) values[k] = lbp_codes4(lo[k], hi[k]);
     // Plain codes are their own values and bins: a separate loop keeps the lookups out of it.
+    int bins[kVecBytes];
     if (s.mapped) {
       for (int k = 0; k < kVecWords; ++k) {
         for (int b = 0; b < 4; ++b) {
           std::uint8_t value;
-          int bin;
-          map_code(s, tables, std::uint8_t(values[k] >> (8 * b)), value, bin);
+          map_code(s, tables, std::uint8_t(values[k] >> (8 * b)), value, bins[4 * k + b]);
           values[k] = (values[k] & ~(0xFFu << (8 * b))) | (std::uint32_t(value) << (8 * b));
-          counts.count_if(4 * k + b < valid, bin);
         }
       }
     } else {
-      for (int k = 0; k < kVecWords; ++k) {
-        for (int b = 0; b < 4; ++b) {
-          counts.count_if(4 * k + b < valid, (values[k] >> (8 * b)) & 0xFFu);
-        }
-      }
+      for (int j = 0; j < kVecBytes; ++j) bins[j] = int((values[j / 4] >> (8 * (j % 4))) & 0xFFu);
+    }
+    // Only a row's last item can have pixels past the row's end: the others count without a
+    // test per pixel.
+    if (valid == kVecBytes) {
+      for (int j = 0; j < kVecBytes; ++j) counts.count(bins[j]);
+    } else {
+      for (int j = 0; j < kVecBytes; ++j) counts.count_if(j < valid, bins[j]);
     }
     out.store(std::size_t(y) * s.out_width + x0, values, valid);
   }
