@@ -77,6 +77,12 @@ KOKKOS_INLINE_FUNCTION void map_code(const LbpShape& s, const Tables& tables, st
   bin = s.mapped ? int(tables(kLbpCodes + code)) : int(code);
 }
 
+// The per-runner state of schedules that keep none between calls.
+template <class Hist>
+struct Stateless {
+  explicit Stateless(const Hist&) {}
+};
+
 // A histogram in team scratch with up to kMaxCopies interleaved copies (bin b of copy c at
 // b × copies + c), thread r counting into copy r mod copies: threads that code the same value at
 // the same time (flat regions) then update different words. A team of one thread needs no
@@ -187,9 +193,7 @@ struct TeamHistSchedule {
   using Team = typename Histogram::Team;
 
   template <class Hist>
-  struct State {
-    explicit State(const Hist&) {}
-  };
+  using State = Stateless<Hist>;
 
   template <class In, class Tables, class Codes, class Hist>
   static void run(const LbpShape& s, const In& in, const Tables& tables, const Codes& codes,
@@ -363,9 +367,7 @@ struct VectorSchedule {
   using Staged = Kokkos::View<std::uint8_t*, typename Exec::scratch_memory_space, Unmanaged>;
 
   template <class Hist>
-  struct State {
-    explicit State(const Hist&) {}
-  };
+  using State = Stateless<Hist>;
 
   template <class In, class Tables, class Codes, class Hist>
   static void run(const LbpShape& s, const In& in, const Tables& tables, const Codes& codes,
