@@ -604,10 +604,13 @@ class E2eSyncRunner final : public Runner<Conv> {
 
 // End to end, the report's asynchronous version: planar pinned buffers and one stream per
 // channel, each copying its plane in, convolving it and copying it out, so one channel's copies
-// overlap another's kernel. A gray image is cut into bands of rows instead, each stored on the
-// device with the halo rows its outputs read, so bands need no other band's copy.
+// overlap another's kernel. With kPlaneBands > 1 each plane is also cut into bands of rows, one
+// stream each, so that less of the copying waits at either end; a gray image is always cut into at
+// least kGrayBands. A band is stored on the device with the halo rows its outputs read, so it
+// needs no other band's copy.
 constexpr int kGrayBands = 4;
 
+template <int kPlaneBands>
 class E2eStreamsRunner final : public Runner<Conv> {
  public:
   explicit E2eStreamsRunner(const ConvInput& input)
@@ -621,7 +624,8 @@ class E2eStreamsRunner final : public Runner<Conv> {
     const PlanarImageU8 planar = to_planar(input.image);
     std::memcpy(host_in_.get(), planar.data.data(), host_in_.bytes());
 
-    const int bands = g_.channels == 1 ? std::min(kGrayBands, g_.out_height) : 1;
+    const int bands =
+        std::min(g_.channels == 1 ? std::max(kPlaneBands, kGrayBands) : kPlaneBands, g_.out_height);
     const int taps = g_.mask_size - 1;
     std::size_t in_rows = 0;
     for (int c = 0; c < g_.channels; ++c) {
@@ -745,7 +749,8 @@ void register_conv_native_cuda(VariantList<Conv>& list) {
   list.push_back(native_cuda_variant<U8VecRunner<VecShape<16>>>("cuda-u8-vec-w16", false));
   list.push_back(native_cuda_variant<U8VecRunner<VecShape<24>>>("cuda-u8-vec-w24", false));
   list.push_back(native_cuda_variant<E2eSyncRunner>("cuda-e2e-sync", true));
-  list.push_back(native_cuda_variant<E2eStreamsRunner>("cuda-e2e-streams", true));
+  list.push_back(native_cuda_variant<E2eStreamsRunner<1>>("cuda-e2e-streams", true));
+  list.push_back(native_cuda_variant<E2eStreamsRunner<4>>("cuda-e2e-streams-b4", true));
 }
 
 }  // namespace kbench
