@@ -94,3 +94,69 @@ TEST_CASE("the user calls prefer the layers the docs promise", "[registry]") {
   CHECK(best_variant<Lbp>(input, true).layer == Layer::native_cuda);
 #endif
 }
+
+namespace {
+
+// A stand-in algorithm whose runners log which runner each compute() call went to.
+struct Logged {
+  static constexpr const char* name = "logged";
+  struct Input {
+    std::vector<int>* calls;  // runner index per compute() call
+  };
+  using Output = int;
+  static Workload workload(const Input&) { return {1024.0, 1.0, "op"}; }
+};
+
+class LoggedRunner final : public Runner<Logged> {
+ public:
+  explicit LoggedRunner(const Logged::Input& input) : calls_(input.calls), index_(next_index_++) {}
+  void poison(std::uint8_t) override {}
+  void compute() override { calls_->push_back(index_); }
+  void download(int& out) override { out = index_; }
+  static void reset() { next_index_ = 0; }
+
+ private:
+  std::vector<int>* calls_;
+  int index_;
+  static inline int next_index_ = 0;
+};
+
+Variant<Logged> logged_variant(bool end_to_end) {
+  return {"logged", Layer::native_cuda, Backend::cuda, end_to_end, make_runner<LoggedRunner>, {},
+          0};
+}
+
+}  // namespace
+
+TEST_CASE("short compute-only calls are batched over rotated runners, in call order",
+          "[registry]") {
+  std::vector<int> calls;
+  LoggedRunner::reset();
+  TimingOptions options;
+  options.reps = 3;
+  const Timing timing = time_variant(logged_variant(false), Logged::Input{&calls}, options);
+  CHECK(timing.has_compute);
+  CHECK(timing.batch > 1);
+  // 1 KiB of work: rotation up to the cap, so no call finds the previous one's data in cache.
+  CHECK(timing.rotation == options.max_rotation);
+  // After the runners' warm-up calls and the calibration call, each timed batch visits the
+  // runners round-robin, one call after another.
+  const std::size_t timed = std::size_t(timing.reps) * timing.batch;
+  REQUIRE(calls.size() >= timed);
+  const std::size_t first = calls.size() - timed - std::size_t(timing.reps);  // e2e calls follow
+  for (std::size_t k = 0; k < std::size_t(timing.batch); ++k) {
+    CHECK(calls[first + k] == int(k % std::size_t(timing.rotation)));
+  }
+}
+
+TEST_CASE("end-to-end variants are timed one call at a time", "[registry]") {
+  std::vector<int> calls;
+  LoggedRunner::reset();
+  TimingOptions options;
+  options.reps = 3;
+  const Timing timing = time_variant(logged_variant(true), Logged::Input{&calls}, options);
+  CHECK(timing.has_end_to_end);
+  CHECK_FALSE(timing.has_compute);
+  CHECK(timing.batch == 1);
+  CHECK(timing.rotation == 1);
+}
