@@ -99,7 +99,6 @@ namespace {
 
 // A stand-in algorithm whose runners log which runner each compute() call went to.
 struct Logged {
-  static constexpr const char* name = "logged";
   struct Input {
     std::vector<int>* calls;  // runner index per compute() call
   };
