@@ -120,9 +120,14 @@ class LoggedRunner final : public Runner<Logged> {
   static inline int next_index_ = 0;
 };
 
-Variant<Logged> logged_variant(bool end_to_end) {
-  return {"logged", Layer::native_cuda, Backend::cuda, end_to_end, make_runner<LoggedRunner>, {},
-          0};
+// Times a logged variant with fresh runners and 3 reps; `calls` receives the runner of every
+// call.
+Timing time_logged(bool end_to_end, TimingOptions options, std::vector<int>& calls) {
+  LoggedRunner::reset();
+  options.reps = 3;
+  const Variant<Logged> variant{
+      "logged", Layer::native_cuda, Backend::cuda, end_to_end, make_runner<LoggedRunner>, {}, 0};
+  return time_variant(variant, Logged::Input{&calls}, options);
 }
 
 }  // namespace
@@ -130,10 +135,8 @@ Variant<Logged> logged_variant(bool end_to_end) {
 TEST_CASE("short compute-only calls are batched over rotated runners, in call order",
           "[registry]") {
   std::vector<int> calls;
-  LoggedRunner::reset();
-  TimingOptions options;
-  options.reps = 3;
-  const Timing timing = time_variant(logged_variant(false), Logged::Input{&calls}, options);
+  const TimingOptions options;
+  const Timing timing = time_logged(false, options, calls);
   CHECK(timing.has_compute);
   CHECK(timing.batch > 1);
   // 1 KiB of work: rotation up to the cap, so no call finds the previous one's data in cache.
@@ -150,10 +153,7 @@ TEST_CASE("short compute-only calls are batched over rotated runners, in call or
 
 TEST_CASE("end-to-end variants are timed one call at a time", "[registry]") {
   std::vector<int> calls;
-  LoggedRunner::reset();
-  TimingOptions options;
-  options.reps = 3;
-  const Timing timing = time_variant(logged_variant(true), Logged::Input{&calls}, options);
+  const Timing timing = time_logged(true, TimingOptions{}, calls);
   CHECK(timing.has_end_to_end);
   CHECK_FALSE(timing.has_compute);
   CHECK(timing.batch == 1);
