@@ -282,10 +282,20 @@ void poison_device(void* data, std::size_t bytes, std::uint8_t byte) {
   if (bytes) check(cudaMemset(data, byte, bytes), "cudaMemset(poison)");
 }
 
-SadMatch download_best(const Key* best, int map_width) {
+// The best match and, when wanted, the map from the device into `out`.
+void download_result(const SadShape& shape, const Key* best, const DeviceBuffer<std::int32_t>& map,
+                     bool want_map, SadResult& out) {
   Key key = 0;
   check(cudaMemcpy(&key, best, sizeof key, cudaMemcpyDeviceToHost), "cudaMemcpy(sad best)");
-  return match_from_key(key, map_width);
+  out.map_width = shape.map_width;
+  out.map_height = shape.map_height;
+  out.best = match_from_key(key, shape.map_width);
+  out.map.clear();
+  if (want_map) {
+    out.map.resize(map.size());
+    check(cudaMemcpy(out.map.data(), map.get(), map.bytes(), cudaMemcpyDeviceToHost),
+          "cudaMemcpy(sad map)");
+  }
 }
 
 // Kernels that write the map (global, shared), then the argmin kernel over it.
@@ -317,15 +327,7 @@ class MapRunner final : public Runner<Sad> {
   }
   void sync() override { check(cudaDeviceSynchronize(), "sad kernels"); }
   void download(SadResult& out) override {
-    out.map_width = shape_.map_width;
-    out.map_height = shape_.map_height;
-    out.best = download_best(best_.get(), shape_.map_width);
-    out.map.clear();
-    if (input_.params.want_map) {
-      out.map.resize(map_.size());
-      check(cudaMemcpy(out.map.data(), map_.get(), map_.bytes(), cudaMemcpyDeviceToHost),
-            "cudaMemcpy(sad map)");
-    }
+    download_result(shape_, best_.get(), map_, input_.params.want_map, out);
   }
 
  private:
@@ -409,15 +411,7 @@ class RegblockRunner final : public Runner<Sad> {
   }
   void sync() override { check(cudaDeviceSynchronize(), "sad regblock kernel"); }
   void download(SadResult& out) override {
-    out.map_width = shape_.map_width;
-    out.map_height = shape_.map_height;
-    out.best = download_best(best_.get(), shape_.map_width);
-    out.map.clear();
-    if (want_map_) {
-      out.map.resize(map_.size());
-      check(cudaMemcpy(out.map.data(), map_.get(), map_.bytes(), cudaMemcpyDeviceToHost),
-            "cudaMemcpy(sad map)");
-    }
+    download_result(shape_, best_.get(), map_, want_map_, out);
   }
 
  private:
