@@ -7,7 +7,6 @@
 // Masks of size 3 get compile-time unrolled code; other sizes use the run-time loop.
 // A fourth schedule, the band walk, runs the native CUDA kernel's register-level arithmetic
 // (kbench/conv_band.hpp) for 3×3 masks.
-#include <cstring>
 #include <memory>
 
 #include "kbench/conv.hpp"
@@ -144,15 +143,6 @@ struct TeamTiledSchedule {
   }
 };
 
-// A byte as a float without an int→float conversion instruction: 2^23 + b has b in its low
-// mantissa bits.
-KOKKOS_INLINE_FUNCTION float byte_to_float(std::uint32_t word, int byte) {
-  const std::uint32_t bits = 0x4B000000u | ((word >> (8 * byte)) & 0xFFu);
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f - 8388608.f;
-}
-
 // The bytes of one input row that a run of kBytes output bytes needs with kC channels: kLead
 // before the run's first byte (kC for clamp, 0 for crop, whose output is shifted by the radius)
 // and kSpan in all.
@@ -186,7 +176,7 @@ struct WordRowLoader {
       const std::uint32_t aligned =
           offset ? (words[w] >> offset) | (words[w + 1] << (32 - offset)) : words[w];
       for (int b = 0; b < 4 && 4 * w + b < Window::kSpan; ++b)
-        v[4 * w + b] = byte_to_float(aligned, b);
+        v[4 * w + b] = conv_band::byte_to_float(aligned, b);
     }
   }
 };
@@ -215,7 +205,7 @@ struct VectorRowLoader {
     for (int w = 0; w < kTrailWords; ++w) bytes[kLeadWords + 4 + w] = in_words(at / 4 + 4 + w);
     constexpr int kFirst = 4 * kLeadWords - Window::kLead;  // the window's first byte in bytes[]
     for (int t = 0; t < Window::kSpan; ++t) {
-      v[t] = byte_to_float(bytes[(kFirst + t) / 4], (kFirst + t) % 4);
+      v[t] = conv_band::byte_to_float(bytes[(kFirst + t) / 4], (kFirst + t) % 4);
     }
   }
 };
