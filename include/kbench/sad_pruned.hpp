@@ -1,0 +1,118 @@
+#pragma once
+// Exact bound-pruned template matching: the argmin of the SAD map (kbench/sad.hpp), bit for bit
+// and under the same tie rule (sad_key), found without finishing the SAD of most positions.
+//
+// Anderson, Kirtzic, Daescu, "Applying Parallel Design Techniques to Template Matching with
+// GPUs": with x the query and y_i the query-sized window at position i (as vectors),
+//   E_i = |x − y_i|₁ ≥ l_i = | |x|₁ − |y_i|₁ |          (the norm bound, InitBounds)
+// the window with the smallest l_i gives a first exact SAD E_guess (FindBestInitMatch), and
+// every window with l_i > E_guess is discarded. The survivors are refined with the strip bounds
+// of Tombari, Mattoccia, Di Stefano, "Full-search-equivalent pattern matching with incremental
+// dissimilarity approximations" (IEEE PAMI 2009): the query is cut into S horizontal strips,
+// and after the exact SAD of strips 0..j
+//   l_i = Σ_{k≤j} SAD_k(y_i) + Σ_{k>j} | |x_k|₁ − |y_{i,k}|₁ |,
+// which grows towards E_i strip by strip. Each finished window lowers E_guess; a window leaves
+// as soon as l_i > E_guess. Windows whose bound equals E_guess stay, so ties resolve exactly as
+// in full search.
+//
+// Exactness: the true argmin w has l_w ≤ E_w ≤ E_guess at every step, so it is never discarded
+// and its key enters the final minimum; every other window that could tie it is kept likewise.
+
+#include <cstdint>
+#include <vector>
+
+#include "kbench/host_device.hpp"
+#include "kbench/image.hpp"
+#include "kbench/registry.hpp"
+#include "kbench/sad.hpp"
+
+namespace kbench {
+
+// How far pruning got, per run. after_strip[k] counts the windows still alive after the exact
+// SAD of strips 0..k (the last entry: windows whose exact SAD was finished). Variants that
+// refine all survivors concurrently against a shared, falling E_guess (the GPU ones) count what
+// their schedule did, which can vary slightly from run to run; the first two figures cannot.
+struct PruneStats {
+  std::uint64_t windows = 0;       // map positions
+  std::uint64_t after_bounds = 0;  // windows left by the first bounds (the paper's step 3)
+  std::vector<std::uint64_t> after_strip;
+  bool full_search = false;  // the adaptive switch found too few pruned and searched in full
+};
+
+struct SadPrunedResult {
+  SadMatch best;
+  PruneStats stats;
+};
+
+// Equal best match and deterministic statistics (windows, after_bounds, full_search).
+bool operator==(const SadPrunedResult& a, const SadPrunedResult& b);
+
+// The sad-pruned algorithm as the registry sees it. The input is sad's, argmin only (want_map
+// false, top_k 1).
+struct SadPruned {
+  static constexpr const char* name = "sad-pruned";
+  using Input = SadInput;
+  using Output = SadPrunedResult;
+  // The full-search argmin.
+  using Reference = SadMatch;
+
+  // sad's plain full search (Sad::reference); compare computes it faster for large cases.
+  static Reference reference(const Input& input);
+  // The same best position and score, bit for bit.
+  static CheckResult check(const Input& input, const Reference& reference, const Output& out);
+  // What full search would move and compute, so that throughput reads as full-search
+  // equivalent byte-SADs per second.
+  static Workload workload(const Input& input);
+};
+
+// Throws Error for what validate_sad_input refuses and for inputs that ask for the map or
+// top-k above 1 (pruning answers the argmin only).
+SadShape validate_sad_pruned_input(const SadInput& input);
+
+// --- Shared by every layer -------------------------------------------------------------------
+
+// Query rows per strip (the last strip takes the remainder).
+constexpr int kPruneStripRows = 16;
+// The GPU and OpenMP variants search in full when more than this fraction of the windows
+// survive the first bounds: refining that many costs more than full search.
+constexpr double kPruneFullSearchFraction = 0.05;
+
+struct StripLayout {
+  int count = 0;  // S
+  int rows = 0;   // rows of every strip but the last
+  int query_rows = 0;
+
+  KBENCH_HOST_DEVICE int begin(int k) const { return k * rows; }
+  KBENCH_HOST_DEVICE int end(int k) const { return k + 1 < count ? (k + 1) * rows : query_rows; }
+};
+StripLayout strip_layout(const SadShape& s);
+
+// |a − b| of two unsigned sums.
+KBENCH_HOST_DEVICE std::uint32_t abs_difference(std::uint32_t a, std::uint32_t b) {
+  return a > b ? a - b : b - a;
+}
+
+// Per strip of the query, the sum of its bytes |x_k|₁.
+std::vector<std::uint32_t> query_strip_sums(const ImageU8& query, const StripLayout& strips);
+
+// A summed-area table of a gray image, (height + 1) × (width + 1) u32 with a zero first row and
+// column. Sums wrap modulo 2^32, and box sums taken from it as differences are still exact
+// because every box the algorithm asks for sums to less than 2^31 (validate_sad_input).
+std::vector<std::uint32_t> integral_image(const ImageU8& image);
+
+KBENCH_HOST_DEVICE std::uint32_t box_sum(const std::uint32_t* integral, std::size_t pitch, int y0,
+                                         int x0, int y1, int x1) {
+  return integral[std::size_t(y1) * pitch + x1] - integral[std::size_t(y1) * pitch + x0] -
+         integral[std::size_t(y0) * pitch + x1] + integral[std::size_t(y0) * pitch + x0];
+}
+
+// A photo-like gray scene for pruning studies (random noise is the norm bounds' worst case,
+// photos are not): smooth shading, hard-edged shapes with flat, graded or textured fills,
+// gratings and a fine grain; deterministic from the seed.
+ImageU8 photo_like_scene(int width, int height, std::uint64_t seed);
+// A query cut from `target` at a seeded position with Gaussian noise of standard deviation
+// `sigma` added and clamped to 0..255 (the paper's σ); cut.score is the SAD at the cut.
+SadCase cut_sad_case_gaussian(const ImageU8& target, int query_width, int query_height,
+                              std::uint64_t seed, double sigma);
+
+}  // namespace kbench
