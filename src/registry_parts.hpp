@@ -5,6 +5,7 @@
 #include "kbench/lbp.hpp"
 #include "kbench/registry.hpp"
 #include "kbench/sad.hpp"
+#include "kbench/sad_pruned.hpp"
 
 namespace kbench {
 
@@ -27,6 +28,13 @@ void register_sad_native_cpu(VariantList<Sad>& list);
 void register_sad_portable(VariantList<Sad>& list);
 #if defined(KBENCH_HAVE_CUDA)
 void register_sad_native_cuda(VariantList<Sad>& list);
+#endif
+
+void register_sad_pruned_sequential(VariantList<SadPruned>& list);
+void register_sad_pruned_native_cpu(VariantList<SadPruned>& list);
+void register_sad_pruned_portable(VariantList<SadPruned>& list);
+#if defined(KBENCH_HAVE_CUDA)
+void register_sad_pruned_native_cuda(VariantList<SadPruned>& list);
 #endif
 
 }  // namespace kbench

@@ -7,6 +7,7 @@
 #include "kbench/lbp.hpp"
 #include "kbench/registry.hpp"
 #include "kbench/sad.hpp"
+#include "kbench/sad_pruned.hpp"
 
 using namespace kbench;
 
@@ -57,6 +58,9 @@ TEST_CASE("variant names are unique and every host layer is present", "[registry
   }
   SECTION("sad") {
     check_variant_list<Sad>();
+  }
+  SECTION("sad-pruned") {
+    check_variant_list<SadPruned>();
   }
 }
 

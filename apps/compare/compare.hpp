@@ -35,6 +35,9 @@ struct Case {
   std::string reference_source;
   // A non-empty reason keeps a variant from running on this case; its row prints the reason.
   std::function<std::string(const Variant<Algorithm>&)> skip;
+  // What a correct variant's output says beyond right or wrong (e.g. how much was pruned):
+  // printed under the table and written to the JSON line as "summary".
+  std::function<std::string(const typename Algorithm::Output&)> summary;
 };
 
 // Runs the comparison; returns the process exit status (non-zero when a variant is wrong or

@@ -21,7 +21,7 @@ inline bool selected(const std::vector<std::string>& filter, const std::string& 
 }
 
 struct Row {
-  std::string variant, layer, backend, status, detail;
+  std::string variant, layer, backend, status, detail, summary;
   Timing timing;
   double max_error = 0;
 };
@@ -59,7 +59,7 @@ int run(const Options& options, const Case<Algorithm>& problem) {
       continue;
     }
     if (v.backend == Backend::cuda && !have_gpu) continue;
-    Row row{v.name, to_string(v.layer), to_string(v.backend), "ok", "", {}, 0};
+    Row row{v.name, to_string(v.layer), to_string(v.backend), "ok", "", "", {}, 0};
     const std::string skip_reason = problem.skip ? problem.skip(v) : std::string();
     if (!skip_reason.empty()) {
       row.status = "skipped";
@@ -79,6 +79,7 @@ int run(const Options& options, const Case<Algorithm>& problem) {
       const auto out = run_checked(v, problem.input);
       const CheckResult check = Algorithm::check(problem.input, reference, out);
       row.max_error = check.max_error;
+      if (check.ok && problem.summary) row.summary = problem.summary(out);
       if (!check.ok) {
         row.status = "WRONG";
         row.detail = check.detail;
@@ -150,9 +151,17 @@ int run(const Options& options, const Case<Algorithm>& problem) {
       if (speedup > 0) line.add("speedup_vs_sequential", speedup);
       line.add("max_error", row.max_error).add("threads", host_threads());
       line.add("device", row.backend == "cuda" ? gpu_name() : cpu_name());
+      if (!row.summary.empty()) line.add("summary", row.summary);
       line.add("date", date).add("commit", build_commit());
       json << line.str() << '\n';
     }
+  }
+  bool summary_title = false;
+  for (const Row& row : rows) {
+    if (row.summary.empty()) continue;
+    if (!summary_title) std::printf("\n");
+    summary_title = true;
+    std::printf("%-26s %s\n", row.variant.c_str(), row.summary.c_str());
   }
   return failures == 0 ? 0 : 1;
 }

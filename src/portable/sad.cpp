@@ -14,17 +14,13 @@
 
 #include "kbench/sad.hpp"
 #include "portable/kokkos_support.hpp"
+#include "portable/sad_team.hpp"
 
 // Named (not anonymous) namespace: CUDA extended lambdas may not live in internal-linkage
 // functions.
 namespace kbench::portable_sad {
 
 using portable::backend_of;
-using portable::InputBuffer;
-using portable::OutputBuffer;
-
-template <class Exec>
-using MapView = typename OutputBuffer<std::int32_t, Exec>::View;
 
 template <class Exec>
 std::uint64_t map_argmin(const MapView<Exec>& map) {
@@ -77,186 +73,6 @@ struct MDRangeMethod {
   }
 
   InputBuffer<std::uint8_t, Exec> target, query;
-};
-
-// Team tiling: kTileRows map rows × kGroups work items of 4·kWords positions each.
-constexpr int kWords = 8;
-constexpr int kPositions = 4 * kWords;
-// 8 × 32 positions (256 columns) per tile row keep the idle columns of the last tile few.
-constexpr int kTileRows = 16;
-constexpr int kGroups = 8;
-constexpr int kItems = kTileRows * kGroups;
-constexpr int kMaxChunkRows = 16;
-static_assert(32 % kWords == 0, "a work item's words never straddle a skew step");
-
-// Staged target rows skip one word every 32, so the kGroups work items of a tile row, kWords
-// words apart, read distinct shared-memory banks; a row stride of 2 mod kWords words puts the
-// next tile rows (the rest of a CUDA warp) on other banks.
-KOKKOS_INLINE_FUNCTION int skewed(int x) {
-  return x + x / 32;
-}
-
-struct TeamGeometry {
-  SadShape s;
-  int query_words;  // packed words per query row
-  int tiles_x, tiles_y;
-  int strip_words;  // target words a tile row reads: its items' positions plus the query width
-  int row_stride;   // staged words per target row, skew included
-  int pitch_words;  // packed words per target row on the device (every tile's strip in bounds)
-  int chunk_rows;   // query rows staged at once; 0 when even one does not fit in scratch
-};
-
-template <class Exec>
-using Scratch = Kokkos::View<std::uint32_t*, typename Exec::scratch_memory_space,
-                             Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-
-// Team scratch for the sums of a tile, `rows` query rows and the target rows they meet.
-template <class Exec>
-std::size_t team_scratch_bytes(const TeamGeometry& g, int rows) {
-  return Scratch<Exec>::shmem_size(kItems * kPositions) +
-         Scratch<Exec>::shmem_size(std::size_t(rows) * g.query_words) +
-         Scratch<Exec>::shmem_size(std::size_t(kTileRows + rows - 1) * g.row_stride);
-}
-
-template <class Exec>
-TeamGeometry team_geometry(const SadShape& s) {
-  TeamGeometry g{s, words_for(s.query_width), 0, 0, 0, 0, 0, 0};
-  const int tile_words = kGroups * kWords;
-  g.tiles_x = (s.map_width + kPositions * kGroups - 1) / (kPositions * kGroups);
-  g.tiles_y = (s.map_height + kTileRows - 1) / kTileRows;
-  g.strip_words = tile_words + (g.query_words + kWords - 1) / kWords * kWords + kWords;
-  const int staged = skewed(g.strip_words - 1) + 1;
-  g.row_stride = staged + (kWords + 2 - staged % kWords) % kWords;
-  g.pitch_words = (g.tiles_x - 1) * tile_words + g.strip_words;
-  const std::size_t limit = std::size_t(Kokkos::TeamPolicy<Exec>::scratch_size_max(0));
-  for (int rows = std::min(kMaxChunkRows, s.query_height); rows >= 1; --rows) {
-    if (team_scratch_bytes<Exec>(g, rows) <= limit) {
-      g.chunk_rows = rows;
-      break;
-    }
-  }
-  return g;
-}
-
-template <class View>
-struct StagedTarget {
-  View words;
-  int row_offset;  // first staged word of the target row
-  int first;       // the work item's first word in the row
-  KOKKOS_INLINE_FUNCTION void load(int x, std::uint32_t (&out)[kWords]) const {
-    for (int q = 0; q < kWords; ++q) out[q] = words(row_offset + skewed(first + x + q));
-  }
-};
-
-template <class View>
-struct StagedQuery {
-  View words;
-  int row_offset;
-  KOKKOS_INLINE_FUNCTION std::uint32_t operator()(int w) const { return words(row_offset + w); }
-};
-
-template <class Exec, bool kWriteMap>
-std::uint64_t team_sad(const TeamGeometry& g,
-                       const typename InputBuffer<std::uint32_t, Exec>::View& target,
-                       const typename InputBuffer<std::uint32_t, Exec>::View& query,
-                       const MapView<Exec>& map) {
-  using Policy = Kokkos::TeamPolicy<Exec>;
-  using Team = typename Policy::member_type;
-  using Scratch = portable_sad::Scratch<Exec>;
-  const int chunk = g.chunk_rows;
-  const auto kernel = KOKKOS_LAMBDA(const Team& team, std::uint64_t& best) {
-    Scratch sums(team.team_scratch(0), kItems * kPositions);  // [position][item]
-    Scratch query_rows(team.team_scratch(0), std::size_t(chunk) * g.query_words);
-    Scratch target_rows(team.team_scratch(0), std::size_t(kTileRows + chunk - 1) * g.row_stride);
-    const int i0 = (team.league_rank() / g.tiles_x) * kTileRows;
-    const int x0 = (team.league_rank() % g.tiles_x) * kGroups * kWords;  // tile's first word
-    const int rows = g.s.map_height - i0 < kTileRows ? g.s.map_height - i0 : kTileRows;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kItems * kPositions),
-                         [&](int e) { sums(e) = 0; });
-    for (int k0 = 0; k0 < g.s.query_height; k0 += chunk) {
-      const int chunk_rows = g.s.query_height - k0 < chunk ? g.s.query_height - k0 : chunk;
-      team.team_barrier();  // the previous chunk is done with the staged rows
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, chunk_rows * g.query_words), [&](int e) {
-        query_rows(e) = query(std::size_t(k0) * g.query_words + e);
-      });
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (rows + chunk_rows - 1) * g.strip_words),
-                           [&](int e) {
-                             const int row = e / g.strip_words, x = e % g.strip_words;
-                             target_rows(row * g.row_stride + skewed(x)) =
-                                 target(std::size_t(i0 + k0 + row) * g.pitch_words + x0 + x);
-                           });
-      team.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kItems), [&](int item) {
-        const int tr = item / kGroups, group = item % kGroups;
-        if (tr >= rows || (x0 + group * kWords) * 4 >= g.s.map_width) return;
-        std::uint32_t acc[kPositions];
-        for (int p = 0; p < kPositions; ++p) acc[p] = sums(p * kItems + item);
-        for (int kk = 0; kk < chunk_rows; ++kk) {
-          accumulate_sad_row<kWords>(
-              StagedTarget<Scratch>{target_rows, (tr + kk) * g.row_stride, group * kWords},
-              StagedQuery<Scratch>{query_rows, kk * g.query_words}, g.s.query_width, acc);
-        }
-        for (int p = 0; p < kPositions; ++p) sums(p * kItems + item) = acc[p];
-      });
-    }
-    team.team_barrier();
-    std::uint64_t team_best = kNoSadKey;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, kItems),
-        [&](int item, std::uint64_t& partial) {
-          const int i = i0 + item / kGroups;
-          const int j0 = (x0 + (item % kGroups) * kWords) * 4;
-          if (i >= g.s.map_height) return;
-          for (int p = 0; p < kPositions && j0 + p < g.s.map_width; ++p) {
-            const std::int32_t score = std::int32_t(sums(p * kItems + item));
-            const std::size_t index = std::size_t(i) * g.s.map_width + j0 + p;
-            if (kWriteMap) map(index) = score;
-            partial = sad_min(partial, sad_key(score, std::uint32_t(index)));
-          }
-        },
-        Kokkos::Min<std::uint64_t>(team_best));
-    best = sad_min(best, team_best);
-  };
-  const std::size_t scratch = team_scratch_bytes<Exec>(g, chunk);
-  std::uint64_t best = kNoSadKey;
-  const Kokkos::Min<std::uint64_t> reducer(best);
-  const int team_size =
-      std::min(kItems, Policy(1, 1)
-                           .set_scratch_size(0, Kokkos::PerTeam(scratch))
-                           .team_size_max(kernel, reducer, Kokkos::ParallelReduceTag()));
-  Kokkos::parallel_reduce(
-      kWriteMap ? "sad_team" : "sad_fused",
-      Policy(g.tiles_x * g.tiles_y, team_size).set_scratch_size(0, Kokkos::PerTeam(scratch)),
-      kernel, reducer);
-  return best;
-}
-
-template <class Exec, bool kWriteMap>
-struct TeamMethod {
-  static constexpr const char* name = kWriteMap ? "kokkos-team" : "kokkos-fused";
-  static constexpr bool writes_map = kWriteMap;
-  static bool fits(const SadShape& s) { return team_geometry<Exec>(s).chunk_rows > 0; }
-
-  TeamMethod(const SadInput& input, const SadShape& s)
-      : g(team_geometry<Exec>(s)),
-        packed_target(pack_rows(input.target, g.pitch_words, s.target_height)),
-        packed_query(pack_rows(input.query, g.query_words, s.query_height)),
-        target(packed_target.data(), packed_target.size(), "sad packed target"),
-        query(packed_query.data(), packed_query.size(), "sad packed query") {
-    if (g.chunk_rows == 0)
-      throw Error(std::string(name) + ": the query is too wide for team scratch");
-  }
-  void upload() {
-    target.upload();
-    query.upload();
-  }
-  std::uint64_t run(const SadShape&, const MapView<Exec>& map) const {
-    return team_sad<Exec, kWriteMap>(g, target.view(), query.view(), map);
-  }
-
-  TeamGeometry g;
-  std::vector<std::uint32_t> packed_target, packed_query;
-  InputBuffer<std::uint32_t, Exec> target, query;
 };
 
 template <class Exec, class Method>

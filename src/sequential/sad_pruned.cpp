@@ -1,0 +1,87 @@
+// Sequential sad-pruned: the paper's flow on one core (its Figs. 3-5: InitBounds,
+// FindBestInitMatch, prune, refine), and the same flow with Tombari et al.'s strip bound from the
+// start instead of the whole-window norm bound.
+#include <algorithm>
+
+#include "sequential/sad_pruned_host.hpp"
+
+namespace kbench {
+namespace {
+
+using host_pruned::Problem;
+
+enum class FirstBound { norm, strips };
+
+struct Survivor {
+  std::uint32_t index;
+  std::uint32_t exact;  // Σ of the strips' exact SADs so far
+  std::uint32_t rest;   // Σ of the remaining strips' norm terms
+};
+
+template <FirstBound kFirst>
+std::uint64_t paper_flow(const Problem& p, PruneStats& stats) {
+  const SadShape& s = p.s;
+  // InitBounds.
+  std::vector<std::uint32_t> bounds = allocate_samples<std::uint32_t>(s.map_size(), "bounds");
+  for (int i = 0; i < s.map_height; ++i) {
+    for (int j = 0; j < s.map_width; ++j) {
+      bounds[std::size_t(i) * s.map_width + j] =
+          kFirst == FirstBound::norm ? p.norm_bound(i, j) : p.strip_bound(i, j);
+    }
+  }
+  // FindBestInitMatch: the smallest bound (ties to the smallest index) and its exact SAD.
+  std::uint64_t smallest = kNoSadKey;
+  for (std::size_t index = 0; index < bounds.size(); ++index) {
+    smallest = sad_min(smallest, sad_key(std::int32_t(bounds[index]), std::uint32_t(index)));
+  }
+  const std::uint32_t first = std::uint32_t(smallest);
+  std::uint64_t guess = sad_key(std::int32_t(p.exact_sad(p.row_of(first), p.col_of(first))), first);
+  const auto limit = [&] { return std::uint32_t(guess >> 32); };
+  // Prune: windows whose bound exceeds E_guess leave; equal ones stay (ties).
+  std::vector<Survivor> survivors;
+  for (std::size_t index = 0; index < bounds.size(); ++index) {
+    if (bounds[index] > limit()) continue;
+    const std::uint32_t w = std::uint32_t(index);
+    survivors.push_back({w, 0, p.strip_bound(p.row_of(w), p.col_of(w))});
+  }
+  stats.after_bounds = survivors.size();
+  // Refine strip by strip: l = exact + rest grows towards the SAD; a finished window lowers
+  // E_guess at once.
+  const int strips = p.strips.count;
+  for (int k = 0; k < strips; ++k) {
+    std::size_t kept = 0;
+    for (Survivor w : survivors) {
+      if (w.exact + w.rest > limit()) continue;
+      const int i = p.row_of(w.index), j = p.col_of(w.index);
+      w.exact += p.strip_sad(i, j, k);
+      w.rest -= p.strip_term(i, j, k);
+      if (w.exact + w.rest > limit()) continue;
+      if (k + 1 == strips) guess = sad_min(guess, sad_key(std::int32_t(w.exact), w.index));
+      survivors[kept++] = w;
+    }
+    survivors.resize(kept);
+    stats.after_strip[std::size_t(k)] = kept;
+  }
+  return guess;
+}
+
+}  // namespace
+
+void register_sad_pruned_sequential(VariantList<SadPruned>& list) {
+  using host_pruned::PrunedRunner;
+  list.push_back({"seq-paper",
+                  Layer::sequential,
+                  Backend::serial,
+                  false,
+                  make_runner<PrunedRunner<paper_flow<FirstBound::norm>>>,
+                  {}});
+  list.push_back({"seq-strips",
+                  Layer::sequential,
+                  Backend::serial,
+                  false,
+                  make_runner<PrunedRunner<paper_flow<FirstBound::strips>>>,
+                  {},
+                  1});
+}
+
+}  // namespace kbench

@@ -1,0 +1,97 @@
+#pragma once
+// What the sequential and native CPU sad-pruned variants share: the problem's precomputed sums,
+// the bounds of one window, and the exact SAD of one strip.
+
+#include <cstdint>
+#include <vector>
+
+#include "kbench/sad_pruned.hpp"
+#include "sequential/sad_host.hpp"
+
+namespace kbench::host_pruned {
+
+class Problem {
+ public:
+  explicit Problem(const SadInput& input)
+      : input(input),
+        s(validate_sad_pruned_input(input)),
+        strips(strip_layout(s)),
+        query_strips(query_strip_sums(input.query, strips)),
+        integral(integral_image(input.target)),
+        pitch(std::size_t(s.target_width) + 1) {
+    for (const std::uint32_t x : query_strips) query_sum += x;
+  }
+
+  // |y_{i,k}|₁: the target's sum under strip k of the window at (i, j).
+  std::uint32_t strip_sum(int i, int j, int k) const {
+    return box_sum(integral.data(), pitch, i + strips.begin(k), j, i + strips.end(k),
+                   j + s.query_width);
+  }
+  // The paper's InitBounds: | |x|₁ − |y_i|₁ |.
+  std::uint32_t norm_bound(int i, int j) const {
+    return abs_difference(
+        query_sum, box_sum(integral.data(), pitch, i, j, i + s.query_height, j + s.query_width));
+  }
+  // Tombari's bound before any strip is exact: Σ_k | |x_k|₁ − |y_{i,k}|₁ | (≥ norm_bound).
+  std::uint32_t strip_bound(int i, int j) const {
+    std::uint32_t bound = 0;
+    for (int k = 0; k < strips.count; ++k) bound += strip_term(i, j, k);
+    return bound;
+  }
+  std::uint32_t strip_term(int i, int j, int k) const {
+    return abs_difference(query_strips[std::size_t(k)], strip_sum(i, j, k));
+  }
+  // SAD_k(y_i): the exact SAD of strip k.
+  std::uint32_t strip_sad(int i, int j, int k) const {
+    const std::uint8_t* target = input.target.data.data();
+    const std::uint8_t* query = input.query.data.data();
+    std::int32_t sum = 0;
+    for (int y = strips.begin(k); y < strips.end(k); ++y) {
+      sum += host_sad::row_sad(target + std::size_t(i + y) * s.target_width + j,
+                               query + std::size_t(y) * s.query_width, s.query_width);
+    }
+    return std::uint32_t(sum);
+  }
+  std::uint32_t exact_sad(int i, int j) const {
+    return std::uint32_t(host_sad::sad_at(input, s, i, j));
+  }
+  int row_of(std::uint32_t index) const { return int(index / std::uint32_t(s.map_width)); }
+  int col_of(std::uint32_t index) const { return int(index % std::uint32_t(s.map_width)); }
+
+  const SadInput& input;
+  SadShape s;
+  StripLayout strips;
+  std::vector<std::uint32_t> query_strips;
+  std::uint32_t query_sum = 0;
+  std::vector<std::uint32_t> integral;
+  std::size_t pitch;
+};
+
+// Runs a search `Search(problem, stats) -> best key` and hands back its result.
+template <std::uint64_t (*Search)(const Problem&, PruneStats&)>
+class PrunedRunner final : public Runner<SadPruned> {
+ public:
+  explicit PrunedRunner(const SadInput& input) : problem_(input) {}
+  void poison(std::uint8_t byte) override {
+    std::fill_n(reinterpret_cast<std::uint8_t*>(&best_key_), sizeof best_key_, byte);
+    stats_ = PruneStats{};
+    stats_.windows = stats_.after_bounds = ~std::uint64_t(0) / 0xFF * byte;
+  }
+  void compute() override {
+    stats_ = PruneStats{};
+    stats_.windows = problem_.s.map_size();
+    stats_.after_strip.assign(std::size_t(problem_.strips.count), 0);
+    best_key_ = Search(problem_, stats_);
+  }
+  void download(SadPrunedResult& out) override {
+    out.best = match_from_key(best_key_, problem_.s.map_width);
+    out.stats = stats_;
+  }
+
+ private:
+  Problem problem_;
+  std::uint64_t best_key_ = kNoSadKey;
+  PruneStats stats_;
+};
+
+}  // namespace kbench::host_pruned

@@ -1,0 +1,199 @@
+// Every sad-pruned variant this build and machine can run returns exactly the full-search argmin
+// (same position, same score, same tie rule), on random, adversarial and photo-like inputs; the
+// pruning statistics are sane; and the shared pieces (strips, integral image, scene) are right.
+#include <catch2/catch.hpp>
+
+#include "kbench/error.hpp"
+#include "kbench/harness.hpp"
+#include "kbench/random.hpp"
+#include "kbench/sad_pruned.hpp"
+#include "kbench/system_info.hpp"
+
+using namespace kbench;
+
+namespace {
+
+ImageU8 random_gray(int w, int h, std::uint64_t seed, int levels = 256) {
+  ImageU8 image(w, h, 1);
+  SplitMix64 random(seed);
+  for (auto& v : image.data) v = std::uint8_t(random.next() % std::uint64_t(levels));
+  return image;
+}
+
+SadInput argmin_only(ImageU8 target, ImageU8 query) {
+  SadInput input{std::move(target), std::move(query), {}};
+  input.params.want_map = false;
+  return input;
+}
+
+// Runs every runnable variant (poisoned twice by run_checked), checks its argmin against full
+// search and its statistics for sanity; returns how many ran.
+int check_all_variants(const SadInput& input) {
+  const SadMatch reference = Sad::reference(input).best;
+  const SadShape s = validate_sad_input(input);
+  const bool gpu = gpu_available();
+  int ran = 0;
+  for (const auto& v : variants<SadPruned>()) {
+    if ((v.backend == Backend::cuda && !gpu) || !v.handles(input)) continue;
+    INFO("variant " << v.name);
+    const SadPrunedResult out = run_checked(v, input);
+    const CheckResult check = SadPruned::check(input, reference, out);
+    INFO(check.detail);
+    CHECK(check.ok);
+    const PruneStats& st = out.stats;
+    CHECK(st.windows == s.map_size());
+    CHECK(st.after_bounds >= 1);
+    CHECK(st.after_bounds <= st.windows);
+    if (!st.full_search) {
+      REQUIRE(st.after_strip.size() == std::size_t(strip_layout(s).count));
+      std::uint64_t previous = st.after_bounds;
+      for (const std::uint64_t alive : st.after_strip) {
+        CHECK(alive <= previous);
+        previous = alive;
+      }
+      CHECK(st.after_strip.back() >= 1);  // the best window always finishes
+    }
+    ++ran;
+  }
+  return ran;
+}
+
+int host_variants() {
+  int n = 0;
+  for (const auto& v : variants<SadPruned>()) n += v.backend != Backend::cuda;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("sad-pruned equals full search on random sizes", "[sad-pruned]") {
+  struct Shape {
+    int w, h, qw, qh;
+  };
+  const Shape shapes[] = {{1, 1, 1, 1},    {7, 5, 1, 1},     {9, 6, 9, 6},     {13, 11, 13, 1},
+                          {13, 11, 1, 11}, {20, 17, 5, 3},   {33, 9, 6, 7},    {40, 30, 11, 9},
+                          {64, 20, 63, 2}, {50, 45, 17, 18}, {90, 70, 35, 40}, {70, 60, 9, 33}};
+  std::uint64_t seed = 100;
+  for (const Shape& s : shapes) {
+    const SadInput input =
+        argmin_only(random_gray(s.w, s.h, ++seed), random_gray(s.qw, s.qh, ++seed));
+    INFO(s.w << "x" << s.h << " target, " << s.qw << "x" << s.qh << " query");
+    CHECK(check_all_variants(input) >= host_variants());
+  }
+}
+
+TEST_CASE("sad-pruned keeps every tie and resolves it as full search", "[sad-pruned]") {
+  SECTION("constant images: every window ties at 0, the first wins") {
+    ImageU8 target(40, 30, 1), query(8, 20, 1);
+    std::fill(target.data.begin(), target.data.end(), 77);
+    std::fill(query.data.begin(), query.data.end(), 77);
+    const SadInput input = argmin_only(target, query);
+    CHECK(Sad::reference(input).best == SadMatch{0, 0, 0});
+    CHECK(check_all_variants(input) >= host_variants());
+  }
+  SECTION("constant target, different query: every window ties at a non-zero score") {
+    ImageU8 target(30, 25, 1), query(7, 18, 1);
+    std::fill(target.data.begin(), target.data.end(), 10);
+    std::fill(query.data.begin(), query.data.end(), 200);
+    CHECK(check_all_variants(argmin_only(target, query)) >= host_variants());
+  }
+  SECTION("periodic texture: exact matches at several positions") {
+    ImageU8 target(48, 40, 1);
+    for (int y = 0; y < 40; ++y) {
+      for (int x = 0; x < 48; ++x) target.at(x, y, 0) = std::uint8_t(37 * (x % 6) + 11 * (y % 4));
+    }
+    ImageU8 query(12, 17, 1);
+    for (int y = 0; y < 17; ++y) {
+      for (int x = 0; x < 12; ++x) query.at(x, y, 0) = target.at(x + 3, y + 2, 0);
+    }
+    const SadInput input = argmin_only(target, query);
+    CHECK(Sad::reference(input).best == SadMatch{2, 3, 0});
+    CHECK(check_all_variants(input) >= host_variants());
+  }
+  SECTION("few grey levels: many ties at the minimum") {
+    SplitMix64 random(5);
+    for (int n = 0; n < 8; ++n) {
+      const int w = random.between(1, 60), h = random.between(1, 60);
+      const int qw = random.between(1, w), qh = random.between(1, h);
+      const SadInput input =
+          argmin_only(random_gray(w, h, random.next(), 2), random_gray(qw, qh, random.next(), 2));
+      INFO(w << "x" << h << " target, " << qw << "x" << qh << " query");
+      CHECK(check_all_variants(input) >= host_variants());
+    }
+  }
+}
+
+TEST_CASE("sad-pruned on edge shapes and saturated pixels", "[sad-pruned]") {
+  SECTION("query = whole target") {
+    const ImageU8 t = random_gray(37, 29, 3);
+    CHECK(check_all_variants(argmin_only(t, t)) >= host_variants());
+  }
+  SECTION("1x1 query") {
+    CHECK(check_all_variants(argmin_only(random_gray(31, 23, 4), random_gray(1, 1, 5))) >=
+          host_variants());
+  }
+  SECTION("saturated: 0 and 255 only, query heavily off") {
+    ImageU8 target = random_gray(45, 41, 6, 2), query = random_gray(13, 21, 7, 2);
+    for (auto& v : target.data) v = v ? 255 : 0;
+    for (auto& v : query.data) v = v ? 0 : 255;
+    CHECK(check_all_variants(argmin_only(target, query)) >= host_variants());
+  }
+}
+
+TEST_CASE("sad-pruned finds cut queries in photo-like scenes at every noise level",
+          "[sad-pruned]") {
+  const ImageU8 scene = photo_like_scene(260, 200, 11);
+  for (const double sigma : {0.0, 5.0, 10.0, 20.0, 40.0, 70.0, 100.0}) {
+    const SadCase c = cut_sad_case_gaussian(scene, 40, 36, 12, sigma);
+    SadInput input = c.input;
+    input.params.want_map = false;
+    INFO("sigma " << sigma);
+    if (sigma <= 10) CHECK(Sad::reference(input).best == c.cut);
+    CHECK(check_all_variants(input) >= host_variants());
+  }
+}
+
+TEST_CASE("bounds prune most windows of a photo-like scene at low noise", "[sad-pruned]") {
+  const ImageU8 scene = photo_like_scene(400, 300, 21);
+  const SadCase c = cut_sad_case_gaussian(scene, 64, 64, 22, 5.0);
+  SadInput input = c.input;
+  input.params.want_map = false;
+  const SadPrunedResult out = run_once(find_variant<SadPruned>("seq-strips"), input);
+  CHECK(out.best == c.cut);
+  // A statement about this generator, not a timing: if it stops holding, the scenes no longer
+  // look like photos to the bounds.
+  CHECK(double(out.stats.after_bounds) < 0.2 * double(out.stats.windows));
+}
+
+TEST_CASE("sad-pruned pieces: strips, strip sums, integral image, scene", "[sad-pruned]") {
+  SadShape s{100, 80, 10, 37, 91, 44};
+  const StripLayout strips = strip_layout(s);
+  CHECK(strips.count == 3);
+  CHECK(strips.begin(2) == 32);
+  CHECK(strips.end(2) == 37);
+  const ImageU8 image = random_gray(23, 19, 9);
+  const std::vector<std::uint32_t> table = integral_image(image);
+  std::uint32_t direct = 0;
+  for (int y = 3; y < 11; ++y) {
+    for (int x = 5; x < 20; ++x) direct += image.at(x, y, 0);
+  }
+  CHECK(box_sum(table.data(), 24, 3, 5, 11, 20) == direct);
+  const ImageU8 query = random_gray(4, 37, 10);
+  const std::vector<std::uint32_t> sums = query_strip_sums(query, strips);
+  std::uint32_t total = 0;
+  for (const auto v : query.data) total += v;
+  CHECK(sums[0] + sums[1] + sums[2] == total);
+  const ImageU8 a = photo_like_scene(120, 90, 3), b = photo_like_scene(120, 90, 3);
+  CHECK(a == b);
+  CHECK_FALSE(a == photo_like_scene(120, 90, 4));
+  CHECK(abs_difference(3, 10) == 7);
+  CHECK(abs_difference(10, 3) == 7);
+}
+
+TEST_CASE("sad-pruned refuses what it cannot answer", "[sad-pruned]") {
+  SadInput with_map{random_gray(10, 8, 1), random_gray(3, 3, 2), {}};
+  CHECK_THROWS_WITH(validate_sad_pruned_input(with_map), Catch::Contains("best position only"));
+  SadInput larger = argmin_only(random_gray(10, 8, 1), random_gray(11, 3, 2));
+  CHECK_THROWS_WITH(validate_sad_pruned_input(larger), Catch::Contains("larger than the target"));
+  CHECK_THROWS_AS(cut_sad_case_gaussian(random_gray(10, 8, 1), 3, 3, 1, -1.0), Error);
+}
