@@ -1,16 +1,22 @@
-// match: finds a query image in a target image by SAD full search, on the fastest variant this
-// machine offers, and prints the best positions.
+// match: finds a query image in a target image by SAD, on the fastest variant this machine
+// offers, and prints the best positions. The best position alone comes from exact bound-pruned
+// matching (sad-pruned) by default; several positions from full search.
 //
-//   match target.png query.png [--top 5] [--separation N] [-o annotated.png]
+//   match target.png query.png [--top 5] [--separation N] [--method auto|full|pruned]
+//         [--verbose] [-o annotated.png]
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 
 #include "kbench/error.hpp"
 #include "kbench/image_io.hpp"
+#include "kbench/harness.hpp"
 #include "kbench/sad.hpp"
+#include "kbench/sad_pruned.hpp"
+#include "kbench/system_info.hpp"
 
 namespace {
 
@@ -65,6 +71,14 @@ int main(int argc, char** argv) {
                  "so boxes do not overlap)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  std::string method = "auto";
+  bool verbose = false;
+  app.add_option("--method", method,
+                 "auto: pruned for the best position, full search for several; full; pruned "
+                 "(exact: the same answer as full search)")
+      ->check(CLI::IsMember({"auto", "full", "pruned"}))
+      ->capture_default_str();
+  app.add_flag("--verbose", verbose, "Print the method and variant that ran, its time and pruning");
   app.add_option("-o,--output", out_path, "Write the target with boxes drawn (.png, .ppm)");
   app.allow_extras();
   CLI11_PARSE(app, argc, argv);
@@ -73,15 +87,43 @@ int main(int argc, char** argv) {
   try {
     const kbench::ImageU8 target = kbench::read_image(target_path);
     const kbench::ImageU8 query = kbench::read_image(query_path);
-    // One position needs only the argmin (fused variants); several need the map.
+    // One position needs only the argmin (pruned or fused full search); several need the map.
     params.want_map = params.top_k > 1;
-    const kbench::SadResult result = kbench::match_template(target, query, params);
-    std::vector<kbench::SadMatch> matches{result.best};
-    if (params.top_k > 1) {
-      const int rows = params.min_separation > 0 ? params.min_separation : query.height;
-      const int cols = params.min_separation > 0 ? params.min_separation : query.width;
-      matches = kbench::top_matches(result.map, result.map_width, result.map_height, params.top_k,
-                                    rows, cols);
+    if (method == "pruned" && params.top_k > 1) {
+      throw kbench::Error("--method pruned finds the best position only; use --top 1");
+    }
+    const bool pruned = method == "pruned" || (method == "auto" && params.top_k == 1);
+    const kbench::SadInput input{kbench::to_gray(target), kbench::to_gray(query), params};
+    const auto started = std::chrono::steady_clock::now();
+    std::vector<kbench::SadMatch> matches;
+    std::string ran, detail;
+    if (pruned) {
+      kbench::validate_sad_pruned_input(input);
+      const auto& variant = kbench::best_variant<kbench::SadPruned>(input, kbench::gpu_available());
+      const kbench::SadPrunedResult result = kbench::run_once(variant, input);
+      matches = {result.best};
+      ran = "pruned (" + variant.name + ")";
+      const kbench::PruneStats& st = result.stats;
+      char text[160];
+      std::snprintf(text, sizeof text, "%.4f%% of %llu windows pruned by the first bounds%s",
+                    100.0 * double(st.windows - st.after_bounds) / double(st.windows),
+                    (unsigned long long)st.windows,
+                    st.full_search ? "; too few: searched in full" : "");
+      detail = text;
+    } else {
+      kbench::validate_sad_input(input);
+      const auto& variant = kbench::best_variant<kbench::Sad>(input, kbench::gpu_available());
+      const kbench::SadResult result = kbench::run_once(variant, input);
+      matches = {result.best};
+      if (params.top_k > 1) matches = kbench::top_matches(result, input);
+      ran = "full search (" + variant.name + ")";
+    }
+    if (verbose) {
+      const double ms = std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - started)
+                            .count();
+      std::fprintf(stderr, "match: %s, %.3f ms with transfers%s%s\n", ran.c_str(), ms,
+                   detail.empty() ? "" : "; ", detail.c_str());
     }
     std::printf("%-5s %6s %6s %12s\n", "rank", "row", "col", "score");
     for (std::size_t m = 0; m < matches.size(); ++m) {
