@@ -9,9 +9,10 @@
 #   report.md       the Markdown tables made from compare.jsonl
 #
 #   perf/gpu_check.sh OUTDIR [ALGO...]      (default: every algorithm in the build)
-# KBENCH_STEPS picks steps (default "tests sanitizer compare threads sweep": threads is the OpenMP
-# thread sweep, sweep the LBP size sweep); the binaries come from KBENCH_BUILD (default
-# build/cuda); nothing is built here.
+# KBENCH_STEPS picks steps (default "tests sanitizer compare threads sweep noise": threads is the
+# OpenMP thread sweep, sweep the LBP size sweep, noise the sad-pruned noise sweep against full
+# search, the paper's Fig. 6); the binaries come from KBENCH_BUILD (default build/cuda); nothing
+# is built here.
 set -uo pipefail
 
 out=${1:?usage: perf/gpu_check.sh OUTDIR [ALGO...]}
@@ -19,7 +20,7 @@ shift
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${KBENCH_BUILD:-$repo/build/cuda}
 bin=$build/bin
-steps=" ${KBENCH_STEPS:-tests sanitizer compare threads sweep} "
+steps=" ${KBENCH_STEPS:-tests sanitizer compare threads sweep noise} "
 mkdir -p "$out"
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
 # The CUDA runtime the binaries link against, where the toolkit keeps it.
@@ -36,7 +37,11 @@ declare -A sanitizer_cases=(
   [conv]="--size 320x240"
   [lbp]="--size 320x240"
   [sad]="--size 320x240"
+  [sad-pruned]="--size 320x240 --query-size 40x36 --noise 5"
 )
+# sad-pruned's noise sweep (the paper's σ values) on the paper's photo sizes.
+noise_levels=(0 5 10 20 40 70)
+noise_cases=(photo3072-q128 photo2306-q64)
 # The thread sweep's case: the largest standard case, unless a single-thread run of it would take
 # minutes.
 declare -A sweep_cases=([sad]=test1)
@@ -56,8 +61,9 @@ fi
 if [[ $steps == *" sanitizer "* ]]; then
   echo "== compute-sanitizer over the CUDA variants"
   for algo in "${algorithms[@]}"; do
-    for extra in "" "--no-map"; do
-      [[ -n $extra && $algo != sad ]] && continue
+    for extra in "" "--no-map" "--noise 70"; do
+      [[ $extra == --no-map && $algo != sad ]] && continue
+      [[ $extra == "--noise 70" && $algo != sad-pruned ]] && continue
       for tool in memcheck racecheck; do
         echo "-- $algo $tool $extra" >>"$out/sanitizer.log"
         # shellcheck disable=SC2086
@@ -95,7 +101,20 @@ if [[ $steps == *" threads "* ]]; then
   done
 fi
 
-if [[ $steps == *" compare "* || $steps == *" threads "* ]] && command -v python3 >/dev/null; then
+if [[ $steps == *" noise "* && " ${algorithms[*]} " == *" sad-pruned "* ]]; then
+  echo "== sad-pruned noise sweep (GPU variants and full search on the same inputs)"
+  for case in "${noise_cases[@]}"; do
+    for sigma in "${noise_levels[@]}"; do
+      "$bin/compare" --algo sad-pruned --size "$case" --noise "$sigma" --backend cuda \
+        --json "$out/compare.jsonl" >>"$out/noise.log" 2>&1 || status=1
+    done
+  done
+  grep -E "^(sad-pruned|sad) on |^(cuda|kokkos)-.*(pruned|regblock-vsad-p32|fused)" \
+    "$out/noise.log" | tail -40
+fi
+
+if [[ $steps == *" compare "* || $steps == *" threads "* || $steps == *" noise "* ]] &&
+  command -v python3 >/dev/null; then
   python3 "$repo/perf/report.py" "$out/compare.jsonl" --markdown "$out/report.md" || status=1
 fi
 

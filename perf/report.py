@@ -7,7 +7,11 @@ Tables, per algorithm: each case's full results; time and speedup vs the sequent
 per size (the reports' layout); where each parallel variant starts beating the sequential
 reference (crossover); the Kokkos/native CUDA ratio per size; the OpenMP thread sweep.
 Plots (when matplotlib is installed): time and speedup vs size, one line per variant, per layer.
+sad-pruned: speedup of each pruned variant over the full search timed on the same input (the
+"sad" records of the same case), per noise σ, as a table and a plot like the paper's Fig. 6.
 """
+
+import re
 
 import argparse
 import collections
@@ -158,7 +162,53 @@ def markdown(records):
         if ratio_lines:
             lines += ratio_lines
         lines += thread_sweep([r for r in sweep if r["algorithm"] == algo])
+    lines += pruned_table(records)
     return "\n".join(lines) + "\n"
+
+
+# Full search each pruned variant is measured against, by backend.
+FULL_SEARCH = {"cuda": "cuda-regblock-vsad-p32", "openmp": "omp-blocked", "serial": "seq"}
+PHOTO_SIGMA = 5.0  # compare's default σ for the photo cases
+
+
+def pruned_case(case):
+    """(case family, σ) of a sad case name such as photo3072-q128-s10-nomap."""
+    base = case[:-len("-nomap")] if case.endswith("-nomap") else case
+    match = re.match(r"(.*)-s([0-9.]+)$", base)
+    if match:
+        return match.group(1), float(match.group(2))
+    return base, PHOTO_SIGMA if base.startswith("photo") else None
+
+
+def pruned_speedups(records):
+    """(family, σ, pruned variant, pruned ms, full-search variant, full ms, speedup, summary)."""
+    main = latest(split_runs(records)[0])
+    full = {(r["case"], r["variant"]): r for r in main if r["algorithm"] == "sad"}
+    rows = []
+    for r in main:
+        if r["algorithm"] != "sad-pruned":
+            continue
+        baseline = full.get((r["case"], FULL_SEARCH.get(r["backend"], "")))
+        if not baseline:
+            continue
+        family, sigma = pruned_case(r["case"])
+        rows.append((family, sigma, r["variant"], main_time(r), baseline["variant"],
+                     main_time(baseline), main_time(baseline) / main_time(r),
+                     r.get("summary", "")))
+    return sorted(rows, key=lambda x: (x[0], x[1] if x[1] is not None else -1, x[2]))
+
+
+def pruned_table(records):
+    rows = pruned_speedups(records)
+    if not rows:
+        return []
+    lines = ["## sad-pruned against full search on the same input", "",
+             "| case | σ | pruned variant | ms | full search | ms | speedup | pruning |",
+             "|---|---|---|---|---|---|---|---|"]
+    for family, sigma, variant, ms, full_variant, full_ms, gain, summary in rows:
+        lines.append(f"| {family} | {'-' if sigma is None else f'{sigma:g}'} | {variant} | "
+                     f"{fmt(ms)} | {full_variant} | {fmt(full_ms)} | {gain:.1f}× | {summary} |")
+    return lines + [""]
 
 
 def crossover(rows, cases):
@@ -284,6 +334,33 @@ def plots(records, directory):
         fig.savefig(path, dpi=110)
         plt.close(fig)
         print(f"report.py: wrote {path}")
+    pruned_plot(records, directory, plt)
+
+
+def pruned_plot(records, directory, plt):
+    """The paper's Fig. 6: speedup over full search against σ, per case family and variant."""
+    rows = [r for r in pruned_speedups(records) if r[1] is not None]
+    if not rows:
+        return
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for family, variant in collections.OrderedDict.fromkeys((r[0], r[2]) for r in rows):
+        series = sorted((r[1], r[6]) for r in rows if r[0] == family and r[2] == variant)
+        if len(series) < 2:
+            continue
+        ax.plot([x for x, _ in series], [y for _, y in series], marker="o",
+                label=f"{variant} ({family})")
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_xlabel("query noise σ (grey levels)")
+    ax.set_ylabel("speedup over full search on the same input")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.suptitle(f"sad-pruned on {records[0].get('device', '?')}")
+    fig.tight_layout()
+    path = os.path.join(directory, "sad_pruned_noise.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"report.py: wrote {path}")
 
 
 def main():
