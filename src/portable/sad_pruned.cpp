@@ -263,7 +263,7 @@ void refine(const Geometry& g, const List& list, int count,
                 const int y = y0 + e / q_words, word = e % q_words;
                 const std::uint32_t mask = word + 1 == q_words ? tail_mask : ~0u;
                 const std::uint32_t t =
-                    unaligned_word(&target(std::size_t(i + y) * g.target_pitch_words),
+                    unaligned_word(target.data() + std::size_t(i + y) * g.target_pitch_words,
                                    j + 4 * word) &
                     mask;
                 partial +=
