@@ -37,7 +37,7 @@ declare -A sanitizer_cases=(
   [conv]="--size 320x240"
   [lbp]="--size 320x240"
   [sad]="--size 320x240"
-  [sad-pruned]="--size 320x240 --query-size 40x36 --noise 5"
+  [sad-pruned]="--size 320x240 --query-size 40x36"
 )
 # sad-pruned's noise sweep (the paper's σ values) on the paper's photo sizes.
 noise_levels=(0 5 10 20 40 70)

@@ -66,7 +66,8 @@ TEST_CASE("variant names are unique and every host layer is present", "[registry
 
 TEST_CASE("the listing covers every algorithm's variants", "[registry]") {
   const auto infos = all_variants();
-  CHECK(infos.size() == variants<Conv>().size() + variants<Lbp>().size() + variants<Sad>().size());
+  CHECK(infos.size() == variants<Conv>().size() + variants<Lbp>().size() + variants<Sad>().size() +
+                            variants<SadPruned>().size());
   std::size_t conv = 0, lbp = 0, sad = 0;
   for (const auto& info : infos) {
     conv += info.algorithm == "conv";
@@ -77,8 +78,8 @@ TEST_CASE("the listing covers every algorithm's variants", "[registry]") {
   }
   CHECK(conv == variants<Conv>().size());
   CHECK(lbp == variants<Lbp>().size());
-  CHECK(sad == variants<Sad>().size());
-  CHECK(algorithm_names() == std::vector<std::string>{"conv", "lbp", "sad"});
+  CHECK(sad == variants<Sad>().size() + variants<SadPruned>().size());
+  CHECK(algorithm_names() == std::vector<std::string>{"conv", "lbp", "sad", "sad-pruned"});
 }
 
 TEST_CASE("looking up a variant by name", "[registry]") {

@@ -133,6 +133,7 @@ void row_sums(const Geometry& g, const typename InputBuffer<std::uint8_t, Exec>:
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, outputs), [&](int x) {
           sums(std::size_t(y) * width + x0 + x) = prefix(x + c) - prefix(x);
         });
+        team.team_barrier();  // a block may run the next league rank in the same scratch
       });
 }
 
@@ -217,6 +218,7 @@ void strip_bounds(const Geometry& g, const U32View<Exec>& sums,
             candidates(std::size_t(team.league_rank()) * g.candidates_per_tile + group) = best;
           });
         }
+        team.team_barrier();  // a block may run the next league rank in the same scratch
       });
 }
 
