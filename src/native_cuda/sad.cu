@@ -14,6 +14,8 @@
 //   atomicMin in the same kernel: with want_map == false no map is written at all.
 // - cuda-regblock-vsad-e2e: the p32 kernel with its copies: target and query up, the map down
 //   in row bands that overlap the kernels of later bands.
+// - SadFullSearch (sad_full_search.hpp): the p32 kernel without map for other algorithms, its
+//   blocks optionally gated on a device counter (sad-pruned's fallback).
 //
 // The map-only variants (global, shared) find the argmin with a second kernel over the map.
 // Every argmin is a minimum of sad_key()s, so ties follow the shared (score, row, col) rule.
@@ -24,6 +26,7 @@
 
 #include "kbench/sad.hpp"
 #include "native_cuda/cuda_support.hpp"
+#include "native_cuda/sad_full_search.hpp"
 
 namespace kbench {
 namespace {
@@ -188,6 +191,9 @@ struct RegblockArgs {
   int row_begin, row_end;  // map rows of this launch
   std::int32_t* map;
   Key* best;
+  // Gated kernels run only when *gate > gate_above (SadFullSearch::search).
+  const Key* gate = nullptr;
+  Key gate_above = 0;
 };
 
 // Query words of one row: from constant memory (a warp reads one word at a time: a broadcast)...
@@ -221,9 +227,12 @@ struct RegblockConfig {
   static_assert(kLanesX * kRowsY % 32 == 0, "whole warps");
 };
 
-template <class Config, bool kWriteMap, class Query>
+template <class Config, bool kWriteMap, class Query, bool kGated>
 __global__ void __launch_bounds__(Config::lanes_x* Config::rows_y) regblock_kernel(RegblockArgs a) {
   constexpr int kWords = Config::words;
+  if constexpr (kGated) {
+    if (*a.gate <= a.gate_above) return;  // the whole block: before any barrier
+  }
   const int i = a.row_begin + blockIdx.y * Config::rows_y + threadIdx.y;
   const int group = blockIdx.x * Config::lanes_x + threadIdx.x;
   const int j0 = group * Config::positions;
@@ -263,15 +272,15 @@ bool query_fits_constant(const SadShape& s) {
   return std::size_t(words_for(s.query_width)) * s.query_height <= kConstantQueryWords;
 }
 
-template <class Config, bool kWriteMap>
+template <class Config, bool kWriteMap, bool kGated = false>
 void launch_regblock(const RegblockArgs& a, bool constant_query, cudaStream_t stream) {
   const dim3 block(Config::lanes_x, Config::rows_y);
   const dim3 grid((a.s.map_width + Config::block_columns - 1) / Config::block_columns,
                   (a.row_end - a.row_begin + Config::rows_y - 1) / Config::rows_y);
   if (constant_query) {
-    regblock_kernel<Config, kWriteMap, ConstantQuery><<<grid, block, 0, stream>>>(a);
+    regblock_kernel<Config, kWriteMap, ConstantQuery, kGated><<<grid, block, 0, stream>>>(a);
   } else {
-    regblock_kernel<Config, kWriteMap, GlobalQuery><<<grid, block, 0, stream>>>(a);
+    regblock_kernel<Config, kWriteMap, GlobalQuery, kGated><<<grid, block, 0, stream>>>(a);
   }
   check_launch("regblock_kernel");
 }
@@ -545,6 +554,45 @@ using RegblockP16 = RegblockConfig<4, 16, 16>;
 using RegblockP32 = RegblockConfig<8, 8, 16>;
 
 }  // namespace
+
+namespace cuda {
+
+SadFullSearch::SadFullSearch(const SadInput& input)
+    : shape_(validate_sad_input(input)),
+      pitch_words_(regblock_pitch_words<RegblockP32>(shape_)),
+      query_words_(words_for(shape_.query_width)),
+      constant_query_(query_fits_constant(shape_)),
+      packed_target_(pack_rows(input.target, pitch_words_, shape_.target_height)),
+      packed_query_(pack_rows(input.query, query_words_, shape_.query_height)),
+      target_(packed_target_.size()),
+      query_(packed_query_.size()) {}
+
+void SadFullSearch::upload() {
+  check(cudaMemcpy(target_.get(), packed_target_.data(), target_.bytes(), cudaMemcpyHostToDevice),
+        "cudaMemcpy(sad packed target)");
+  check(cudaMemcpy(query_.get(), packed_query_.data(), query_.bytes(), cudaMemcpyHostToDevice),
+        "cudaMemcpy(sad packed query)");
+}
+
+void SadFullSearch::search(Key* best, cudaStream_t stream, const Key* gate, Key gate_above) const {
+  // Constant memory is one per module: each search loads its own query, in stream order.
+  if (constant_query_) {
+    check(cudaMemcpyToSymbolAsync(c_query, query_.get(), query_.bytes(), 0,
+                                  cudaMemcpyDeviceToDevice, stream),
+          "cudaMemcpyToSymbolAsync(sad query)");
+  }
+  RegblockArgs args{target_.get(),     query_.get(), pitch_words_, query_words_, shape_, 0,
+                    shape_.map_height, nullptr,      best};
+  if (gate) {
+    args.gate = gate;
+    args.gate_above = gate_above;
+    launch_regblock<RegblockP32, false, true>(args, constant_query_, stream);
+  } else {
+    launch_regblock<RegblockP32, false>(args, constant_query_, stream);
+  }
+}
+
+}  // namespace cuda
 
 void register_sad_native_cuda(VariantList<Sad>& list) {
   const auto add = [&](const char* name, Variant<Sad>::Make make,

@@ -1,0 +1,47 @@
+#pragma once
+// The fused full search of cuda-regblock-vsad-p32 (argmin only, no map) as a building block of
+// other native CUDA algorithms: sad-pruned falls back to it when its bounds prune too little, and
+// its kernels read the packed rows this class uploads.
+
+#include <cstdint>
+#include <vector>
+
+#include "kbench/sad.hpp"
+#include "native_cuda/cuda_support.hpp"
+
+namespace kbench::cuda {
+
+class SadFullSearch {
+ public:
+  // Validates the input (validate_sad_input) and packs its target and query on the host.
+  explicit SadFullSearch(const SadInput& input);
+
+  // Copies the packed rows to the device.
+  void upload();
+
+  // Lowers *best (not reset here) with atomicMin to the smallest sad_key() over every position,
+  // in `stream` order. With a non-null `gate` the kernel's blocks return at once unless
+  // *gate > gate_above when it runs: earlier kernels decide on the device, with no round trip
+  // to the host.
+  void search(unsigned long long* best, cudaStream_t stream,
+              const unsigned long long* gate = nullptr, unsigned long long gate_above = 0) const;
+
+  const SadShape& shape() const { return shape_; }
+  // Packed target rows (pack_rows), pitch_words() words each, 16-byte aligned. Words 0 up to
+  // (map_width − 1) / 4 + words_for(query_width) of every row may be read: a window's words and
+  // the one after them, for shifting to any byte offset.
+  const std::uint32_t* target() const { return target_.get(); }
+  int pitch_words() const { return pitch_words_; }
+  // Packed query rows, query_words() words each, bytes past the query's width zero.
+  const std::uint32_t* query() const { return query_.get(); }
+  int query_words() const { return query_words_; }
+
+ private:
+  SadShape shape_;
+  int pitch_words_, query_words_;
+  bool constant_query_;
+  std::vector<std::uint32_t> packed_target_, packed_query_;
+  DeviceBuffer<std::uint32_t> target_, query_;
+};
+
+}  // namespace kbench::cuda

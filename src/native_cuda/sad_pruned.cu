@@ -1,0 +1,779 @@
+// Native CUDA sad-pruned for sm_90: the exact argmin of the SAD map found with bounds
+// (kbench/sad_pruned.hpp), cuda-pruned. One run is six kernels on the legacy default stream and
+// no round trip to the host; x_k are the query's strip sums, y_{i,k} the window's, S strips of
+// kPruneStripRows query rows (strip_layout).
+//
+// 1. bound_kernel: Tombari's strip bound l_i = Σ_k |x_k − y_{i,k}| of every window into a bound
+//    map, and per tile its smallest sad_key(bound, index) as a candidate. A block takes a tile of
+//    32 window columns × 16·Q window rows and, per chunk of strips, (A) stages the target rows
+//    under it in shared memory with coalesced loads, the first row sum of each row reduced on
+//    the way, (B) slides the row sums H(y, x) = Σ_{l<c} T(y, x + l) along each staged row,
+//    (C) stacks them into a column prefix V(t, x) = Σ_{y<t} H(y, x), so that a strip's sum is
+//    the difference of two prefix entries, and (D) adds the strip terms: thread (column, ρ)
+//    owns the windows ρ + 16q, q < Q, whose strip boundaries fall on the same prefix rows
+//    ρ + 16p, so the prefix entries of Q windows × R strips are Q + R loads, held in registers.
+//    No intermediate (H, prefix) goes through global memory.
+// 2. refine_kernel over the candidates: their exact SADs lower E, a device key, by atomicMin.
+// 3. refine_kernel over the (2·kPolishRadius + 1)² windows around E's window: the best tile
+//    candidate is often a pixel or two off the match (its bound is as small, its SAD is not),
+//    and a first E close to the minimum prunes much more. Exact SADs of any windows are valid
+//    upper bounds, so this changes nothing but the speed.
+// 4. filter_kernel: windows with bound ≤ score(E) (ties kept) are compacted into a survivor list
+//    (one atomicAdd per block) and counted: PruneStats::after_bounds.
+// 5. refine_kernel over the survivors: a warp per window computes strip k's exact SAD and its
+//    target sum y_k from the same loads (the target words shifted to the window's byte offset,
+//    sad4 against the query and against 0), then bound ← bound − |x_k − y_k| + SAD_k; it leaves
+//    once sad_key(bound, index) exceeds E, and after the last strip the bound is the exact SAD,
+//    which lowers E. Blocks count the windows alive after each strip (after_strip).
+// 6. The fused full search of cuda-regblock-vsad-p32 (SadFullSearch), gated on the device: it
+//    runs, and step 5 returns at once, when more than kPruneFullSearchFraction of the windows
+//    survived step 4 (stats.full_search; after_strip then stays zero).
+//
+// Exactness: E is always the key of a real window's exact SAD, so it never falls below the true
+// minimum key; a window is dropped only when a lower bound of its key exceeds E.
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "kbench/sad_pruned.hpp"
+#include "native_cuda/cuda_support.hpp"
+#include "native_cuda/sad_full_search.hpp"
+
+namespace kbench {
+namespace {
+
+using cuda::check;
+using cuda::check_launch;
+using cuda::DeviceBuffer;
+
+using Key = unsigned long long;  // atomicMin's 64-bit type; holds a sad_key()
+static_assert(sizeof(Key) == sizeof(std::uint64_t), "64-bit keys");
+
+constexpr int kWarp = 32;
+constexpr unsigned kAllLanes = 0xFFFFFFFFu;
+
+// The run's device scalars (64-bit each), reset by the bound kernel.
+constexpr int kBestSlot = 0;        // E
+constexpr int kPolishSlot = 1;      // step 3's keys, merged into E by the filter
+constexpr int kSurvivorSlot = 2;    // windows left by the first bounds
+constexpr int kAfterStripSlot = 3;  // S counters: windows alive after each strip
+constexpr int kFixedSlots = 3;
+
+// sm_90's largest dynamic shared memory per block (with the opt-in).
+constexpr std::size_t kMaxBlockSharedBytes = 227 * 1024;
+// Strips a run counts in shared memory, at most (queries up to 32768 rows).
+constexpr int kMaxStrips = 2048;
+
+__device__ __forceinline__ Key warp_min(Key key) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    key = sad_min(key, __shfl_xor_sync(kAllLanes, key, offset));
+  }
+  return key;
+}
+
+// |d − x| of a strip's target sum d and query sum x (both below 2^31).
+__device__ __forceinline__ std::uint32_t strip_term(std::uint32_t d, std::uint32_t x) {
+  return std::uint32_t(abs(int(d - x)));
+}
+
+// --- 1. strip bounds ---------------------------------------------------------------------------
+
+constexpr int kStripRows = kPruneStripRows;
+constexpr int kTileColumns = kWarp;                       // window columns per tile: a warp across
+constexpr int kBoundThreads = kTileColumns * kStripRows;  // a thread per (column, ρ)
+constexpr int kBoundWarps = kBoundThreads / kWarp;
+constexpr int kPrefixSegments = kBoundThreads / kTileColumns;  // row segments of the prefix pass
+constexpr int kRunColumns = 16;                                // H values one thread slides
+constexpr int kRunsPerRow = kTileColumns / kRunColumns;
+constexpr int kPrefixPitch = kTileColumns + 1;  // odd: threads of a warp on 32 rows hit 32 banks
+constexpr int kMaxBatchRows = kBoundThreads / kRunsPerRow;  // a sliding run per thread
+constexpr std::size_t kMaxStagedTargetBytes = 48 * 1024;
+constexpr int kMaxChunkStrips = 16;  // strips whose rows are staged at once (tall queries chunk)
+static_assert(kTileColumns % kRunColumns == 0 && kRunColumns % 4 == 0, "whole words per run");
+
+// Windows per thread and residue (Q; the tile has 16·Q window rows), strips per register pass.
+constexpr int kBoundWindowsPerThread = 16;
+constexpr int kBoundRingStrips = 4;
+
+struct BoundArgs {
+  const std::uint32_t* target;  // SadFullSearch's packed rows
+  int pitch_words;
+  SadShape s;
+  StripLayout strips;
+  int uniform_strips;  // leading strips of exactly kStripRows rows; the rest (0 or 1) is shorter
+  int chunk_strips;    // strips staged at once
+  int rows_capacity;   // prefix rows a chunk stages, at most
+  int batch_rows;      // target rows staged at once
+  int span_words;      // target words a staged row holds
+  int staged_pitch;    // words between staged rows (odd)
+  const std::uint32_t* strip_sums;  // x_k
+  std::uint32_t* bounds;            // map-sized
+  Key* candidates;                  // one per tile
+  Key* scalars;                     // reset here
+  int scalar_count;
+};
+
+// Shared memory of the bound kernel, in words: x_k, the staged rows' first sums, the prefix
+// pass's segment totals, the column prefix, the staged target rows.
+struct BoundShared {
+  std::uint32_t *x, *first_sums, *segments, *prefix, *staged;
+
+  __device__ BoundShared(std::uint32_t* base, const BoundArgs& a)
+      : x(base),
+        first_sums(x + a.strips.count),
+        segments(first_sums + a.batch_rows),
+        prefix(segments + kPrefixSegments * kTileColumns),
+        staged(prefix + std::size_t(a.rows_capacity + 1) * kPrefixPitch) {}
+};
+
+std::size_t bound_shared_words(int strips, int batch_rows, int rows_capacity, int staged_pitch) {
+  return std::size_t(strips) + batch_rows + kPrefixSegments * kTileColumns +
+         std::size_t(rows_capacity + 1) * kPrefixPitch + std::size_t(batch_rows) * staged_pitch;
+}
+
+__device__ __forceinline__ std::uint32_t byte_of(std::uint32_t word, int b) {
+  return __byte_perm(word, 0u, 0x4440u | unsigned(b));  // byte b into the low byte, zeros above
+}
+
+// H of one staged row for the run's kRunColumns columns: the row's first sum, then slid along
+// with the bytes entering (at c) and leaving (at 0). `row` holds target words from the tile's
+// first column; out receives H(j0 + kRunColumns·kRun + s).
+template <int kRun>
+__device__ __forceinline__ void slide_row_sums(const std::uint32_t* row, std::uint32_t first,
+                                               int entering_word, int entering_shift,
+                                               std::uint32_t* out) {
+  constexpr int kWords = kRunColumns / 4 * (kRun + 1);  // words from the tile's first column
+  std::uint32_t leaving[kWords], entering[kWords];
+#pragma unroll
+  for (int w = 0; w < kWords; ++w) {
+    leaving[w] = row[w];
+    entering[w] =
+        __funnelshift_r(row[entering_word + w], row[entering_word + w + 1], entering_shift);
+  }
+  std::uint32_t sum = first;
+  // Skip the runs before this one: their entering bytes minus their leaving ones.
+#pragma unroll
+  for (int w = 0; w < kWords - kRunColumns / 4; ++w) {
+    sum += sad4(entering[w], 0u, 0u) - sad4(leaving[w], 0u, 0u);
+  }
+#pragma unroll
+  for (int s = 0; s < kRunColumns; ++s) {
+    out[s] = sum;
+    if (s + 1 < kRunColumns) {
+      const int x = kRunColumns * kRun + s;
+      sum += byte_of(entering[x / 4], x % 4) - byte_of(leaving[x / 4], x % 4);
+    }
+  }
+}
+
+// Phases A-C for one chunk: prefix(t, col) = Σ of H over staged rows 0 .. t − 1 (target rows
+// first_row ...), for t ≤ staged_rows.
+__device__ void stage_column_prefix(const BoundArgs& a, const BoundShared& sh, int first_row,
+                                    int staged_rows, int j0) {
+  const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
+  const int c = a.s.query_width;
+  const int first_word = j0 / 4;
+  const int full_words = c / 4;
+  const std::uint32_t tail_mask = c % 4 ? (1u << (8 * (c % 4))) - 1u : 0u;
+  for (int batch = 0; batch < staged_rows; batch += a.batch_rows) {
+    const int rows = min(a.batch_rows, staged_rows - batch);
+    __syncthreads();  // the previous batch's runs are done with the staged rows
+    // A: a warp per row, lanes along its words; the row's first sum H(y, j0) on the way.
+    for (int r = warp; r < rows; r += kBoundWarps) {
+      const int y = first_row + batch + r;
+      // Rows below the target only reach windows below the map: zeros.
+      const int words = y < a.s.target_height ? min(a.span_words, a.pitch_words - first_word) : 0;
+      const std::uint32_t* source =
+          a.target + std::size_t(min(y, a.s.target_height - 1)) * a.pitch_words + first_word;
+      std::uint32_t partial = 0;
+      for (int w = lane; w < a.span_words; w += kWarp) {
+        const std::uint32_t word = w < words ? __ldg(source + w) : 0u;
+        sh.staged[r * a.staged_pitch + w] = word;
+        const std::uint32_t mask = w < full_words ? ~0u : w == full_words ? tail_mask : 0u;
+        partial = sad4(word & mask, 0u, partial);
+      }
+      const std::uint32_t first = __reduce_add_sync(kAllLanes, partial);
+      if (lane == 0) sh.first_sums[r] = first;
+    }
+    __syncthreads();
+    // B: a thread per (row, run), lanes on consecutive rows.
+    if (tid < rows * kRunsPerRow) {
+      const int r = tid % rows, run = tid / rows;
+      const std::uint32_t* row = sh.staged + r * a.staged_pitch;
+      std::uint32_t* out =
+          sh.prefix + std::size_t(batch + r + 1) * kPrefixPitch + run * kRunColumns;
+      static_assert(kRunsPerRow == 2, "one branch per run");
+      if (run == 0) {
+        slide_row_sums<0>(row, sh.first_sums[r], full_words, 8 * (c % 4), out);
+      } else {
+        slide_row_sums<1>(row, sh.first_sums[r], full_words, 8 * (c % 4), out);
+      }
+    }
+  }
+  if (tid < kTileColumns) sh.prefix[tid] = 0;
+  __syncthreads();
+  // C: thread (column, segment) sums its segment, then adds the segments above it in place.
+  const int col = lane, segment = warp;
+  const int length = (staged_rows + kPrefixSegments - 1) / kPrefixSegments;
+  const int t0 = 1 + segment * length, t1 = min(staged_rows, (segment + 1) * length);
+  std::uint32_t* column = sh.prefix + col;
+  std::uint32_t total = 0;
+  for (int t = t0; t <= t1; ++t) total += column[t * kPrefixPitch];
+  sh.segments[segment * kTileColumns + col] = total;
+  __syncthreads();
+  std::uint32_t running = 0;
+  for (int above = 0; above < segment; ++above) running += sh.segments[above * kTileColumns + col];
+  for (int t = t0; t <= t1; ++t) {
+    running += column[t * kPrefixPitch];
+    column[t * kPrefixPitch] = running;
+  }
+  __syncthreads();
+}
+
+template <int kQ, int kRing>
+__global__ void __launch_bounds__(kBoundThreads, 2) bound_kernel(BoundArgs a) {
+  constexpr int kTileRows = kStripRows * kQ;
+  extern __shared__ std::uint32_t shared_words[];
+  const BoundShared sh(shared_words, a);
+  const int tid = threadIdx.x;
+  const int j0 = blockIdx.x * kTileColumns, i0 = blockIdx.y * kTileRows;
+  if (blockIdx.x == 0 && blockIdx.y == 0) {
+    // No kernel before this one reads the run's scalars; the refine kernels after it do.
+    for (int e = tid; e < a.scalar_count; e += kBoundThreads) {
+      a.scalars[e] = e == kBestSlot || e == kPolishSlot ? Key(kNoSadKey) : Key(0);
+    }
+  }
+  const int S = a.strips.count;
+  for (int k = tid; k < S; k += kBoundThreads) sh.x[k] = __ldg(a.strip_sums + k);
+  // D's windows: column j0 + col, rows i0 + ρ + 16q.
+  const int col = tid % kWarp, rho = tid / kWarp;
+  std::uint32_t bound[kQ] = {};
+  for (int k0 = 0; k0 < S; k0 += a.chunk_strips) {
+    const int k1 = min(S, k0 + a.chunk_strips);
+    const int top = a.strips.begin(k0);  // the chunk's first query row
+    const int staged_rows = kTileRows - 1 + a.strips.end(k1 - 1) - top;
+    stage_column_prefix(a, sh, i0 + top, staged_rows, j0);
+    // D, strips of kStripRows rows: window q's strip k spans prefix rows
+    // ρ + 16(q + k − k0) .. ρ + 16(q + k − k0 + 1).
+    const std::uint32_t* column = sh.prefix + rho * kPrefixPitch + col;
+    const int uniform_end = min(k1, a.uniform_strips);
+    for (int kk = k0; kk < uniform_end; kk += kRing) {
+      const int n = min(kRing, uniform_end - kk);
+      const std::uint32_t* ring = column + (kk - k0) * kStripRows * kPrefixPitch;
+      std::uint32_t edge[kQ + kRing], x[kRing];
+#pragma unroll
+      for (int p = 0; p < kQ + kRing; ++p) {
+        edge[p] = p < kQ + n ? ring[p * kStripRows * kPrefixPitch] : 0u;
+      }
+#pragma unroll
+      for (int k = 0; k < kRing; ++k) x[k] = k < n ? sh.x[kk + k] : 0u;
+#pragma unroll
+      for (int q = 0; q < kQ; ++q) {
+#pragma unroll
+        for (int k = 0; k < kRing; ++k) {
+          if (k < n) bound[q] += strip_term(edge[q + k + 1] - edge[q + k], x[k]);
+        }
+      }
+    }
+    // D, the shorter last strip when the query's height is not a multiple of kStripRows.
+    if (a.uniform_strips < S && k1 == S) {
+      const int lo = a.strips.begin(S - 1) - top, hi = a.strips.end(S - 1) - top;
+      const std::uint32_t x_last = sh.x[S - 1];
+#pragma unroll
+      for (int q = 0; q < kQ; ++q) {
+        const std::uint32_t* window = column + q * kStripRows * kPrefixPitch;
+        bound[q] += strip_term(window[hi * kPrefixPitch] - window[lo * kPrefixPitch], x_last);
+      }
+    }
+    __syncthreads();  // the next chunk restages the prefix
+  }
+  Key best = kNoSadKey;
+  const int j = j0 + col;
+#pragma unroll
+  for (int q = 0; q < kQ; ++q) {
+    const int i = i0 + rho + kStripRows * q;
+    if (i < a.s.map_height && j < a.s.map_width) {
+      const std::uint32_t index =
+          std::uint32_t(i) * std::uint32_t(a.s.map_width) + std::uint32_t(j);
+      a.bounds[index] = bound[q];
+      best = sad_min(best, sad_key(std::int32_t(bound[q]), index));
+    }
+  }
+  __shared__ Key warp_best[kBoundWarps];
+  best = warp_min(best);
+  if (col == 0) warp_best[rho] = best;
+  __syncthreads();
+  if (tid < kWarp) {
+    best = warp_min(tid < kBoundWarps ? warp_best[tid] : Key(kNoSadKey));
+    if (tid == 0) a.candidates[std::size_t(blockIdx.y) * gridDim.x + blockIdx.x] = best;
+  }
+}
+
+// --- 2, 3, 5. refinement -------------------------------------------------------------------------
+
+constexpr int kRefineThreads = 256;
+constexpr int kRefineWarps = kRefineThreads / kWarp;
+constexpr std::size_t kMaxSharedQueryBytes = 96 * 1024;
+constexpr int kPolishRadius = 8;
+constexpr int kPolishSide = 2 * kPolishRadius + 1;
+
+struct RefineArgs {
+  const std::uint32_t* target;  // SadFullSearch's packed rows
+  int pitch_words;
+  const std::uint32_t* query;  // packed query rows
+  int query_words;
+  SadShape s;
+  StripLayout strips;
+  const std::uint32_t* strip_sums;  // x_k
+  Key* best;                        // lowered by every finished window
+  const Key* other;                 // another bound on the minimum key, or null
+  Key* after_strip;                 // S counters, when counting
+};
+
+// How a lane walks a strip's query words: word w of query row `row`, 32 words a step.
+struct LaneWalk {
+  int row, word, step_rows, step_words;
+
+  __device__ explicit LaneWalk(int query_words) {
+    const int lane = threadIdx.x % kWarp;
+    row = lane / query_words;
+    word = lane % query_words;
+    step_rows = kWarp / query_words;
+    step_words = kWarp % query_words;
+  }
+};
+
+__device__ __forceinline__ Key load_key(const Key* key) {
+  return *static_cast<const volatile Key*>(key);
+}
+
+// The smallest key known now: lane 0 reads, the warp agrees.
+__device__ __forceinline__ Key current_limit(const RefineArgs& a) {
+  Key limit = 0;
+  if (threadIdx.x % kWarp == 0) {
+    limit = load_key(a.best);
+    if (a.other) limit = sad_min(limit, load_key(a.other));
+  }
+  return __shfl_sync(kAllLanes, limit, 0);
+}
+
+// One window, by a whole warp: strip by strip while its bound stays within E.
+template <bool kSharedQuery, bool kCountStrips>
+__device__ void refine_window(const RefineArgs& a, const std::uint32_t* query, const LaneWalk& walk,
+                              Key key, std::uint32_t* alive) {
+  if (key > current_limit(a)) return;
+  const std::uint32_t index = std::uint32_t(key);
+  std::uint32_t bound = std::uint32_t(key >> 32);
+  const std::uint32_t i = index / std::uint32_t(a.s.map_width);
+  const std::uint32_t j = index % std::uint32_t(a.s.map_width);
+  const std::uint32_t* origin = a.target + std::size_t(i) * a.pitch_words + j / 4;
+  const int shift = 8 * int(j % 4);
+  const int last_word = a.query_words - 1;
+  const int c = a.s.query_width;
+  const std::uint32_t tail_mask = c % 4 ? (1u << (8 * (c % 4))) - 1u : ~0u;
+  const int lane = threadIdx.x % kWarp;
+  for (int k = 0; k < a.strips.count; ++k) {
+    const int end = a.strips.end(k);
+    int row = a.strips.begin(k) + walk.row, word = walk.word;
+    int q = a.strips.begin(k) * a.query_words + lane;  // the query's words are contiguous
+    std::uint32_t sad = 0, sum = 0;
+    while (row < end) {
+      const std::uint32_t* t = origin + std::size_t(row) * a.pitch_words + word;
+      std::uint32_t target = __funnelshift_r(__ldg(t), __ldg(t + 1), shift);
+      if (word == last_word) target &= tail_mask;
+      const std::uint32_t query_word = kSharedQuery ? query[q] : __ldg(query + q);
+      sad = sad4(target, query_word, sad);
+      sum = sad4(target, 0u, sum);
+      q += kWarp;
+      word += walk.step_words;
+      row += walk.step_rows;
+      if (word >= a.query_words) {
+        word -= a.query_words;
+        ++row;
+      }
+    }
+    sad = __reduce_add_sync(kAllLanes, sad);
+    sum = __reduce_add_sync(kAllLanes, sum);
+    bound = bound - strip_term(sum, __ldg(a.strip_sums + k)) + sad;
+    key = sad_key(std::int32_t(bound), index);
+    if (key > current_limit(a)) return;
+    if (lane == 0) {
+      if constexpr (kCountStrips) atomicAdd(alive + k, 1u);
+      if (k + 1 == a.strips.count) atomicMin(a.best, key);  // the bound is now the exact SAD
+    }
+  }
+}
+
+// The tiles' candidates (2).
+struct CandidateList {
+  const Key* keys;
+  unsigned long long count;
+
+  __device__ unsigned long long size() const { return count; }
+  __device__ bool entry(unsigned long long e, const RefineArgs&, Key& key) const {
+    key = keys[e];
+    return true;
+  }
+};
+
+// The windows around the centre key's window (3), with their bounds from the map.
+struct Neighbourhood {
+  const Key* centre;  // not written while the kernel runs
+  const std::uint32_t* bounds;
+
+  __device__ unsigned long long size() const { return kPolishSide * kPolishSide; }
+  __device__ bool entry(unsigned long long e, const RefineArgs& a, Key& key) const {
+    const std::uint32_t at = std::uint32_t(*centre);
+    const int di = int(e / kPolishSide) - kPolishRadius, dj = int(e % kPolishSide) - kPolishRadius;
+    const int i = int(at / std::uint32_t(a.s.map_width)) + di;
+    const int j = int(at % std::uint32_t(a.s.map_width)) + dj;
+    if ((di == 0 && dj == 0) || i < 0 || j < 0 || i >= a.s.map_height || j >= a.s.map_width) {
+      return false;
+    }
+    const std::uint32_t index = std::uint32_t(i) * std::uint32_t(a.s.map_width) + std::uint32_t(j);
+    key = sad_key(std::int32_t(bounds[index]), index);
+    return true;
+  }
+};
+
+// The filter's survivors (5); none when there are too many (the full search runs instead).
+struct SurvivorList {
+  const Key* keys;
+  const Key* count;
+  unsigned long long limit;
+
+  __device__ unsigned long long size() const {
+    const unsigned long long n = *count;
+    return n > limit ? 0 : n;
+  }
+  __device__ bool entry(unsigned long long e, const RefineArgs&, Key& key) const {
+    key = keys[e];
+    return true;
+  }
+};
+
+// A warp per entry of `source`, grid-stride; blocks past the entries return at once.
+template <class Source, bool kSharedQuery, bool kCountStrips>
+__global__ void __launch_bounds__(kRefineThreads) refine_kernel(RefineArgs a, Source source) {
+  extern __shared__ std::uint32_t shared_words[];
+  const unsigned long long entries = source.size();
+  const unsigned long long first = std::size_t(blockIdx.x) * kRefineWarps;
+  if (first >= entries) return;  // the whole block: before any barrier
+  const int tid = threadIdx.x;
+  std::uint32_t* alive = shared_words;  // S counters when counting
+  std::uint32_t* staged_query = shared_words + (kCountStrips ? a.strips.count : 0);
+  if constexpr (kCountStrips) {
+    for (int k = tid; k < a.strips.count; k += kRefineThreads) alive[k] = 0;
+  }
+  if constexpr (kSharedQuery) {
+    const std::size_t words = std::size_t(a.query_words) * a.s.query_height;
+    for (std::size_t e = tid; e < words; e += kRefineThreads) staged_query[e] = __ldg(a.query + e);
+  }
+  __syncthreads();
+  const std::uint32_t* query = kSharedQuery ? staged_query : a.query;
+  const LaneWalk walk(a.query_words);
+  for (unsigned long long e = first + tid / kWarp; e < entries;
+       e += std::size_t(gridDim.x) * kRefineWarps) {
+    Key key;
+    if (source.entry(e, a, key)) {
+      refine_window<kSharedQuery, kCountStrips>(a, query, walk, key, alive);
+    }
+  }
+  if constexpr (kCountStrips) {
+    __syncthreads();
+    for (int k = tid; k < a.strips.count; k += kRefineThreads) {
+      if (alive[k]) atomicAdd(a.after_strip + k, Key(alive[k]));
+    }
+  }
+}
+
+// --- 4. filter ---------------------------------------------------------------------------------
+
+constexpr int kFilterThreads = 256;
+constexpr int kFilterWarps = kFilterThreads / kWarp;
+constexpr int kFilterWindows = 4;  // per thread, one 16-byte load
+
+// The exclusive prefix sum of `value` over the block, and the block's total.
+__device__ unsigned block_exclusive_sum(unsigned value, unsigned& total) {
+  __shared__ unsigned warp_sums[kFilterWarps];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  unsigned inclusive = value;
+  for (int offset = 1; offset < kWarp; offset *= 2) {
+    const unsigned below = __shfl_up_sync(kAllLanes, inclusive, offset);
+    if (lane >= offset) inclusive += below;
+  }
+  if (lane == kWarp - 1) warp_sums[warp] = inclusive;
+  __syncthreads();
+  if (warp == 0) {
+    unsigned sum = lane < kFilterWarps ? warp_sums[lane] : 0u;
+    for (int offset = 1; offset < kWarp; offset *= 2) {
+      const unsigned below = __shfl_up_sync(kAllLanes, sum, offset);
+      if (lane >= offset) sum += below;
+    }
+    if (lane < kFilterWarps) warp_sums[lane] = sum;
+  }
+  __syncthreads();
+  total = warp_sums[kFilterWarps - 1];
+  return inclusive - value + (warp > 0 ? warp_sums[warp - 1] : 0u);
+}
+
+// Windows whose bound does not exceed min(E, polish) go to `survivors` (up to `capacity` of
+// them) and are counted; polish is merged into E for the refinement.
+__global__ void __launch_bounds__(kFilterThreads)
+    filter_kernel(const std::uint32_t* __restrict__ bounds, unsigned long long windows, Key* best,
+                  const Key* polish, Key* __restrict__ survivors, unsigned long long capacity,
+                  Key* count) {
+  __shared__ unsigned long long block_base;
+  const Key polish_key = *polish;
+  // E only falls here (by this atomicMin), which leaves min(E, polish) as it is.
+  const std::uint32_t limit = std::uint32_t(sad_min(*best, polish_key) >> 32);
+  if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(best, polish_key);
+  const unsigned long long groups = (windows + kFilterWindows - 1) / kFilterWindows;
+  for (unsigned long long g0 = std::size_t(blockIdx.x) * kFilterThreads; g0 < groups;
+       g0 += std::size_t(gridDim.x) * kFilterThreads) {
+    const unsigned long long g = g0 + threadIdx.x;
+    const unsigned long long first = g * kFilterWindows;
+    std::uint32_t bound[kFilterWindows];
+    unsigned found = 0;
+    if (g < groups) {
+      if (first + kFilterWindows <= windows) {
+        const uint4 four = __ldcs(reinterpret_cast<const uint4*>(bounds) + g);
+        bound[0] = four.x;
+        bound[1] = four.y;
+        bound[2] = four.z;
+        bound[3] = four.w;
+      } else {
+#pragma unroll
+        for (int t = 0; t < kFilterWindows; ++t) {
+          bound[t] = first + t < windows ? bounds[first + t] : ~0u;  // ~0u: above every limit
+        }
+      }
+#pragma unroll
+      for (int t = 0; t < kFilterWindows; ++t) found += bound[t] <= limit;
+    }
+    unsigned total = 0;
+    const unsigned offset = block_exclusive_sum(found, total);
+    if (threadIdx.x == 0 && total > 0) block_base = atomicAdd(count, Key(total));
+    __syncthreads();
+    if (found > 0) {
+      unsigned long long at = block_base + offset;
+#pragma unroll
+      for (int t = 0; t < kFilterWindows; ++t) {
+        if (bound[t] <= limit) {
+          if (at < capacity) {
+            survivors[at] = sad_key(std::int32_t(bound[t]), std::uint32_t(first + t));
+          }
+          ++at;
+        }
+      }
+    }
+  }
+}
+
+// --- runner --------------------------------------------------------------------------------------
+
+using BoundKernel = void (*)(BoundArgs);
+constexpr BoundKernel kBoundKernel = bound_kernel<kBoundWindowsPerThread, kBoundRingStrips>;
+constexpr int kBoundTileRows = kStripRows * kBoundWindowsPerThread;
+
+// The bound kernel's layout for a shape.
+struct BoundLayout {
+  int chunk_strips, rows_capacity, batch_rows, span_words, staged_pitch;
+  std::size_t shared_bytes;
+};
+
+BoundLayout bound_layout(const SadShape& s, const StripLayout& strips) {
+  BoundLayout l;
+  l.chunk_strips = std::min(strips.count, kMaxChunkStrips);
+  // Chunks of kMaxChunkStrips strips hold at most that many strips' rows.
+  const int chunk_rows = std::min(s.query_height, kStripRows * l.chunk_strips);
+  l.rows_capacity = kBoundTileRows - 1 + chunk_rows;
+  // A run reads up to the word after the entering bytes of its last column.
+  l.span_words = s.query_width / 4 + kTileColumns / 4 + 1;
+  l.staged_pitch = l.span_words | 1;
+  const std::size_t row_bytes = std::size_t(l.staged_pitch) * sizeof(std::uint32_t);
+  l.batch_rows = int(std::clamp<std::size_t>(kMaxStagedTargetBytes / row_bytes, 1, kMaxBatchRows));
+  l.batch_rows = std::min(l.batch_rows, l.rows_capacity);
+  l.shared_bytes = bound_shared_words(strips.count, l.batch_rows, l.rows_capacity, l.staged_pitch) *
+                   sizeof(std::uint32_t);
+  return l;
+}
+
+bool pruned_fits(const SadInput& input) {
+  const SadShape s = validate_sad_pruned_input(input);
+  const StripLayout strips = strip_layout(s);
+  const int tiles_y = (s.map_height + kBoundTileRows - 1) / kBoundTileRows;
+  return strips.count <= kMaxStrips && tiles_y <= 65535 &&
+         bound_layout(s, strips).shared_bytes <= kMaxBlockSharedBytes;
+}
+
+template <class Source, bool kCountStrips>
+void launch_refine(const RefineArgs& args, const Source& source, int blocks, bool shared_query,
+                   std::size_t shared_bytes) {
+  if (shared_query) {
+    refine_kernel<Source, true, kCountStrips>
+        <<<blocks, kRefineThreads, shared_bytes>>>(args, source);
+  } else {
+    refine_kernel<Source, false, kCountStrips>
+        <<<blocks, kRefineThreads, shared_bytes>>>(args, source);
+  }
+  check_launch("refine_kernel");
+}
+
+template <class Source, bool kCountStrips>
+void allow_refine_shared(std::size_t bytes) {
+  check(cudaFuncSetAttribute(refine_kernel<Source, true, kCountStrips>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
+        "cudaFuncSetAttribute(refine_kernel)");
+}
+
+class PrunedRunner final : public Runner<SadPruned> {
+ public:
+  explicit PrunedRunner(const SadInput& input)
+      : shape_(validate_sad_pruned_input(input)),
+        strips_(strip_layout(shape_)),
+        host_strip_sums_(query_strip_sums(input.query, strips_)),
+        full_(input),
+        windows_(shape_.map_size()),
+        limit_(std::uint64_t(kPruneFullSearchFraction * double(windows_))),
+        layout_(bound_layout(shape_, strips_)),
+        tiles_(dim3((shape_.map_width + kTileColumns - 1) / kTileColumns,
+                    (shape_.map_height + kBoundTileRows - 1) / kBoundTileRows)),
+        strip_sums_(host_strip_sums_.size()),
+        bounds_(windows_),
+        candidates_(std::size_t(tiles_.x) * tiles_.y),
+        survivors_(std::max<std::uint64_t>(limit_, 1)),
+        scalars_(kFixedSlots + std::size_t(strips_.count)) {
+    if (!pruned_fits(input)) {
+      throw Error("cuda-pruned: the query is too tall or too wide for its bound tiles");
+    }
+    check(cudaFuncSetAttribute(kBoundKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               int(layout_.shared_bytes)),
+          "cudaFuncSetAttribute(bound_kernel)");
+    const std::size_t query_bytes =
+        std::size_t(full_.query_words()) * shape_.query_height * sizeof(std::uint32_t);
+    shared_query_ = query_bytes <= kMaxSharedQueryBytes;
+    list_shared_ = shared_query_ ? query_bytes : 0;
+    survivor_shared_ = list_shared_ + std::size_t(strips_.count) * sizeof(std::uint32_t);
+    if (shared_query_) {
+      allow_refine_shared<CandidateList, false>(list_shared_);
+      allow_refine_shared<Neighbourhood, false>(list_shared_);
+      allow_refine_shared<SurvivorList, true>(survivor_shared_);
+    }
+    const long long survivor_blocks = (survivors_.size() + kRefineWarps - 1) / kRefineWarps;
+    survivor_grid_ = shared_query_
+                         ? cuda::resident_blocks(refine_kernel<SurvivorList, true, true>,
+                                                 kRefineThreads, survivor_shared_, survivor_blocks)
+                         : cuda::resident_blocks(refine_kernel<SurvivorList, false, true>,
+                                                 kRefineThreads, survivor_shared_, survivor_blocks);
+    const long long groups = (windows_ + kFilterWindows - 1) / kFilterWindows;
+    filter_grid_ = cuda::resident_blocks(filter_kernel, kFilterThreads, 0,
+                                         (groups + kFilterThreads - 1) / kFilterThreads);
+  }
+
+  void poison(std::uint8_t byte) override {
+    check(cudaMemset(scalars_.get(), byte, scalars_.bytes()), "cudaMemset(poison)");
+  }
+  void upload() override {
+    full_.upload();
+    check(cudaMemcpy(strip_sums_.get(), host_strip_sums_.data(), strip_sums_.bytes(),
+                     cudaMemcpyHostToDevice),
+          "cudaMemcpy(sad-pruned strip sums)");
+  }
+  void compute() override {
+    Key* const scalars = scalars_.get();
+    const BoundArgs bound_args{full_.target(),
+                               full_.pitch_words(),
+                               shape_,
+                               strips_,
+                               uniform_strips(),
+                               layout_.chunk_strips,
+                               layout_.rows_capacity,
+                               layout_.batch_rows,
+                               layout_.span_words,
+                               layout_.staged_pitch,
+                               strip_sums_.get(),
+                               bounds_.get(),
+                               candidates_.get(),
+                               scalars,
+                               int(scalars_.size())};
+    kBoundKernel<<<tiles_, kBoundThreads, layout_.shared_bytes>>>(bound_args);
+    check_launch("bound_kernel");
+
+    RefineArgs refine{full_.target(),
+                      full_.pitch_words(),
+                      full_.query(),
+                      full_.query_words(),
+                      shape_,
+                      strips_,
+                      strip_sums_.get(),
+                      scalars + kBestSlot,
+                      nullptr,
+                      nullptr};
+    const int candidate_blocks = int((candidates_.size() + kRefineWarps - 1) / kRefineWarps);
+    launch_refine<CandidateList, false>(refine,
+                                        CandidateList{candidates_.get(), candidates_.size()},
+                                        candidate_blocks, shared_query_, list_shared_);
+
+    RefineArgs polish = refine;
+    polish.best = scalars + kPolishSlot;
+    polish.other = scalars + kBestSlot;
+    constexpr int kPolishBlocks = (kPolishSide * kPolishSide + kRefineWarps - 1) / kRefineWarps;
+    launch_refine<Neighbourhood, false>(polish, Neighbourhood{scalars + kBestSlot, bounds_.get()},
+                                        kPolishBlocks, shared_query_, list_shared_);
+
+    filter_kernel<<<filter_grid_, kFilterThreads>>>(bounds_.get(), windows_, scalars + kBestSlot,
+                                                    scalars + kPolishSlot, survivors_.get(),
+                                                    survivors_.size(), scalars + kSurvivorSlot);
+    check_launch("filter_kernel");
+
+    RefineArgs survivors = refine;
+    survivors.after_strip = scalars + kAfterStripSlot;
+    launch_refine<SurvivorList, true>(
+        survivors, SurvivorList{survivors_.get(), scalars + kSurvivorSlot, limit_}, survivor_grid_,
+        shared_query_, survivor_shared_);
+
+    full_.search(scalars + kBestSlot, 0, scalars + kSurvivorSlot, limit_);
+  }
+  void sync() override { check(cudaDeviceSynchronize(), "sad-pruned kernels"); }
+  void download(SadPrunedResult& out) override {
+    std::vector<Key> scalars(scalars_.size());
+    check(cudaMemcpy(scalars.data(), scalars_.get(), scalars_.bytes(), cudaMemcpyDeviceToHost),
+          "cudaMemcpy(sad-pruned result)");
+    out.best = match_from_key(scalars[kBestSlot], shape_.map_width);
+    out.stats.windows = windows_;
+    out.stats.after_bounds = scalars[kSurvivorSlot];
+    out.stats.full_search = scalars[kSurvivorSlot] > limit_;
+    out.stats.after_strip.assign(scalars.begin() + kAfterStripSlot, scalars.end());
+  }
+
+ private:
+  int uniform_strips() const {
+    if (strips_.rows != kStripRows) return 0;
+    return shape_.query_height % kStripRows == 0 ? strips_.count : strips_.count - 1;
+  }
+
+  SadShape shape_;
+  StripLayout strips_;
+  std::vector<std::uint32_t> host_strip_sums_;
+  cuda::SadFullSearch full_;
+  std::uint64_t windows_;
+  std::uint64_t limit_;  // more survivors than this: full search
+  BoundLayout layout_;
+  dim3 tiles_;
+  bool shared_query_ = false;
+  std::size_t list_shared_ = 0, survivor_shared_ = 0;
+  int survivor_grid_ = 1, filter_grid_ = 1;
+  DeviceBuffer<std::uint32_t> strip_sums_, bounds_;
+  DeviceBuffer<Key> candidates_, survivors_, scalars_;
+};
+
+}  // namespace
+
+void register_sad_pruned_native_cuda(VariantList<SadPruned>& list) {
+  list.push_back({"cuda-pruned", Layer::native_cuda, Backend::cuda, false,
+                  make_runner<PrunedRunner>, pruned_fits, 30});
+}
+
+}  // namespace kbench
