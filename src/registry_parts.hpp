@@ -33,5 +33,8 @@ void register_sad_native_cuda(VariantList<Sad>& list);
 void register_sad_pruned_sequential(VariantList<SadPruned>& list);
 void register_sad_pruned_native_cpu(VariantList<SadPruned>& list);
 void register_sad_pruned_portable(VariantList<SadPruned>& list);
+#if defined(KBENCH_HAVE_CUDA)
+void register_sad_pruned_native_cuda(VariantList<SadPruned>& list);
+#endif
 
 }  // namespace kbench

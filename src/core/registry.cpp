@@ -81,7 +81,11 @@ const VariantList<Sad>& variants<Sad>() {
 template <>
 const VariantList<SadPruned>& variants<SadPruned>() {
   static const VariantList<SadPruned> list = collect<SadPruned>({
-      register_sad_pruned_sequential, register_sad_pruned_native_cpu, register_sad_pruned_portable});
+    register_sad_pruned_sequential, register_sad_pruned_native_cpu, register_sad_pruned_portable,
+#if defined(KBENCH_HAVE_CUDA)
+        register_sad_pruned_native_cuda,
+#endif
+  });
   return list;
 }
 
