@@ -26,10 +26,11 @@ struct AlgorithmEntry {
 AlgorithmEntry conv_entry();
 AlgorithmEntry lbp_entry();
 AlgorithmEntry sad_entry();
+AlgorithmEntry cemd_entry();
 
 // Every algorithm compare knows, in registry order.
 inline std::vector<AlgorithmEntry> algorithm_entries() {
-  return {conv_entry(), lbp_entry(), sad_entry()};
+  return {conv_entry(), lbp_entry(), sad_entry(), cemd_entry()};
 }
 
 }  // namespace kbench::compare
