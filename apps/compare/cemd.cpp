@@ -5,7 +5,8 @@
 // and 64Kix1Mi a large one. A case may end in -raw, -l2 (the distance; default --distance) and
 // -all (the all-pairs matrix; default the nearest two per query), e.g. 4Mi-raw. The database is
 // generated SIFT-like and the queries are perturbed copies of its rows plus unrelated ones, all
-// seeded by --seed.
+// seeded by --seed. --query q.npy --database d.npy (.npy, .key or CSV files) compare on those
+// sets instead; the distance and all-pairs then come from --distance and --all-pairs.
 //
 // The reference costs about a microsecond per comparison on one core. Above
 // --max-sequential-gcmp the single-core variants (the sequential layer and the Serial backend)
@@ -18,11 +19,13 @@
 #include "compare/compare_impl.hpp"
 #include "compare/inputs.hpp"
 #include "kbench/cemd.hpp"
+#include "kbench/descriptor_io.hpp"
 
 namespace kbench::compare {
 namespace {
 
 struct CemdOptions {
+  std::string database_path;
   std::string distance = "normalised";
   bool all_pairs = false;
   float ratio = 0.8f;
@@ -32,6 +35,8 @@ struct CemdOptions {
 } cemd_options;
 
 void add_cemd_options(CLI::App& app) {
+  app.add_option("--database", cemd_options.database_path,
+                 "cemd: database descriptor file (.npy, .key, .csv; with --query)");
   app.add_option("--distance", cemd_options.distance,
                  "cemd: normalised (each cell as a distribution), raw (exact integers) or l2")
       ->check(CLI::IsMember({"normalised", "raw", "l2"}))
@@ -95,10 +100,29 @@ bool strip_suffix(std::string& text, const std::string& suffix) {
   return true;
 }
 
-// The descriptor sets of a case: generated for now (a seeded SIFT-like database, and queries
-// perturbed from its rows). Reading query and database descriptor files plugs in here.
+std::string file_name(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool from_files(const Options& options) {
+  if (options.query_path.empty() != cemd_options.database_path.empty()) {
+    throw Error("cemd: --query and --database go together");
+  }
+  return !options.query_path.empty();
+}
+
+// The descriptor sets of a case: read from --query and --database, or generated (a seeded
+// SIFT-like database, and queries perturbed from its rows).
 void load_or_generate_descriptors(const Options& options, const CemdShape& shape, CemdInput& input,
                                   std::string* origin) {
+  if (from_files(options)) {
+    input.queries = read_descriptors(options.query_path);
+    input.database = read_descriptors(cemd_options.database_path);
+    *origin = "read from " + file_name(options.query_path) + " and " +
+              file_name(cemd_options.database_path);
+    return;
+  }
   input.database = generated_descriptors(shape.database, options.seed);
   input.queries = generated_queries(input.database, shape.queries, options.seed);
   *origin = "generated SIFT-like, seed " + std::to_string(options.seed);
@@ -164,7 +188,13 @@ int run_cemd(const Options& options) {
     if (strip_suffix(size, "-l2")) distance = DescriptorDistance::l2, stripped = true;
     if (strip_suffix(size, "-all")) all_pairs = true, stripped = true;
   }
-  const CemdShape shape = parse_shape(size);
+  // Files give the shape; the case is named after them.
+  CemdShape shape{};
+  if (from_files(options)) {
+    size = file_name(options.query_path) + "-x-" + file_name(cemd_options.database_path);
+  } else {
+    shape = parse_shape(size);
+  }
   Case<Cemd> problem;
   std::string origin;
   load_or_generate_descriptors(options, shape, problem.input, &origin);

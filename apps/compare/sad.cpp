@@ -22,15 +22,12 @@ namespace kbench::compare {
 namespace {
 
 struct SadOptions {
-  std::string query_path;
   std::string query_size;
   bool no_map = false;
   double max_sequential_gsad = 50.0;
 } sad_options;
 
 void add_sad_options(CLI::App& app) {
-  app.add_option("--query", sad_options.query_path,
-                 "sad: query image to find in --image (default: cut from it, with noise)");
   app.add_option("--query-size", sad_options.query_size,
                  "sad: WxH of the query cut from a WxH or --image target (default: a tenth)");
   app.add_flag("--no-map", sad_options.no_map,
@@ -82,7 +79,7 @@ SadResult checked_cpu_reference(const SadInput& input, const SadMatch& centre,
 
 int run_sad(const Options& options) {
   const SadOptions& opt = sad_options;
-  if (!opt.query_path.empty() && options.image_path.empty()) {
+  if (!options.query_path.empty() && options.image_path.empty()) {
     throw Error("--query needs --image (the target to search)");
   }
   Case<Sad> problem;
@@ -102,9 +99,9 @@ int run_sad(const Options& options) {
   };
   if (!options.image_path.empty()) {
     ImageU8 target = load_or_generate(options, 1, &problem.name);
-    if (!opt.query_path.empty()) {
+    if (!options.query_path.empty()) {
       problem.input.target = std::move(target);
-      problem.input.query = to_gray(read_image(opt.query_path));
+      problem.input.query = to_gray(read_image(options.query_path));
       known = false;
     } else {
       const ImageSize q = query_size(target);
