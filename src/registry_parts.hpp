@@ -1,6 +1,7 @@
 #pragma once
 // Each layer's registration function, one per algorithm; registry.cpp calls them in order.
 
+#include "kbench/cemd.hpp"
 #include "kbench/conv.hpp"
 #include "kbench/lbp.hpp"
 #include "kbench/registry.hpp"
@@ -35,6 +36,13 @@ void register_sad_pruned_native_cpu(VariantList<SadPruned>& list);
 void register_sad_pruned_portable(VariantList<SadPruned>& list);
 #if defined(KBENCH_HAVE_CUDA)
 void register_sad_pruned_native_cuda(VariantList<SadPruned>& list);
+#endif
+
+void register_cemd_sequential(VariantList<Cemd>& list);
+void register_cemd_native_cpu(VariantList<Cemd>& list);
+void register_cemd_portable(VariantList<Cemd>& list);
+#if defined(KBENCH_HAVE_CUDA)
+void register_cemd_native_cuda(VariantList<Cemd>& list);
 #endif
 
 }  // namespace kbench

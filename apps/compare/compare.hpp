@@ -14,6 +14,7 @@ struct Options {
   std::string algorithm = "conv";
   std::string size = "1080p";
   std::string image_path;
+  std::string query_path;             // sad: the query image; cemd: the query descriptor file
   std::string border = "clamp";       // for algorithms with a border (conv, lbp)
   std::vector<std::string> backends;  // empty: all
   std::vector<std::string> variants;  // empty: all

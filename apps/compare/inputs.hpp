@@ -27,10 +27,11 @@ AlgorithmEntry conv_entry();
 AlgorithmEntry lbp_entry();
 AlgorithmEntry sad_entry();
 AlgorithmEntry sad_pruned_entry();
+AlgorithmEntry cemd_entry();
 
 // Every algorithm compare knows, in registry order.
 inline std::vector<AlgorithmEntry> algorithm_entries() {
-  return {conv_entry(), lbp_entry(), sad_entry(), sad_pruned_entry()};
+  return {conv_entry(), lbp_entry(), sad_entry(), sad_pruned_entry(), cemd_entry()};
 }
 
 }  // namespace kbench::compare

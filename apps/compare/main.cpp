@@ -4,6 +4,8 @@
 //           [--mapping uniform] [--backend cuda] [--variant NAME]... [--reps 20]
 //           [--json results.jsonl] [--list]
 //   compare --algo sad --size test3 [--no-map] [--image target.png [--query query.png]]
+//   compare --algo cemd --size 4Mi|64Kix1Mi|NxM [--distance raw] [--all-pairs] [--ratio 0.8]
+//   compare --algo cemd --query q.npy --database d.npy [--distance raw] [--all-pairs]
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
 
@@ -62,9 +64,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option(
          "--size", options.size,
-         "Generated input size: 480p, 720p, 1080p, 4k, 8k or WxH (sad: also test1, test2, test3)")
+         "Generated input size: 480p, 720p, 1080p, 4k, 8k or WxH (sad: also test1, test2, test3; "
+         "cemd: 4Mi or NxM descriptors, e.g. 64Kix1Mi)")
       ->capture_default_str();
   app.add_option("--image", options.image_path, "Use this image instead of a generated one");
+  app.add_option("--query", options.query_path,
+                 "sad: query image to find in --image (default: cut from it, with noise); cemd: "
+                 "query descriptor file (.npy, .key, .csv; with --database)");
   app.add_option("--border", options.border, "conv, lbp: crop (output shrinks) or clamp")
       ->check(CLI::IsMember({"crop", "clamp"}))
       ->capture_default_str();

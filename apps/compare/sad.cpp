@@ -29,9 +29,6 @@ SadCaseOptions sad_options;
 
 void add_sad_options(CLI::App& app) {
   app.add_option(
-      "--query", sad_options.query_path,
-      "sad, sad-pruned: query image to find in --image (default: cut from it, with noise)");
-  app.add_option(
       "--query-size", sad_options.query_size,
       "sad, sad-pruned: WxH of the query cut from a WxH or --image target (default: a tenth)");
   app.add_flag("--no-map", sad_options.no_map,
@@ -99,7 +96,7 @@ SadCaseOptions& sad_case_options() {
 
 SadProblem build_sad_case(const Options& options, bool no_map) {
   const SadCaseOptions& opt = sad_options;
-  if (!opt.query_path.empty() && options.image_path.empty()) {
+  if (!options.query_path.empty() && options.image_path.empty()) {
     throw Error("--query needs --image (the target to search)");
   }
   SadProblem problem;
@@ -124,9 +121,9 @@ SadProblem build_sad_case(const Options& options, bool no_map) {
   SadCase c;
   if (!options.image_path.empty()) {
     ImageU8 target = load_or_generate(options, 1, &problem.name);
-    if (!opt.query_path.empty()) {
+    if (!options.query_path.empty()) {
       c.input.target = std::move(target);
-      c.input.query = to_gray(read_image(opt.query_path));
+      c.input.query = to_gray(read_image(options.query_path));
       problem.known = false;
     } else {
       const ImageSize q = query_size(target);

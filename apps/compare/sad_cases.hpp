@@ -11,7 +11,6 @@
 namespace kbench::compare {
 
 struct SadCaseOptions {
-  std::string query_path;
   std::string query_size;
   bool no_map = false;
   double max_sequential_gsad = 50.0;

@@ -94,10 +94,16 @@ bool operator==(const CemdNeighbours& a, const CemdNeighbours& b);
 bool operator==(const CemdResult& a, const CemdResult& b);
 
 // The reference: distances in double (exact integers for cemd_raw and the l2 sums), and, per
-// query, the best two by (distance, index).
+// query, the best two by (distance, index). For cemd_raw and l2 the ranking key is the float
+// distance every variant produces (exact for raw; for l2 the correctly rounded square root, so
+// near-ties that round together go to the smaller index, as in the variants); for
+// cemd_normalised it is the double distance. Neighbours are filled in both operations.
+//
+// A sampled reference covers only the first `queries` queries of its input (compare builds one
+// where the full reference would take too long); Cemd::check then checks only those rows.
 struct CemdReference {
   int queries = 0, database = 0;
-  std::vector<double> matrix;  // when all_pairs
+  std::vector<double> matrix;  // queries × database, when all_pairs
   std::vector<CemdNeighbours> neighbours;
   std::vector<double> best_distance, second_distance;  // per query, in double
 };
@@ -131,6 +137,13 @@ CemdResult match_descriptors(const CemdInput& input);
 
 // Lowe's ratio test on a query's neighbours; false when there is no second neighbour.
 bool ratio_accepted(const CemdNeighbours& n, float ratio);
+
+// One pair's distance as the reference computes it, in double: per cell the literal minimum over
+// the 8 rotations k of Σ_i |D(i) − D(k)| (normalised: the exact numerator over the exact
+// denominator, in double; raw: the exact integer), summed in cell order; l2: the square root of
+// the exact sum.
+double reference_distance(const std::uint8_t* a, const std::uint8_t* b,
+                          DescriptorDistance distance);
 
 // Seeded SIFT-like descriptors: a few dominant orientations per cell, sparse, normalised to unit
 // length, clipped at 0.2, renormalised and scaled by 512 into 0..255 as SIFT does.
@@ -169,6 +182,12 @@ KBENCH_HOST_DEVICE void top2_insert(Top2& t, std::uint64_t key) {
   } else if (key < t.second) {
     t.second = key;
   }
+}
+// top2_insert(t, cemd_key(distance, index)), skipping the key when the distance is above the
+// current second's (such a key cannot enter; an empty second, kNoCemdKey, reads as NaN and lets
+// every distance in).
+KBENCH_HOST_DEVICE void top2_offer(Top2& t, float distance, std::uint32_t index) {
+  if (!(distance > cemd_key_distance(t.second))) top2_insert(t, cemd_key(distance, index));
 }
 // The two smallest of two lists of distinct keys (database shards, threads, MPI ranks).
 KBENCH_HOST_DEVICE Top2 top2_merge(Top2 a, const Top2& b) {
@@ -265,6 +284,105 @@ KBENCH_HOST_DEVICE float descriptor_distance(const std::uint8_t* a, const std::u
     sum += cemd_cell_quotient(cemd_cell_scaled(f, g, mf, mg), mf, mg);
   }
   return sum;
+}
+
+// --- The prefix form, for the fast variants ----------------------------------------------------
+//
+// A cell as the running sums of its bins in float: F(i) = Σ_{j≤i} f(j), so F(7) = |f|. Every value
+// the cell terms below form from them is an integer below 2^24, so float arithmetic is exact (with
+// or without FMA contraction, in any order of the additions) and the terms equal the integer
+// forms above bit for bit:
+// - normalised: D(i) = |g|·F(i) − |f|·G(i), |D(i)| ≤ |f|·|g| ≤ 2040²; D(7) = 0; the numerator is
+//   the circular EMD of two histograms of mass |f|·|g|, at most 4·|f|·|g| < 2^24 (no two bins of
+//   the circle of 8 are more than 4 apart);
+// - raw: D(i) = F(i) − G(i), |D(i)| ≤ 2040.
+// Prefix sums turn the 8 running additions per cell and pair into work done once per descriptor.
+
+// Σ_i |d(i) − median(d)| of 8 values = (sum of the 4 largest) − (sum of the 4 smallest): each half
+// sorted by a 5-comparator network; the half-cleaner then pairs a(i) with b(3 − i), whose larger
+// members are the 4 largest values, so the difference is Σ_i |a(i) − b(3 − i)|. 10 comparators
+// instead of the 19 of a full sort.
+KBENCH_HOST_DEVICE float median_deviation_sum(float (&d)[kCemdBins]) {
+  const auto cx = [&](int i, int j) {
+    const float lo = d[i] < d[j] ? d[i] : d[j];
+    const float hi = d[i] < d[j] ? d[j] : d[i];
+    d[i] = lo;
+    d[j] = hi;
+  };
+  cx(0, 1), cx(2, 3), cx(0, 2), cx(1, 3), cx(1, 2);
+  cx(4, 5), cx(6, 7), cx(4, 6), cx(5, 7), cx(5, 6);
+  return (std::fabs(d[0] - d[7]) + std::fabs(d[1] - d[6])) +
+         (std::fabs(d[2] - d[5]) + std::fabs(d[3] - d[4]));
+}
+
+// Normalised-mode numerator CEMD(f·|g|, g·|f|) from the prefix sums f = F(0..7), g = G(0..7).
+KBENCH_HOST_DEVICE float cemd_prefix_scaled(const float (&f)[kCemdBins],
+                                            const float (&g)[kCemdBins]) {
+  const float mass_f = f[kCemdBins - 1], mass_g = g[kCemdBins - 1];
+  float d[kCemdBins];
+  KBENCH_UNROLL
+  for (int i = 0; i < kCemdBins - 1; ++i) d[i] = mass_g * f[i] - mass_f * g[i];
+  d[kCemdBins - 1] = 0.0f;
+  return median_deviation_sum(d);
+}
+
+// The normalised cell term: numerator / (|f|·|g|), 0 when either cell is empty (the numerator is
+// then 0, so dividing by 1 gives it without a select) — cemd_cell_quotient's bits.
+KBENCH_HOST_DEVICE float cemd_prefix_quotient(float numerator, float mass_f, float mass_g) {
+  const float denominator = mass_f * mass_g;
+  return numerator / (denominator < 1.0f ? 1.0f : denominator);
+}
+
+// Raw-mode cell term from the prefix sums.
+KBENCH_HOST_DEVICE float cemd_prefix_raw(const float (&f)[kCemdBins], const float (&g)[kCemdBins]) {
+  float d[kCemdBins];
+  KBENCH_UNROLL
+  for (int i = 0; i < kCemdBins; ++i) d[i] = f[i] - g[i];
+  return median_deviation_sum(d);
+}
+
+// One cell's contribution to a pair's distance in the prefix form: `f`, `g` the cell's prefix
+// sums (cemd modes) or its values (l2, whose contribution is the sum of squared differences).
+// Summed over the cells in cell order from 0.0f, it gives descriptor_distance() before the l2
+// square root.
+template <DescriptorDistance kDistance>
+KBENCH_HOST_DEVICE float prefix_cell_term(const float (&f)[kCemdBins],
+                                          const float (&g)[kCemdBins]) {
+  if constexpr (kDistance == DescriptorDistance::cemd_normalised) {
+    return cemd_prefix_quotient(cemd_prefix_scaled(f, g), f[kCemdBins - 1], g[kCemdBins - 1]);
+  } else if constexpr (kDistance == DescriptorDistance::cemd_raw) {
+    return cemd_prefix_raw(f, g);
+  } else {
+    float sum = 0.0f;
+    KBENCH_UNROLL
+    for (int i = 0; i < kCemdBins; ++i) {
+      const float d = f[i] - g[i];
+      sum += d * d;
+    }
+    return sum;
+  }
+}
+
+// The distance from the cell terms' sum: the square root for l2, the sum itself otherwise.
+template <DescriptorDistance kDistance>
+KBENCH_HOST_DEVICE float prefix_distance_from_sum(float sum) {
+  if constexpr (kDistance == DescriptorDistance::l2) {
+    return std::sqrt(sum);
+  } else {
+    return sum;
+  }
+}
+
+// The 8 floats a descriptor cell contributes to prefix_cell_term: running sums for the cemd
+// modes, the values themselves for l2.
+template <DescriptorDistance kDistance>
+KBENCH_HOST_DEVICE void prefix_cell(const std::uint8_t* cell, float (&out)[kCemdBins]) {
+  float running = 0.0f;
+  KBENCH_UNROLL
+  for (int i = 0; i < kCemdBins; ++i) {
+    running = kDistance == DescriptorDistance::l2 ? float(cell[i]) : running + float(cell[i]);
+    out[i] = running;
+  }
 }
 
 }  // namespace kbench

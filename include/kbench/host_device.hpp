@@ -18,3 +18,15 @@
 #else
 #define KBENCH_UNROLL _Pragma("GCC unroll 16")
 #endif
+
+// A loop over the lanes of a register block (independent results one work item computes
+// together, e.g. the distances of one query to 16 database rows): fully unrolled on GPUs, whose
+// registers hold an array only under constant indices; on hosts a SIMD loop for the vectoriser
+// (unrolling it first would hide it from the vectoriser). nvcc's host pass gets nothing, as above.
+#if defined(__CUDA_ARCH__)
+#define KBENCH_LANE_LOOP _Pragma("unroll")
+#elif defined(__CUDACC__) || !defined(_OPENMP)
+#define KBENCH_LANE_LOOP
+#else
+#define KBENCH_LANE_LOOP _Pragma("omp simd")
+#endif

@@ -89,6 +89,17 @@ const VariantList<SadPruned>& variants<SadPruned>() {
   return list;
 }
 
+template <>
+const VariantList<Cemd>& variants<Cemd>() {
+  static const VariantList<Cemd> list = collect<Cemd>({
+    register_cemd_sequential, register_cemd_native_cpu, register_cemd_portable,
+#if defined(KBENCH_HAVE_CUDA)
+        register_cemd_native_cuda,
+#endif
+  });
+  return list;
+}
+
 namespace {
 
 template <class Algorithm>
@@ -106,11 +117,12 @@ std::vector<VariantInfo> all_variants() {
   append_infos<Lbp>(infos);
   append_infos<Sad>(infos);
   append_infos<SadPruned>(infos);
+  append_infos<Cemd>(infos);
   return infos;
 }
 
 std::vector<std::string> algorithm_names() {
-  return {Conv::name, Lbp::name, Sad::name, SadPruned::name};
+  return {Conv::name, Lbp::name, Sad::name, SadPruned::name, Cemd::name};
 }
 
 void throw_unknown_variant(const std::string& algorithm, const std::string& name) {

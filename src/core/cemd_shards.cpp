@@ -1,0 +1,208 @@
+#include "kbench/cemd_shards.hpp"
+
+#include <chrono>
+#include <exception>
+#include <thread>
+
+#include "kbench/error.hpp"
+#include "kbench/harness.hpp"
+#include "kbench/system_info.hpp"
+
+namespace kbench {
+
+#if defined(KBENCH_HAVE_CUDA)
+namespace cuda {
+int device_count();
+void set_device(int device);
+}  // namespace cuda
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+bool backend_matches(const Variant<Cemd>& v, const std::string& backend) {
+  return backend.empty() || backend == to_string(v.backend);
+}
+
+// Candidates of rows [first, first + count) from a variant's output: its neighbours, or every
+// distance of the matrix.
+std::vector<Top2> shard_top2(const CemdResult& out, std::int64_t first, bool all_pairs) {
+  std::vector<Top2> top2(std::size_t(out.queries));
+  for (int q = 0; q < out.queries; ++q) {
+    Top2& t = top2[q];
+    if (all_pairs) {
+      const float* row = out.matrix.data() + std::size_t(q) * out.database;
+      for (int d = 0; d < out.database; ++d)
+        top2_insert(t, cemd_key(row[d], std::uint32_t(first + d)));
+      continue;
+    }
+    const CemdNeighbours& n = out.neighbours[q];
+    t.best = cemd_key(n.best_distance, std::uint32_t(first + n.best_index));
+    if (n.second_index >= 0) {
+      t.second = cemd_key(n.second_distance, std::uint32_t(first + n.second_index));
+    }
+  }
+  return top2;
+}
+
+// One variant run on rows `part` (all of them on this thread's device).
+ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowReader& read_rows,
+                       const ShardOptions& options, bool native_cuda_only) {
+  ShardResult result;
+  result.top2.assign(std::size_t(queries.count), Top2{});
+  if (part.count == 0) return result;
+  CemdInput input{queries, read_rows(part.first, part.count), options.params};
+  if (input.database.count != part.count) {
+    throw Error("the database reader returned " + std::to_string(input.database.count) +
+                " rows instead of " + std::to_string(part.count));
+  }
+  validate_cemd_input(input);
+  const Variant<Cemd>& variant =
+      select_cemd_variant(input, options.variant, options.backend, native_cuda_only);
+  const Clock::time_point start = Clock::now();
+  CemdResult out = run_once(variant, input);
+  result.seconds = seconds_since(start);
+  result.variant = variant.name;
+  result.top2 = shard_top2(out, part.first, options.params.all_pairs);
+  if (options.params.all_pairs) result.matrix = std::move(out.matrix);
+  return result;
+}
+
+}  // namespace
+
+RowRange shard_rows(std::int64_t rows, int shards, int shard) {
+  if (rows < 0 || shards < 1 || shard < 0 || shard >= shards) {
+    throw Error("shard " + std::to_string(shard) + " of " + std::to_string(shards) + " over " +
+                std::to_string(rows) + " rows does not exist");
+  }
+  const std::int64_t base = rows / shards, extra = rows % shards;
+  RowRange range;
+  range.first = shard * base + std::min<std::int64_t>(shard, extra);
+  range.count = int(base + (shard < extra ? 1 : 0));
+  return range;
+}
+
+const Variant<Cemd>& select_cemd_variant(const CemdInput& input, const std::string& variant,
+                                         const std::string& backend, bool native_cuda_only) {
+  const bool gpu = gpu_available();
+  if (!variant.empty()) {
+    const Variant<Cemd>& v = find_variant<Cemd>(variant);
+    const std::string name = "cemd variant '" + variant + "'";
+    if (!backend_matches(v, backend)) {
+      throw Error(name + " runs on the " + to_string(v.backend) + " backend, not " + backend);
+    }
+    if (native_cuda_only && v.layer != Layer::native_cuda) {
+      throw Error(name + " is not a native CUDA variant; one process drives several GPUs only " +
+                  "through native CUDA variants (Kokkos drives one GPU per process)");
+    }
+    if (v.backend == Backend::cuda && !gpu) throw Error(name + " needs a CUDA GPU; none is here");
+    if (!v.handles(input)) throw Error(name + " does not handle this input");
+    return v;
+  }
+  if (backend == "cuda" && !gpu) throw Error("--backend cuda needs a CUDA GPU; none is here");
+  const Variant<Cemd>* best = nullptr;
+  for (const auto& v : variants<Cemd>()) {
+    if ((v.backend == Backend::cuda && !gpu) || !v.handles(input) || !backend_matches(v, backend) ||
+        (native_cuda_only && v.layer != Layer::native_cuda)) {
+      continue;
+    }
+    if (!best || v.preference > best->preference) best = &v;
+  }
+  if (!best) {
+    throw Error(std::string("no cemd variant of this build runs ") +
+                (native_cuda_only ? "natively on CUDA GPUs" : "here") +
+                (backend.empty() ? "" : " on the " + backend + " backend"));
+  }
+  return *best;
+}
+
+ShardResult match_shard(const DescriptorSet& queries, RowRange shard, const RowReader& read_rows,
+                        const ShardOptions& options) {
+  if (options.gpus < 1) throw Error("the number of GPUs per process must be at least 1");
+  if (options.gpus == 1) return match_part(queries, shard, read_rows, options, false);
+
+  // One host thread per GPU, each on its own part of the shard.
+  const int gpus = options.gpus;
+  std::vector<ShardResult> parts(static_cast<std::size_t>(gpus));
+  std::vector<std::exception_ptr> failures(static_cast<std::size_t>(gpus));
+  const Clock::time_point start = Clock::now();
+  {
+    std::vector<std::thread> threads;
+    for (int g = 0; g < gpus; ++g) {
+      threads.emplace_back([&, g] {
+        try {
+          const int device = options.first_gpu + g;
+          try {
+            use_cuda_device(device);
+            RowRange part = shard_rows(shard.count, gpus, g);
+            part.first += shard.first;
+            parts[g] = match_part(queries, part, read_rows, options, true);
+          } catch (const Error& e) {
+            throw Error("GPU " + std::to_string(device) + ": " + e.what());
+          }
+        } catch (...) {
+          failures[g] = std::current_exception();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+  for (const auto& failure : failures) {
+    if (failure) std::rethrow_exception(failure);
+  }
+  ShardResult result;
+  result.seconds = seconds_since(start);
+  result.top2.assign(std::size_t(queries.count), Top2{});
+  if (options.params.all_pairs) {
+    result.matrix.resize(std::size_t(queries.count) * std::size_t(shard.count));
+  }
+  int column = 0;
+  for (const ShardResult& part : parts) {
+    merge_top2_lists(result.top2.data(), part.top2.data(), result.top2.size());
+    if (result.variant.empty()) result.variant = part.variant;
+    if (!options.params.all_pairs || part.variant.empty()) continue;
+    const int width = int(part.matrix.size() / std::size_t(queries.count));
+    for (int q = 0; q < queries.count; ++q) {
+      std::copy_n(part.matrix.data() + std::size_t(q) * width, width,
+                  result.matrix.data() + std::size_t(q) * shard.count + column);
+    }
+    column += width;
+  }
+  return result;
+}
+
+void merge_top2_lists(Top2* into, const Top2* other, std::size_t queries) {
+  for (std::size_t q = 0; q < queries; ++q) into[q] = top2_merge(into[q], other[q]);
+}
+
+CemdResult result_from_top2(const std::vector<Top2>& top2, int database) {
+  CemdResult result;
+  result.queries = int(top2.size());
+  result.database = database;
+  result.neighbours.reserve(top2.size());
+  for (const Top2& t : top2) result.neighbours.push_back(neighbours_from(t));
+  return result;
+}
+
+int cuda_device_count() {
+#if defined(KBENCH_HAVE_CUDA)
+  return cuda::device_count();
+#else
+  return 0;
+#endif
+}
+
+void use_cuda_device(int device) {
+#if defined(KBENCH_HAVE_CUDA)
+  cuda::set_device(device);
+#else
+  throw Error("this build has no CUDA support, so it cannot use GPU " + std::to_string(device));
+#endif
+}
+
+}  // namespace kbench

@@ -1,0 +1,439 @@
+// Portable cemd: one Kokkos source for every execution space (Serial, OpenMP, CUDA).
+//
+// - kokkos-mdrange: the idiomatic form on the bytes, through descriptor_distance(). All pairs: an
+//   MDRange over (database row, query) pairs, the database row fastest (a CUDA warp shares its
+//   query and writes consecutive matrix elements). Nearest two: a team per query reduces its
+//   row of distances with a top-2 reducer.
+// - kokkos-team: the prefix form of cemd.hpp, laid out for GPUs. A pre-pass turns both sets into
+//   value-major tables of prefix sums (value v of descriptor i at v · stride + i) once per call.
+//   A team owns a tile of kQueryTile queries and a split of the database, whose chunks of
+//   kChunkRows rows it stages in team scratch. Each work item computes one query against kLanes
+//   staged rows at a time, in registers: the query's cell is read once per kLanes rows (consecutive
+//   work items read consecutive queries), the staged rows are read by every work item at once (a
+//   broadcast on GPUs; a SIMD load on hosts, where the lanes vectorise). Nearest two: each
+//   query's top-2 stays in scratch across the chunks and leaves once per split; a small kernel
+//   merges the splits. All pairs: a chunk's distances pass through scratch, so the matrix rows are
+//   written contiguously.
+//
+// The top-2 rule is shared (cemd_key: distance, then index), and every value the prefix form
+// computes is an exact integer below 2^24, so both variants give the sequential variants' bits.
+#include <algorithm>
+#include <memory>
+
+#include "kbench/cemd.hpp"
+#include "portable/kokkos_support.hpp"
+#include "sequential/cemd_host.hpp"
+
+// Named (not anonymous) namespace: CUDA extended lambdas may not live in internal-linkage
+// functions.
+namespace kbench::portable_cemd {
+
+using host_cemd::with_distance;
+using portable::backend_of;
+using portable::InputBuffer;
+using portable::OutputBuffer;
+
+template <class Exec>
+using Bytes = typename InputBuffer<std::uint8_t, Exec>::View;
+template <class Exec>
+using MatrixView = typename OutputBuffer<float, Exec>::View;
+template <class Exec>
+using TopsView = typename OutputBuffer<Top2, Exec>::View;
+
+// What a method's run() reads and writes.
+template <class Exec>
+struct Buffers {
+  Bytes<Exec> queries, database;
+  MatrixView<Exec> matrix;  // all pairs
+  TopsView<Exec> tops;      // nearest two: each query's top-2 keys
+};
+
+// A query's top-2 keys as a Kokkos reduction value: Kokkos 3.4's CUDA reductions copy values
+// through volatile references.
+struct Top2Value {
+  std::uint64_t best, second;
+
+  KOKKOS_INLINE_FUNCTION void operator=(const Top2Value& other) {
+    best = other.best;
+    second = other.second;
+  }
+  KOKKOS_INLINE_FUNCTION void operator=(const volatile Top2Value& other) volatile {
+    best = other.best;
+    second = other.second;
+  }
+};
+
+KOKKOS_INLINE_FUNCTION void offer(Top2Value& value, float distance, std::uint32_t index) {
+  Top2 t{value.best, value.second};
+  top2_offer(t, distance, index);
+  value.best = t.best;
+  value.second = t.second;
+}
+
+// The two smallest keys of a reduction (Kokkos' reducer concept).
+struct Top2Reducer {
+  using reducer = Top2Reducer;
+  using value_type = Top2Value;
+  using result_view_type =
+      Kokkos::View<value_type, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+  KOKKOS_INLINE_FUNCTION explicit Top2Reducer(value_type& value) : value_(&value) {}
+
+  KOKKOS_INLINE_FUNCTION void join(value_type& dest, const value_type& src) const {
+    const Top2 merged = top2_merge(Top2{dest.best, dest.second}, Top2{src.best, src.second});
+    dest.best = merged.best;
+    dest.second = merged.second;
+  }
+  KOKKOS_INLINE_FUNCTION void join(volatile value_type& dest,
+                                   const volatile value_type& src) const {
+    const Top2 merged = top2_merge(Top2{dest.best, dest.second}, Top2{src.best, src.second});
+    dest.best = merged.best;
+    dest.second = merged.second;
+  }
+  KOKKOS_INLINE_FUNCTION void init(value_type& value) const {
+    value.best = kNoCemdKey;
+    value.second = kNoCemdKey;
+  }
+  KOKKOS_INLINE_FUNCTION value_type& reference() const { return *value_.data(); }
+  KOKKOS_INLINE_FUNCTION result_view_type view() const { return value_; }
+  KOKKOS_INLINE_FUNCTION bool references_scalar() const { return true; }
+
+ private:
+  result_view_type value_;
+};
+
+template <class Exec>
+struct MDRangeMethod {
+  static constexpr const char* name = "kokkos-mdrange";
+
+  explicit MDRangeMethod(const CemdInput&) {}
+
+  void run(const CemdInput& input, const Buffers<Exec>& b) const {
+    const int n = input.queries.count, m = input.database.count;
+    const DescriptorDistance distance = input.params.distance;
+    const auto queries = b.queries;
+    const auto database = b.database;
+    if (input.params.all_pairs) {
+      using Policy =
+          Kokkos::MDRangePolicy<Exec,
+                                Kokkos::Rank<2, Kokkos::Iterate::Left, Kokkos::Iterate::Left>>;
+      const auto matrix = b.matrix;
+      Kokkos::parallel_for(
+          "cemd_mdrange", Policy({0, 0}, {m, n}, {32, 4}), KOKKOS_LAMBDA(int j, int q) {
+            matrix(std::size_t(q) * m + j) =
+                descriptor_distance(queries.data() + std::size_t(q) * kDescriptorBytes,
+                                    database.data() + std::size_t(j) * kDescriptorBytes, distance);
+          });
+      return;
+    }
+    using Policy = Kokkos::TeamPolicy<Exec>;
+    const auto tops = b.tops;
+    Kokkos::parallel_for(
+        "cemd_mdrange_nearest", Policy(n, Kokkos::AUTO),
+        KOKKOS_LAMBDA(const typename Policy::member_type& team) {
+          const int q = team.league_rank();
+          const std::uint8_t* query = queries.data() + std::size_t(q) * kDescriptorBytes;
+          Top2Value best;
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, m),
+              [&](int j, Top2Value& partial) {
+                offer(partial,
+                      descriptor_distance(
+                          query, database.data() + std::size_t(j) * kDescriptorBytes, distance),
+                      std::uint32_t(j));
+              },
+              Top2Reducer(best));
+          Kokkos::single(Kokkos::PerTeam(team), [&]() { tops(q) = Top2{best.best, best.second}; });
+        });
+  }
+};
+
+// Team tiling: kQueryTile queries per team (one per work item on GPUs), kChunkRows database rows
+// staged at once, kLanes of them computed together by a work item.
+constexpr int kQueryTile = 128;
+constexpr int kChunkRows = 32;
+constexpr int kLanes = 16;
+static_assert(kChunkRows % kLanes == 0, "a chunk holds whole lane groups");
+// All-pairs results per query in scratch, one spare column so that the work items of a CUDA warp
+// (consecutive queries) write to distinct banks.
+constexpr int kResultPitch = kChunkRows + 1;
+// The database is split so that about kWaves rounds of kTeamsPerMultiprocessor teams fill the
+// machine (teams of a split share nothing; their top-2s are merged afterwards).
+constexpr int kTeamsPerMultiprocessor = 4;
+constexpr int kWaves = 2;
+
+struct TeamGeometry {
+  int n, m;
+  int query_stride, database_stride;  // descriptors per value in the tables (padded with zeros)
+  int query_tiles, chunks, chunks_per_split, splits;
+};
+
+template <class Exec>
+TeamGeometry team_geometry(int n, int m) {
+  TeamGeometry g{};
+  g.n = n;
+  g.m = m;
+  g.query_tiles = (n + kQueryTile - 1) / kQueryTile;
+  g.chunks = (m + kChunkRows - 1) / kChunkRows;
+  g.query_stride = g.query_tiles * kQueryTile;
+  g.database_stride = g.chunks * kChunkRows;
+  const long long teams = portable::resident_items<Exec>(1, kTeamsPerMultiprocessor) * kWaves;
+  const long long splits =
+      std::clamp<long long>((teams + g.query_tiles - 1) / g.query_tiles, 1, g.chunks);
+  g.chunks_per_split = int((g.chunks + splits - 1) / splits);
+  g.splits = (g.chunks + g.chunks_per_split - 1) / g.chunks_per_split;
+  return g;
+}
+
+template <class Exec>
+using Table = Kokkos::View<float*, typename Exec::memory_space>;
+
+template <class Exec>
+Table<Exec> allocate_table(const char* label, std::size_t count) {
+  try {
+    return Table<Exec>(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing), count);
+  } catch (const std::exception& e) {
+    throw Error(std::string("cannot allocate ") + std::to_string(count * sizeof(float)) +
+                " bytes for " + label + " in " + Exec::name() + " memory: " + e.what());
+  }
+}
+
+// The prefix-form table of a set: value v of descriptor i at v · stride + i, zero for
+// i >= count.
+template <class Exec, DescriptorDistance kDistance>
+void fill_table(const Bytes<Exec>& values, int count, int stride, const Table<Exec>& table) {
+  Kokkos::parallel_for(
+      "cemd_prefix_table", Kokkos::RangePolicy<Exec>(0, stride), KOKKOS_LAMBDA(int i) {
+        for (int c = 0; c < kCemdCells; ++c) {
+          std::uint8_t bins[kCemdBins] = {};
+          if (i < count) {
+            for (int k = 0; k < kCemdBins; ++k) {
+              bins[k] = values(std::size_t(i) * kDescriptorBytes + c * kCemdBins + k);
+            }
+          }
+          float cell[kCemdBins];
+          prefix_cell<kDistance>(bins, cell);
+          for (int k = 0; k < kCemdBins; ++k) {
+            table(std::size_t(c * kCemdBins + k) * stride + i) = cell[k];
+          }
+        }
+      });
+}
+
+template <class Exec, DescriptorDistance kDistance, bool kAllPairs>
+void team_match(const TeamGeometry& g, const Table<Exec>& queries, const Table<Exec>& database,
+                const MatrixView<Exec>& matrix, const TopsView<Exec>& partial) {
+  using Policy = Kokkos::TeamPolicy<Exec>;
+  using Team = typename Policy::member_type;
+  using Space = typename Exec::scratch_memory_space;
+  using Floats = Kokkos::View<float*, Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using Tops = Kokkos::View<Top2*, Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  constexpr int kRowFloats = kDescriptorBytes * kChunkRows;
+  constexpr int kResultFloats = kAllPairs ? kQueryTile * kResultPitch : 0;
+  constexpr int kTops = kAllPairs ? 0 : kQueryTile;
+  const auto kernel = KOKKOS_LAMBDA(const Team& team) {
+    Floats rows(team.team_scratch(0), kRowFloats);  // value v of staged row r at v · kChunkRows + r
+    Floats results(team.team_scratch(0), kResultFloats);
+    Tops tops(team.team_scratch(0), kTops);
+    const int tile = team.league_rank() % g.query_tiles;
+    const int split = team.league_rank() / g.query_tiles;
+    const int q0 = tile * kQueryTile;
+    const int tile_queries = g.n - q0 < kQueryTile ? g.n - q0 : kQueryTile;
+    const int first_chunk = split * g.chunks_per_split;
+    const int end_chunk =
+        g.chunks - first_chunk < g.chunks_per_split ? g.chunks : first_chunk + g.chunks_per_split;
+    if (!kAllPairs) {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tile_queries),
+                           [&](int i) { tops(i) = Top2(); });
+    }
+    for (int chunk = first_chunk; chunk < end_chunk; ++chunk) {
+      const int r0 = chunk * kChunkRows;
+      team.team_barrier();  // the previous chunk is done with the staged rows and results
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kRowFloats), [&](int e) {
+        const int v = e / kChunkRows, r = e % kChunkRows;
+        rows(e) = database(std::size_t(v) * g.database_stride + r0 + r);
+      });
+      team.team_barrier();
+      const float* staged = rows.data();
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tile_queries), [&](int i) {
+        const int q = q0 + i;
+        Top2 top;
+        if (!kAllPairs) top = tops(i);
+        for (int j0 = 0; j0 < kChunkRows && r0 + j0 < g.m; j0 += kLanes) {
+          float acc[kLanes];
+          KBENCH_LANE_LOOP
+          for (int lane = 0; lane < kLanes; ++lane) acc[lane] = 0.0f;
+          for (int c = 0; c < kCemdCells; ++c) {
+            float f[kCemdBins];
+            for (int k = 0; k < kCemdBins; ++k) {
+              f[k] = queries(std::size_t(c * kCemdBins + k) * g.query_stride + q);
+            }
+            const float* cell = staged + c * kCemdBins * kChunkRows + j0;
+            KBENCH_LANE_LOOP
+            for (int lane = 0; lane < kLanes; ++lane) {
+              float row[kCemdBins];
+              for (int k = 0; k < kCemdBins; ++k) row[k] = cell[k * kChunkRows + lane];
+              acc[lane] += prefix_cell_term<kDistance>(f, row);
+            }
+          }
+          KBENCH_LANE_LOOP
+          for (int lane = 0; lane < kLanes; ++lane) {
+            const float d = prefix_distance_from_sum<kDistance>(acc[lane]);
+            if (kAllPairs) {
+              results(i * kResultPitch + j0 + lane) = d;
+            } else if (r0 + j0 + lane < g.m) {
+              top2_offer(top, d, std::uint32_t(r0 + j0 + lane));
+            }
+          }
+        }
+        if (!kAllPairs) tops(i) = top;
+      });
+      if (kAllPairs) {
+        team.team_barrier();
+        const int chunk_rows = g.m - r0 < kChunkRows ? g.m - r0 : kChunkRows;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tile_queries * chunk_rows), [&](int e) {
+          const int i = e / chunk_rows, r = e % chunk_rows;
+          matrix(std::size_t(q0 + i) * g.m + r0 + r) = results(i * kResultPitch + r);
+        });
+      }
+    }
+    if (!kAllPairs) {
+      team.team_barrier();
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tile_queries),
+                           [&](int i) { partial(std::size_t(split) * g.n + q0 + i) = tops(i); });
+    }
+  };
+  const std::size_t scratch =
+      Floats::shmem_size(kRowFloats) + Floats::shmem_size(kResultFloats) + Tops::shmem_size(kTops);
+  const int team_size = std::min(kQueryTile, Policy(1, 1)
+                                                 .set_scratch_size(0, Kokkos::PerTeam(scratch))
+                                                 .team_size_max(kernel, Kokkos::ParallelForTag()));
+  Kokkos::parallel_for(
+      kAllPairs ? "cemd_team_all_pairs" : "cemd_team_nearest",
+      Policy(g.query_tiles * g.splits, team_size).set_scratch_size(0, Kokkos::PerTeam(scratch)),
+      kernel);
+}
+
+// Each query's top-2 from the splits' top-2s.
+template <class Exec>
+void merge_splits(const TeamGeometry& g, const TopsView<Exec>& partial,
+                  const TopsView<Exec>& tops) {
+  Kokkos::parallel_for(
+      "cemd_merge_splits", Kokkos::RangePolicy<Exec>(0, g.n), KOKKOS_LAMBDA(int q) {
+        Top2 t = partial(q);
+        for (int s = 1; s < g.splits; ++s) t = top2_merge(t, partial(std::size_t(s) * g.n + q));
+        tops(q) = t;
+      });
+}
+
+template <class Exec>
+struct TeamMethod {
+  static constexpr const char* name = "kokkos-team";
+
+  explicit TeamMethod(const CemdInput& input)
+      : g(team_geometry<Exec>(input.queries.count, input.database.count)),
+        query_table(allocate_table<Exec>("cemd query prefix table",
+                                         std::size_t(kDescriptorBytes) * g.query_stride)),
+        database_table(allocate_table<Exec>("cemd database prefix table",
+                                            std::size_t(kDescriptorBytes) * g.database_stride)),
+        partial(input.params.all_pairs || g.splits == 1 ? 0 : std::size_t(g.splits) * g.n,
+                "cemd top-2 per split") {}
+
+  void run(const CemdInput& input, const Buffers<Exec>& b) const {
+    with_distance(input.params.distance, [&](auto distance) {
+      constexpr DescriptorDistance kDistance = decltype(distance)::value;
+      fill_table<Exec, kDistance>(b.queries, g.n, g.query_stride, query_table);
+      fill_table<Exec, kDistance>(b.database, g.m, g.database_stride, database_table);
+      if (input.params.all_pairs) {
+        team_match<Exec, kDistance, true>(g, query_table, database_table, b.matrix, b.tops);
+      } else if (g.splits == 1) {
+        team_match<Exec, kDistance, false>(g, query_table, database_table, b.matrix, b.tops);
+      } else {
+        team_match<Exec, kDistance, false>(g, query_table, database_table, b.matrix,
+                                           partial.view());
+        merge_splits<Exec>(g, partial.view(), b.tops);
+      }
+    });
+  }
+
+  TeamGeometry g;
+  Table<Exec> query_table, database_table;
+  OutputBuffer<Top2, Exec> partial;
+};
+
+template <class Exec, class Method>
+class KokkosCemdRunner final : public Runner<Cemd> {
+ public:
+  explicit KokkosCemdRunner(const CemdInput& input)
+      : input_((validate_cemd_input(input), input)),
+        queries_(input.queries.values.data(), input.queries.values.size(), "cemd queries"),
+        database_(input.database.values.data(), input.database.values.size(), "cemd database"),
+        method_(input),
+        matrix_(input.params.all_pairs
+                    ? std::size_t(input.queries.count) * std::size_t(input.database.count)
+                    : 0,
+                "cemd distance matrix"),
+        tops_(input.params.all_pairs ? 0 : std::size_t(input.queries.count), "cemd top-2") {}
+
+  void poison(std::uint8_t byte) override {
+    matrix_.poison(byte);
+    tops_.poison(byte);
+  }
+  void upload() override {
+    queries_.upload();
+    database_.upload();
+  }
+  void compute() override {
+    method_.run(input_, {queries_.view(), database_.view(), matrix_.view(), tops_.view()});
+  }
+  void sync() override { Exec{}.fence(); }
+  void download(CemdResult& out) override {
+    const int n = input_.queries.count;
+    out.queries = n;
+    out.database = input_.database.count;
+    out.neighbours.clear();
+    out.matrix.clear();
+    if (input_.params.all_pairs) {
+      out.matrix = allocate_samples<float>(matrix_.view().size(), "the cemd distance matrix");
+      matrix_.download(out.matrix.data());
+      return;
+    }
+    std::vector<Top2> tops(static_cast<std::size_t>(n));
+    tops_.download(tops.data());
+    out.neighbours.resize(std::size_t(n));
+    for (int q = 0; q < n; ++q)
+      out.neighbours[std::size_t(q)] = neighbours_from(tops[std::size_t(q)]);
+  }
+
+ private:
+  const CemdInput& input_;
+  InputBuffer<std::uint8_t, Exec> queries_, database_;
+  Method method_;
+  OutputBuffer<float, Exec> matrix_;
+  OutputBuffer<Top2, Exec> tops_;
+};
+
+template <class Exec, class Method>
+void add_variant(VariantList<Cemd>& list, int preference) {
+  list.push_back({std::string(Method::name) + "-" + to_string(backend_of<Exec>()),
+                  Layer::portable,
+                  backend_of<Exec>(),
+                  false,
+                  make_runner<KokkosCemdRunner<Exec, Method>>,
+                  {},
+                  preference});
+}
+
+}  // namespace kbench::portable_cemd
+
+namespace kbench {
+
+void register_cemd_portable(VariantList<Cemd>& list) {
+  portable::for_each_exec_space([&](auto exec) {
+    using Exec = decltype(exec);
+    portable_cemd::add_variant<Exec, portable_cemd::MDRangeMethod<Exec>>(list, 0);
+    portable_cemd::add_variant<Exec, portable_cemd::TeamMethod<Exec>>(list, 1);
+  });
+}
+
+}  // namespace kbench

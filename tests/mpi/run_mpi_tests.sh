@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# End-to-end tests of cemd-match, alone and under mpirun (host backend, CPU ranks).
+#
+#   tests/mpi/run_mpi_tests.sh tool   BIN_DIR               cemd-match alone: results, bad input
+#   tests/mpi/run_mpi_tests.sh match  BIN_DIR MPIEXEC       np 1, 2, 3: byte-identical to alone
+#   tests/mpi/run_mpi_tests.sh faults BIN_DIR MPIEXEC       one rank failing ends the job
+#
+# BIN_DIR holds cemd-match and cemd-generate. ctest runs the modes (the MPI ones when the build
+# has KBENCH_MPI).
+set -euo pipefail
+
+mode=${1:?mode: tool, match or faults}
+bin=$(cd "${2:?folder of cemd-match and cemd-generate}" && pwd)
+mpiexec=${3:-mpirun}
+match="$bin/cemd-match"
+work=$(mktemp -d /tmp/kbench-cemd-mpi-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+# Open MPI under CI (root, containers, few cores): allow root, more ranks than cores, no
+# binding and no ptrace-based single-copy transport; one OpenMP thread per rank.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMP_NUM_THREADS=1 OMP_PROC_BIND=false
+# Seconds a job that must fail may take before the test calls it a hang.
+fault_limit=60
+
+# Failing runs' messages are in err.txt.
+fail() {
+  echo "FAIL: $*" >&2
+  [[ -s err.txt ]] && sed 's/^/  stderr: /' err.txt >&2
+  exit 1
+}
+pass() { echo "ok: $*"; }
+
+# Runs under mpirun, its messages (Kokkos' oversubscription warnings among them) in err.txt.
+mpi() {
+  local np=$1
+  shift
+  "$mpiexec" --oversubscribe --bind-to none -np "$np" "$@" 2>err.txt
+}
+
+# No result and no temporary file may be left in the folder.
+expect_no_output() {
+  local name=$1
+  [[ ! -e $name ]] || fail "$name was written by a failed run"
+  if compgen -G "$name.partial-*" >/dev/null; then fail "a temporary $name.partial-* was left"; fi
+}
+
+"$bin/cemd-generate" --database db.npy --rows 37 --queries q.npy --query-rows 40 --seed 7 >/dev/null
+"$bin/cemd-generate" --database ties.npy --rows 6 --copies 3 --seed 8 >/dev/null
+"$bin/cemd-generate" --database one.npy --rows 1 --seed 9 >/dev/null
+"$bin/cemd-generate" --database two.npy --rows 2 --seed 10 >/dev/null
+
+case "$mode" in
+  tool)
+    "$match" q.npy db.npy -o m.csv --all-pairs d.csv >out.txt
+    grep -q "40 queries, 37 database descriptors" out.txt || fail "summary line: $(cat out.txt)"
+    [[ $(head -1 m.csv) == query,index,distance,second_index,second_distance,accepted ]] ||
+      fail "matches header"
+    [[ $(wc -l <m.csv) -eq 41 ]] || fail "matches: 40 rows expected"
+    [[ $(wc -l <d.csv) -eq 40 && $(head -1 d.csv | tr ',' '\n' | wc -l) -eq 37 ]] ||
+      fail "matrix: 40 x 37 expected"
+    # The matrix's row minimum is the match's distance (same bits, same printing).
+    awk -F, 'NR == FNR { best = $1; for (i = 2; i <= NF; ++i) if ($i + 0 < best + 0) best = $i;
+                         min[FNR] = best; next }
+             FNR > 1 && $3 != min[FNR - 1] { bad = 1 } END { exit bad }' d.csv m.csv ||
+      fail "matrix minima differ from the matched distances"
+    "$match" q.npy db.npy -o m2.csv >/dev/null
+    cmp -s m.csv m2.csv || fail "matches with and without --all-pairs differ"
+    pass "matches and all-pairs matrix"
+
+    # Exact ties across copies go to the smallest row: the best is in the first copy, the second
+    # at the same distance (its copy 6 rows on, unless another first-copy row ties too).
+    "$match" q.npy ties.npy -o t.csv --mode raw >/dev/null
+    awk -F, 'NR > 1 && !($2 < 6 && ($4 == $2 + 6 || $4 < 6) && $3 == $5) { bad = 1 }
+             END { exit bad }' t.csv || fail "tie rule"
+    pass "ties to the smallest database row"
+
+    "$match" q.npy one.npy -o o.csv >/dev/null
+    awk -F, 'NR > 1 && !($2 == 0 && $4 == -1 && $5 == "" && $6 == 0) { bad = 1 } END { exit bad }' \
+      o.csv || fail "one-row database"
+    pass "one-row database: no second neighbour"
+
+    # Bad input: a clear message, exit status 1, no file.
+    head -c 1000 db.npy >short.npy
+    for args in "q.npy short.npy" "q.npy missing.npy" "short.npy db.npy"; do
+      set +e
+      # shellcheck disable=SC2086
+      "$match" $args -o bad.csv 2>err.txt
+      status=$?
+      set -e
+      [[ $status -eq 1 ]] || fail "$args: exit status $status, expected 1"
+      grep -q "^cemd-match: .*\(truncated\|cannot open\)" err.txt || fail "$args: $(cat err.txt)"
+      expect_no_output bad.csv
+    done
+    if "$match" q.npy db.npy -o bad.csv --ratio 1.5 2>err.txt; then fail "ratio 1.5 accepted"; fi
+    expect_no_output bad.csv
+    pass "bad input refused without output"
+    ;;
+
+  match)
+    for case in "db.npy:normalised" "ties.npy:raw" "two.npy:normalised" "one.npy:raw"; do
+      database=${case%%:*}
+      distance=${case##*:}
+      "$match" q.npy "$database" -o alone.csv --mode "$distance" --all-pairs alone-d.csv >/dev/null
+      for np in 1 2 3; do
+        rm -f mpi.csv mpi-d.csv
+        mpi "$np" "$match" q.npy "$database" -o mpi.csv --mode "$distance" \
+          --all-pairs mpi-d.csv >/dev/null
+        cmp -s alone.csv mpi.csv || fail "$database $distance: np $np matches differ"
+        cmp -s alone-d.csv mpi-d.csv || fail "$database $distance: np $np matrix differs"
+        rm -f mpi.csv
+        mpi "$np" "$match" q.npy "$database" -o mpi.csv --mode "$distance" >/dev/null
+        cmp -s alone.csv mpi.csv || fail "$database $distance: np $np (fused) matches differ"
+      done
+      pass "$database ($distance): np 1, 2, 3 byte-identical to one process"
+    done
+    "$match" q.npy db.npy -o alone.csv --metric l2 >/dev/null
+    mpi 3 "$match" q.npy db.npy -o mpi.csv --metric l2 >/dev/null
+    cmp -s alone.csv mpi.csv || fail "l2: np 3 differs"
+    pass "l2: np 3 byte-identical"
+    ;;
+
+  faults)
+    # Every job below must fail, name the failing rank, stop within the limit and write nothing.
+    expect_job_failure() {
+      local what=$1 pattern=$2
+      shift 2
+      local status=0
+      # timeout's own status for a job it had to stop is 124 (mpirun's for a rank killed by a
+      # signal is 128 + the signal).
+      timeout "$fault_limit" "$@" >out.txt 2>err.txt || status=$?
+      [[ $status -ne 124 ]] || fail "$what: still running after ${fault_limit} s"
+      [[ $status -ne 0 ]] || fail "$what: exit status 0"
+      if [[ -n $pattern ]] && ! grep -q "$pattern" err.txt; then
+        fail "$what: no message matching '$pattern': $(cat err.txt)"
+      fi
+      expect_no_output m.csv
+      pass "$what (exit status $status)"
+    }
+    # Same header, data cut short: only rank 2 reads this copy.
+    head -c $(($(stat -c %s db.npy) - 300)) db.npy >short.npy
+    expect_job_failure "truncated file on rank 2" "cemd-match: rank 2: .*truncated" \
+      "$mpiexec" --oversubscribe --bind-to none -np 2 "$match" q.npy db.npy -o m.csv \
+      : -np 1 "$match" q.npy short.npy -o m.csv
+    # A valid file of another size on rank 1.
+    expect_job_failure "another database on rank 1" "cemd-match: rank 1: .*but 37 on rank 0" \
+      "$mpiexec" --oversubscribe --bind-to none -np 1 "$match" q.npy db.npy -o m.csv \
+      : -np 1 "$match" q.npy two.npy -o m.csv : -np 1 "$match" q.npy db.npy -o m.csv
+    # Bad queries: rank 0 reads them, the others wait for the broadcast.
+    expect_job_failure "truncated queries" "cemd-match: rank 0: .*truncated" \
+      "$mpiexec" --oversubscribe --bind-to none -np 3 "$match" short.npy db.npy -o m.csv
+    # A rank that dies (killed) before it ever joins the job.
+    expect_job_failure "a rank killed" "" \
+      "$mpiexec" --oversubscribe --bind-to none -np 2 "$match" q.npy db.npy -o m.csv \
+      : -np 1 sh -c 'kill -9 $$'
+    ;;
+
+  *)
+    fail "unknown mode $mode (tool, match or faults)"
+    ;;
+esac
