@@ -1,6 +1,7 @@
 #pragma once
 // Each layer's registration function, one per algorithm; registry.cpp calls them in order.
 
+#include "kbench/cemd.hpp"
 #include "kbench/conv.hpp"
 #include "kbench/lbp.hpp"
 #include "kbench/registry.hpp"
@@ -27,6 +28,10 @@ void register_sad_native_cpu(VariantList<Sad>& list);
 void register_sad_portable(VariantList<Sad>& list);
 #if defined(KBENCH_HAVE_CUDA)
 void register_sad_native_cuda(VariantList<Sad>& list);
+#endif
+
+#if defined(KBENCH_HAVE_CUDA)
+void register_cemd_native_cuda(VariantList<Cemd>& list);
 #endif
 
 }  // namespace kbench
