@@ -229,22 +229,24 @@ struct CemdBuffers {
   DeviceBuffer<Key> keys;
 };
 
-// Runners whose compute() is one launcher on the legacy default stream, in call order.
-template <void (*Launch)(CemdBuffers&)>
+// Runners whose compute() is one kernel launch on the legacy default stream, in call order. The
+// Launcher is made once from the buffers (its grid planned there) and launches with ().
+template <class Launcher>
 class SimpleRunner final : public Runner<Cemd> {
  public:
-  explicit SimpleRunner(const CemdInput& input) : buffers_(input) {}
+  explicit SimpleRunner(const CemdInput& input) : buffers_(input), launch_(buffers_) {}
   void poison(std::uint8_t byte) override { buffers_.poison(byte); }
   void upload() override { buffers_.upload(); }
   void compute() override {
     if (!buffers_.all_pairs) clear_keys(buffers_.keys.get(), buffers_.keys.size(), 0);
-    Launch(buffers_);
+    launch_();
   }
   void sync() override { check(cudaDeviceSynchronize(), "cemd kernels"); }
   void download(CemdResult& out) override { buffers_.download(out); }
 
  private:
   CemdBuffers buffers_;
+  Launcher launch_;
 };
 
 // --- GPU-INITIAL ------------------------------------------------------------------------------
@@ -268,14 +270,23 @@ __global__ void __launch_bounds__(kInitialThreads)
   }
 }
 
-void launch_initial(CemdBuffers& b) {
-  const dim3 grid((b.database + kInitialThreads - 1) / kInitialThreads,
-                  std::min(b.queries, kMaxGridY));
-  initial_kernel<<<grid, kInitialThreads>>>(b.query_values.get(), b.queries,
-                                            b.database_values.get(), b.database, b.distance(),
-                                            b.matrix_or_null(), b.keys_or_null());
-  check_launch("cemd initial_kernel");
-}
+class InitialLauncher {
+ public:
+  explicit InitialLauncher(const CemdBuffers& b)
+      : b_(b),
+        grid_((b.database + kInitialThreads - 1) / kInitialThreads,
+              std::min(b.queries, kMaxGridY)) {}
+  void operator()() const {
+    initial_kernel<<<grid_, kInitialThreads>>>(b_.query_values.get(), b_.queries,
+                                               b_.database_values.get(), b_.database, b_.distance(),
+                                               b_.matrix_or_null(), b_.keys_or_null());
+    check_launch("cemd initial_kernel");
+  }
+
+ private:
+  const CemdBuffers& b_;
+  dim3 grid_;
+};
 
 // --- GPU-SHMEM and GPU-UNROLL: 16 × 16 tiles in shared memory --------------------------------
 
@@ -294,7 +305,8 @@ struct PairTileArgs {
   const std::uint8_t* database;
   int database_count;
   int rows_per_split;
-  float* matrix;  // all pairs; otherwise keys
+  DescriptorDistance distance;  // for cuda-shmem
+  float* matrix;                // all pairs; otherwise keys
   Key* keys;
 };
 
@@ -347,10 +359,10 @@ __device__ void pair_tile_kernel_body(const PairTileArgs& a, Distance distance_o
 }
 
 // GPU-SHMEM: the shared definition, on the staged bytes.
-__global__ void __launch_bounds__(kPairThreads)
-    shmem_kernel(PairTileArgs a, DescriptorDistance distance) {
-  pair_tile_kernel_body(a, [distance](const std::uint8_t* f, const std::uint8_t* g, const int*,
-                                      const int*) { return descriptor_distance(f, g, distance); });
+__global__ void __launch_bounds__(kPairThreads) shmem_kernel(PairTileArgs a) {
+  pair_tile_kernel_body(
+      a, [distance = a.distance](const std::uint8_t* f, const std::uint8_t* g, const int*,
+                                 const int*) { return descriptor_distance(f, g, distance); });
 }
 
 // GPU-UNROLL: cells and bins unrolled at compile time, masses from staging.
@@ -430,42 +442,51 @@ __global__ void __launch_bounds__(kPairThreads) unroll_kernel(PairTileArgs a) {
       });
 }
 
-template <class Kernel>
-PairTileArgs pair_tile_args(CemdBuffers& b, Kernel kernel, dim3& grid) {
-  const int query_tiles = (b.queries + kPairTile - 1) / kPairTile;
-  const SplitPlan plan =
-      plan_splits(query_tiles, b.database, kPairTile,
-                  cuda::resident_threads(kernel, kPairThreads, 0) / kPairThreads);
-  grid = dim3(query_tiles, plan.splits);
-  return {b.query_values.get(), b.queries,          b.database_values.get(), b.database,
-          plan.rows_per_split,  b.matrix_or_null(), b.keys_or_null()};
-}
+// Launches a 16 × 16 pair-tile kernel over (query tile, database split) blocks.
+class PairTileLauncher {
+ public:
+  using Kernel = void (*)(PairTileArgs);
 
-void launch_shmem(CemdBuffers& b) {
-  dim3 grid;
-  const PairTileArgs args = pair_tile_args(b, shmem_kernel, grid);
-  shmem_kernel<<<grid, dim3(kPairTile, kPairTile)>>>(args, b.distance());
-  check_launch("cemd shmem_kernel");
-}
-
-template <DescriptorDistance kDistance>
-void launch_unroll_for(CemdBuffers& b) {
-  dim3 grid;
-  const PairTileArgs args = pair_tile_args(b, unroll_kernel<kDistance>, grid);
-  unroll_kernel<kDistance><<<grid, dim3(kPairTile, kPairTile)>>>(args);
-  check_launch("cemd unroll_kernel");
-}
-
-void launch_unroll(CemdBuffers& b) {
-  switch (b.distance()) {
-    case DescriptorDistance::cemd_normalised:
-      return launch_unroll_for<DescriptorDistance::cemd_normalised>(b);
-    case DescriptorDistance::cemd_raw:
-      return launch_unroll_for<DescriptorDistance::cemd_raw>(b);
-    case DescriptorDistance::l2:
-      return launch_unroll_for<DescriptorDistance::l2>(b);
+  PairTileLauncher(const CemdBuffers& b, Kernel kernel) : kernel_(kernel) {
+    const int query_tiles = (b.queries + kPairTile - 1) / kPairTile;
+    const SplitPlan plan =
+        plan_splits(query_tiles, b.database, kPairTile,
+                    cuda::resident_threads(kernel, kPairThreads, 0) / kPairThreads);
+    grid_ = dim3(query_tiles, plan.splits);
+    args_ = {b.query_values.get(), b.queries,    b.database_values.get(), b.database,
+             plan.rows_per_split,  b.distance(), b.matrix_or_null(),      b.keys_or_null()};
   }
+  void operator()() const {
+    kernel_<<<grid_, dim3(kPairTile, kPairTile)>>>(args_);
+    check_launch("cemd pair tile kernel");
+  }
+
+ private:
+  Kernel kernel_;
+  dim3 grid_;
+  PairTileArgs args_;
+};
+
+struct ShmemLauncher : PairTileLauncher {
+  explicit ShmemLauncher(const CemdBuffers& b) : PairTileLauncher(b, shmem_kernel) {}
+};
+
+PairTileLauncher::Kernel unroll_kernel_for(DescriptorDistance distance) {
+  switch (distance) {
+    case DescriptorDistance::cemd_normalised:
+      return unroll_kernel<DescriptorDistance::cemd_normalised>;
+    case DescriptorDistance::cemd_raw:
+      return unroll_kernel<DescriptorDistance::cemd_raw>;
+    case DescriptorDistance::l2:
+      break;
+  }
+  return unroll_kernel<DescriptorDistance::l2>;
 }
+
+struct UnrollLauncher : PairTileLauncher {
+  explicit UnrollLauncher(const CemdBuffers& b)
+      : PairTileLauncher(b, unroll_kernel_for(b.distance())) {}
+};
 
 // --- cuda-final: prepared descriptors, register tiles, fused top-2 --------------------------
 
@@ -1136,9 +1157,9 @@ void register_cemd_native_cuda(VariantList<Cemd>& list) {
     list.push_back({name, Layer::native_cuda, Backend::cuda, end_to_end, std::move(make),
                     std::move(supports), preference});
   };
-  add("cuda-initial", make_runner<SimpleRunner<launch_initial>>, {}, 20);
-  add("cuda-shmem", make_runner<SimpleRunner<launch_shmem>>, {}, 22);
-  add("cuda-unroll", make_runner<SimpleRunner<launch_unroll>>, {}, 24);
+  add("cuda-initial", make_runner<SimpleRunner<InitialLauncher>>, {}, 20);
+  add("cuda-shmem", make_runner<SimpleRunner<ShmemLauncher>>, {}, 22);
+  add("cuda-unroll", make_runner<SimpleRunner<UnrollLauncher>>, {}, 24);
   add("cuda-final", make_for_metric<FinalRunner>, {}, 30);
   add("cuda-streamed", make_for_metric<StreamedRunner>, nearest_two, 0, true);
 }
