@@ -1,0 +1,1167 @@
+// Native CUDA cemd for sm_90, after Warn et al., "Accelerating Image Feature Comparisons using
+// CUDA on Commodity Hardware" (2010), then past it.
+//
+// - cuda-initial (GPU-INITIAL): one thread per (query, database) pair, both descriptors read
+//   byte by byte from global memory with the shared descriptor_distance().
+// - cuda-shmem (GPU-SHMEM): a 16 × 16 block stages 16 queries once and 16 database rows at a
+//   time in shared memory; each thread compares one query with one staged row per step.
+// - cuda-unroll (GPU-UNROLL): the shmem tiles, with the cell and bin loops unrolled by templates,
+//   the cells read as 8-byte words and the cell masses computed once while staging.
+// - cuda-final: a pre-pass kernel turns every descriptor into its cumulative form once (float
+//   cumulative sums and masses for the normalised distance, packed 16-bit cumulative sums for the
+//   raw one, the bytes and their squared norm for l2). The main kernel gives each thread 2
+//   queries × 4 database rows of a tile staged in shared memory (double-buffered with cp.async)
+//   and walks the descriptors one chunk (cell or cell pair) at a time, so the 8 distances stay in
+//   registers; each thread keeps its queries' nearest two in registers, 8 lanes merge them with
+//   shuffles and one lane per query inserts them into the global top-2 with 64-bit atomics. No
+//   matrix is written in nearest-two mode.
+// - cuda-streamed: the final kernels with their copies in compute(): the database goes up in
+//   chunks from pinned memory on a copy stream while the kernels of the previous chunk run, every
+//   chunk's nearest two land in the same device top-2, so databases larger than the GPU work.
+//
+// The per-cell arithmetic of cuda-final is the header's, reorganised with the same values:
+// - the cumulative differences are D(i) = F(i)·|g| − G(i)·|f| (F, G the cells' cumulative sums),
+//   and (sum of the 4 largest D) − (sum of the 4 smallest) = Σ_i |a_i − b_(3−i)| for the two
+//   sorted halves a, b of D (their bitonic merge's half-cleaner pairs each of the 4 smallest with
+//   one of the 4 largest). In the normalised mode every D and partial sum is an integer below
+//   2^24 (|D| ≤ |f|·|g| ≤ 2040², and any two D differ by at most |f|·|g|), so float arithmetic is
+//   exact; the quotient and the cell-order float sum are then those of cemd_cell_quotient().
+// - raw mode works on two cells at once in 16-bit lanes: D + 2048 ∈ [8, 4088] never borrows
+//   across lanes, and the 4 smallest of the 8 are min(a_i, b_(3−i)), so the cell pair costs
+//   4 adds and 20 packed min/max (the Hopper 3-input and add-then-min forms) and the distance is
+//   Σ_cells Σ_i D(i) − 2·Σ(4 smallest), the first sum precomputed per descriptor.
+// - l2 is |a|² + |b|² − 2·a·b with 4-byte dot products.
+// Ties between equal distances go to the smallest database index: the keys are cemd_key()s.
+#include <cuda_pipeline.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kbench/cemd.hpp"
+#include "native_cuda/cuda_support.hpp"
+#include "registry_parts.hpp"
+
+namespace kbench {
+namespace {
+
+using cuda::check;
+using cuda::check_launch;
+using cuda::DeviceBuffer;
+using cuda::PinnedBuffer;
+using cuda::Stream;
+
+using Key = unsigned long long;  // atomicMin's 64-bit type; holds a cemd_key()
+static_assert(sizeof(Key) == sizeof(std::uint64_t), "64-bit keys");
+constexpr Key kNoKey = kNoCemdKey;
+constexpr unsigned kFullWarp = 0xFFFFFFFFu;
+constexpr int kWarpSize = 32;
+constexpr std::size_t kDescriptorUnits = kDescriptorBytes / sizeof(uint4);  // 16-byte words
+
+// --- top-2 shared by the kernels ------------------------------------------------------------
+
+// Inserts `key` into a query's {best, second} keys in global memory, concurrently with any other
+// inserts. A key that takes the best place pushes the one it displaced into second, a key that
+// does not is pushed itself, so every key but the smallest reaches second, which therefore ends
+// as the second smallest (keys are distinct: they hold the database index). A key larger than
+// the current second has two smaller ones already and is dropped without an atomic.
+__device__ void atomic_top2_insert(Key* slots, Key key) {
+  if (key == kNoKey || key > *static_cast<volatile Key*>(slots + 1)) return;
+  const Key displaced = atomicMin(slots, key);
+  atomicMin(slots + 1, key < displaced ? displaced : key);
+}
+
+// One thread's nearest two of the rows it visits in increasing index order: a later row with an
+// equal distance never displaces an earlier one, as cemd_key() order wants.
+struct LocalTop2 {
+  float best = INFINITY, second = INFINITY;
+  int best_index = -1, second_index = -1;
+
+  __device__ __forceinline__ void insert(float distance, int index) {
+    if (distance < second) {
+      if (distance < best) {
+        second = best;
+        second_index = best_index;
+        best = distance;
+        best_index = index;
+      } else {
+        second = distance;
+        second_index = index;
+      }
+    }
+  }
+  __device__ Top2 keys() const {
+    Top2 t;
+    if (best_index >= 0) t.best = cemd_key(best, std::uint32_t(best_index));
+    if (second_index >= 0) t.second = cemd_key(second, std::uint32_t(second_index));
+    return t;
+  }
+};
+
+// Merges the top-2 of `lanes` neighbouring lanes (a power of two ≤ 32) into all of them. Every
+// lane of the warp must call it.
+__device__ Top2 merge_lanes(Top2 t, int lanes) {
+  for (int offset = 1; offset < lanes; offset *= 2) {
+    Top2 other;
+    other.best = __shfl_xor_sync(kFullWarp, Key(t.best), offset);
+    other.second = __shfl_xor_sync(kFullWarp, Key(t.second), offset);
+    t = top2_merge(t, other);
+  }
+  return t;
+}
+
+__device__ __forceinline__ void atomic_top2_insert(Key* slots, const Top2& t) {
+  atomic_top2_insert(slots, Key(t.best));
+  atomic_top2_insert(slots, Key(t.second));
+}
+
+// --- splitting the database over blocks -------------------------------------------------------
+
+// Blocks of a (query tile, database split) grid: each block walks its split tile by tile.
+struct SplitPlan {
+  int splits = 1;
+  int rows_per_split = 0;  // a multiple of the tile rows
+};
+
+constexpr int kMaxGridY = 65535;
+
+// Picks the split count whose estimated time is smallest: blocks run in waves of
+// `resident_blocks`, a block costs its tiles plus about one tile of fixed work (staging its
+// queries, merging its top-2). Many splits keep the last wave full; few keep the overhead low.
+SplitPlan plan_splits(long long query_tiles, int rows, int tile_rows, long long resident_blocks) {
+  constexpr long long kBlockOverheadTiles = 1;
+  const int row_tiles = std::max(1, (rows + tile_rows - 1) / tile_rows);
+  const int most = std::min(row_tiles, kMaxGridY);
+  long long best_cost = std::numeric_limits<long long>::max();
+  SplitPlan plan;
+  for (int splits = 1; splits <= most; ++splits) {
+    const int tiles = (row_tiles + splits - 1) / splits;
+    const int used = (row_tiles + tiles - 1) / tiles;  // no empty split
+    if (used != splits) continue;
+    const long long waves = (query_tiles * splits + resident_blocks - 1) / resident_blocks;
+    const long long cost = waves * (tiles + kBlockOverheadTiles);
+    if (cost < best_cost) {
+      best_cost = cost;
+      plan = {splits, tiles * tile_rows};
+    }
+  }
+  return plan;
+}
+
+// --- outputs shared by the runners ------------------------------------------------------------
+
+void poison_device(void* data, std::size_t bytes, std::uint8_t byte) {
+  if (bytes) check(cudaMemset(data, byte, bytes), "cudaMemset(poison)");
+}
+
+void clear_keys(Key* keys, std::size_t count, cudaStream_t stream) {
+  check(cudaMemsetAsync(keys, 0xFF, count * sizeof(Key), stream), "cudaMemsetAsync(cemd keys)");
+}
+
+// Per query {best, second} keys (2 per query) into neighbours.
+void neighbours_from_keys(const Key* keys, int queries, CemdResult& out) {
+  out.neighbours.resize(queries);
+  for (int q = 0; q < queries; ++q) {
+    Top2 t;
+    t.best = keys[2 * std::size_t(q)];
+    t.second = keys[2 * std::size_t(q) + 1];
+    out.neighbours[q] = neighbours_from(t);
+  }
+}
+
+// Device copies of the two descriptor sets and the output: the matrix (all pairs) or two keys
+// per query.
+struct CemdBuffers {
+  explicit CemdBuffers(const CemdInput& input)
+      : input((validate_cemd_input(input), input)),
+        queries(input.queries.count),
+        database(input.database.count),
+        all_pairs(input.params.all_pairs),
+        query_values(input.queries.values.size()),
+        database_values(input.database.values.size()),
+        matrix(all_pairs ? std::size_t(queries) * database : 0),
+        keys(all_pairs ? 0 : 2 * std::size_t(queries)) {}
+
+  void poison(std::uint8_t byte) {
+    poison_device(matrix.get(), matrix.bytes(), byte);
+    poison_device(keys.get(), keys.bytes(), byte);
+  }
+  void upload() {
+    check(cudaMemcpy(query_values.get(), input.queries.values.data(), query_values.bytes(),
+                     cudaMemcpyHostToDevice),
+          "cudaMemcpy(cemd queries)");
+    check(cudaMemcpy(database_values.get(), input.database.values.data(), database_values.bytes(),
+                     cudaMemcpyHostToDevice),
+          "cudaMemcpy(cemd database)");
+  }
+  void download(CemdResult& out) const {
+    out.queries = queries;
+    out.database = database;
+    out.matrix.clear();
+    out.neighbours.clear();
+    if (all_pairs) {
+      out.matrix.resize(matrix.size());
+      check(cudaMemcpy(out.matrix.data(), matrix.get(), matrix.bytes(), cudaMemcpyDeviceToHost),
+            "cudaMemcpy(cemd matrix)");
+    } else {
+      std::vector<Key> host(keys.size());
+      check(cudaMemcpy(host.data(), keys.get(), keys.bytes(), cudaMemcpyDeviceToHost),
+            "cudaMemcpy(cemd keys)");
+      neighbours_from_keys(host.data(), queries, out);
+    }
+  }
+  DescriptorDistance distance() const { return input.params.distance; }
+  float* matrix_or_null() const { return all_pairs ? matrix.get() : nullptr; }
+  Key* keys_or_null() const { return all_pairs ? nullptr : keys.get(); }
+
+  const CemdInput& input;
+  const int queries, database;
+  const bool all_pairs;
+  DeviceBuffer<std::uint8_t> query_values, database_values;
+  DeviceBuffer<float> matrix;
+  DeviceBuffer<Key> keys;
+};
+
+// Runners whose compute() is one kernel launch on the legacy default stream, in call order. The
+// Launcher is made once from the buffers (its grid planned there) and launches with ().
+template <class Launcher>
+class SimpleRunner final : public Runner<Cemd> {
+ public:
+  explicit SimpleRunner(const CemdInput& input) : buffers_(input), launch_(buffers_) {}
+  void poison(std::uint8_t byte) override { buffers_.poison(byte); }
+  void upload() override { buffers_.upload(); }
+  void compute() override {
+    if (!buffers_.all_pairs) clear_keys(buffers_.keys.get(), buffers_.keys.size(), 0);
+    launch_();
+  }
+  void sync() override { check(cudaDeviceSynchronize(), "cemd kernels"); }
+  void download(CemdResult& out) override { buffers_.download(out); }
+
+ private:
+  CemdBuffers buffers_;
+  Launcher launch_;
+};
+
+// --- GPU-INITIAL ------------------------------------------------------------------------------
+
+constexpr int kInitialThreads = 256;
+
+// x: database rows, y: queries (a grid-stride loop past the 65535 grid rows).
+__global__ void __launch_bounds__(kInitialThreads)
+    initial_kernel(const std::uint8_t* queries, int query_count, const std::uint8_t* database,
+                   int database_count, DescriptorDistance distance, float* matrix, Key* keys) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= database_count) return;
+  for (int q = blockIdx.y; q < query_count; q += gridDim.y) {
+    const float d = descriptor_distance(queries + std::size_t(q) * kDescriptorBytes,
+                                        database + std::size_t(r) * kDescriptorBytes, distance);
+    if (matrix) {
+      matrix[std::size_t(q) * database_count + r] = d;
+    } else {
+      atomic_top2_insert(keys + 2 * std::size_t(q), Key(cemd_key(d, std::uint32_t(r))));
+    }
+  }
+}
+
+class InitialLauncher {
+ public:
+  explicit InitialLauncher(const CemdBuffers& b)
+      : b_(b),
+        grid_((b.database + kInitialThreads - 1) / kInitialThreads,
+              std::min(b.queries, kMaxGridY)) {}
+  void operator()() const {
+    initial_kernel<<<grid_, kInitialThreads>>>(b_.query_values.get(), b_.queries,
+                                               b_.database_values.get(), b_.database, b_.distance(),
+                                               b_.matrix_or_null(), b_.keys_or_null());
+    check_launch("cemd initial_kernel");
+  }
+
+ private:
+  const CemdBuffers& b_;
+  dim3 grid_;
+};
+
+// --- GPU-SHMEM and GPU-UNROLL: 16 × 16 tiles in shared memory --------------------------------
+
+constexpr int kPairTile = 16;  // queries (y) and database rows (x) of a block
+constexpr int kPairThreads = kPairTile * kPairTile;
+// A staged row: the descriptor plus 8 bytes, so the 16 rows a half-warp reads start in 16
+// different bank pairs.
+constexpr int kPairRowBytes = kDescriptorBytes + 8;
+static_assert(kPairThreads * sizeof(uint2) == kPairTile * kDescriptorBytes,
+              "one 8-byte cell per thread stages a tile");
+static_assert(kPairTile == kCemdCells, "thread x stages cell x of a row");
+
+struct PairTileArgs {
+  const std::uint8_t* queries;
+  int query_count;
+  const std::uint8_t* database;
+  int database_count;
+  int rows_per_split;
+  DescriptorDistance distance;  // for cuda-shmem
+  float* matrix;                // all pairs; otherwise keys
+  Key* keys;
+};
+
+// Thread (x, y) copies cell x of row y (8 bytes) of `count` rows starting at `first` into a
+// staged tile, zeros past the end, and returns the cell's mass.
+__device__ int stage_pair_cell(std::uint8_t (*tile)[kPairRowBytes], const std::uint8_t* rows,
+                               int first, int count) {
+  const int x = threadIdx.x, y = threadIdx.y;
+  uint2 cell = make_uint2(0, 0);
+  if (y < count) {
+    cell = *reinterpret_cast<const uint2*>(rows + std::size_t(first + y) * kDescriptorBytes +
+                                           x * kCemdBins);
+  }
+  *reinterpret_cast<uint2*>(&tile[y][x * kCemdBins]) = cell;
+  return __vsadu4(cell.x, 0) + __vsadu4(cell.y, 0);  // the sum of the 8 bytes
+}
+
+// The shared skeleton: `Distance` computes one pair from the staged tiles.
+template <class Distance>
+__device__ void pair_tile_kernel_body(const PairTileArgs& a, Distance distance_of) {
+  __shared__ alignas(16) std::uint8_t queries[kPairTile][kPairRowBytes];
+  __shared__ alignas(16) std::uint8_t rows[kPairTile][kPairRowBytes];
+  __shared__ int query_mass[kPairTile][kCemdCells + 1];  // + 1: rows in different banks
+  __shared__ int row_mass[kPairTile][kCemdCells + 1];
+  const int x = threadIdx.x, y = threadIdx.y;
+  const int q0 = blockIdx.x * kPairTile;
+  const int q = q0 + y;
+  const int begin = blockIdx.y * a.rows_per_split;
+  const int end = min(a.database_count, begin + a.rows_per_split);
+  query_mass[y][x] = stage_pair_cell(queries, a.queries, q0, a.query_count - q0);
+  LocalTop2 top;
+  for (int tile = begin; tile < end; tile += kPairTile) {
+    __syncthreads();  // the previous tile is no longer read
+    row_mass[y][x] = stage_pair_cell(rows, a.database, tile, end - tile);
+    __syncthreads();
+    const int r = tile + x;
+    if (q < a.query_count && r < end) {
+      const float d = distance_of(queries[y], rows[x], query_mass[y], row_mass[x]);
+      if (a.matrix) {
+        a.matrix[std::size_t(q) * a.database_count + r] = d;
+      } else {
+        top.insert(d, r);
+      }
+    }
+  }
+  if (!a.matrix) {
+    const Top2 t = merge_lanes(top.keys(), kPairTile);
+    if (x == 0 && q < a.query_count) atomic_top2_insert(a.keys + 2 * std::size_t(q), t);
+  }
+}
+
+// GPU-SHMEM: the shared definition, on the staged bytes.
+__global__ void __launch_bounds__(kPairThreads) shmem_kernel(PairTileArgs a) {
+  pair_tile_kernel_body(
+      a, [distance = a.distance](const std::uint8_t* f, const std::uint8_t* g, const int*,
+                                 const int*) { return descriptor_distance(f, g, distance); });
+}
+
+// GPU-UNROLL: cells and bins unrolled at compile time, masses from staging.
+template <int k>
+struct Index {
+  static constexpr int value = k;
+};
+
+// Calls f(Index<k>()) for k = kBegin … kEnd − 1, each call with its index as a constant.
+template <int kBegin, int kEnd, class F>
+__device__ __forceinline__ void unrolled(F&& f) {
+  if constexpr (kBegin < kEnd) {
+    f(Index<kBegin>());
+    unrolled<kBegin + 1, kEnd>(f);
+  }
+}
+
+template <int kBin>
+__device__ __forceinline__ int bin_of(uint2 cell) {
+  return int(((kBin < 4 ? cell.x : cell.y) >> (8 * (kBin % 4))) & 0xFFu);
+}
+
+template <DescriptorDistance kDistance>
+__device__ float unrolled_distance(const std::uint8_t* f_bytes, const std::uint8_t* g_bytes,
+                                   const int* mass_f, const int* mass_g) {
+  const uint2* f = reinterpret_cast<const uint2*>(f_bytes);
+  const uint2* g = reinterpret_cast<const uint2*>(g_bytes);
+  if constexpr (kDistance == DescriptorDistance::l2) {
+    std::uint32_t sum = 0;
+    unrolled<0, kCemdCells>([&](auto cell) {
+      const uint2 fc = f[decltype(cell)::value], gc = g[decltype(cell)::value];
+      unrolled<0, kCemdBins>([&](auto bin) {
+        constexpr int i = decltype(bin)::value;
+        const int d = bin_of<i>(fc) - bin_of<i>(gc);
+        sum += std::uint32_t(d * d);
+      });
+    });
+    return sqrtf(float(sum));
+  } else if constexpr (kDistance == DescriptorDistance::cemd_raw) {
+    std::uint32_t sum = 0;
+    unrolled<0, kCemdCells>([&](auto cell) {
+      const uint2 fc = f[decltype(cell)::value], gc = g[decltype(cell)::value];
+      int d[kCemdBins];
+      int running = 0;
+      unrolled<0, kCemdBins>([&](auto bin) {
+        constexpr int i = decltype(bin)::value;
+        running += bin_of<i>(fc) - bin_of<i>(gc);
+        d[i] = running;
+      });
+      sum += std::uint32_t(circular_emd_of_cumulative(d));
+    });
+    return float(sum);
+  } else {
+    float sum = 0.0f;
+    unrolled<0, kCemdCells>([&](auto cell) {
+      constexpr int c = decltype(cell)::value;
+      const uint2 fc = f[c], gc = g[c];
+      const int mf = mass_f[c], mg = mass_g[c];
+      int d[kCemdBins];
+      int running = 0;
+      unrolled<0, kCemdBins>([&](auto bin) {
+        constexpr int i = decltype(bin)::value;
+        running += bin_of<i>(fc) * mg - bin_of<i>(gc) * mf;
+        d[i] = running;
+      });
+      sum += cemd_cell_quotient(std::uint32_t(circular_emd_of_cumulative(d)), mf, mg);
+    });
+    return sum;
+  }
+}
+
+template <DescriptorDistance kDistance>
+__global__ void __launch_bounds__(kPairThreads) unroll_kernel(PairTileArgs a) {
+  pair_tile_kernel_body(
+      a, [](const std::uint8_t* f, const std::uint8_t* g, const int* mass_f, const int* mass_g) {
+        return unrolled_distance<kDistance>(f, g, mass_f, mass_g);
+      });
+}
+
+// Launches a 16 × 16 pair-tile kernel over (query tile, database split) blocks.
+class PairTileLauncher {
+ public:
+  using Kernel = void (*)(PairTileArgs);
+
+  PairTileLauncher(const CemdBuffers& b, Kernel kernel) : kernel_(kernel) {
+    const int query_tiles = (b.queries + kPairTile - 1) / kPairTile;
+    const SplitPlan plan =
+        plan_splits(query_tiles, b.database, kPairTile,
+                    cuda::resident_threads(kernel, kPairThreads, 0) / kPairThreads);
+    grid_ = dim3(query_tiles, plan.splits);
+    args_ = {b.query_values.get(), b.queries,    b.database_values.get(), b.database,
+             plan.rows_per_split,  b.distance(), b.matrix_or_null(),      b.keys_or_null()};
+  }
+  void operator()() const {
+    kernel_<<<grid_, dim3(kPairTile, kPairTile)>>>(args_);
+    check_launch("cemd pair tile kernel");
+  }
+
+ private:
+  Kernel kernel_;
+  dim3 grid_;
+  PairTileArgs args_;
+};
+
+struct ShmemLauncher : PairTileLauncher {
+  explicit ShmemLauncher(const CemdBuffers& b) : PairTileLauncher(b, shmem_kernel) {}
+};
+
+PairTileLauncher::Kernel unroll_kernel_for(DescriptorDistance distance) {
+  switch (distance) {
+    case DescriptorDistance::cemd_normalised:
+      return unroll_kernel<DescriptorDistance::cemd_normalised>;
+    case DescriptorDistance::cemd_raw:
+      return unroll_kernel<DescriptorDistance::cemd_raw>;
+    case DescriptorDistance::l2:
+      break;
+  }
+  return unroll_kernel<DescriptorDistance::l2>;
+}
+
+struct UnrollLauncher : PairTileLauncher {
+  explicit UnrollLauncher(const CemdBuffers& b)
+      : PairTileLauncher(b, unroll_kernel_for(b.distance())) {}
+};
+
+// --- cuda-final: prepared descriptors, register tiles, fused top-2 --------------------------
+
+// Eight 32-bit words of a prepared descriptor: one cell (normalised), one pair of cells (raw)
+// or 32 bytes (l2).
+constexpr int kChunkWords = 8;
+struct Chunk {
+  std::uint32_t w[kChunkWords];
+};
+
+__device__ __forceinline__ Chunk load_chunk(const uint4* at) {
+  const uint4 lo = at[0], hi = at[1];
+  return {{lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w}};
+}
+
+__device__ __forceinline__ int byte_at(const std::uint32_t (&words)[kDescriptorBytes / 4], int i) {
+  return int((words[i / 4] >> (8 * (i % 4))) & 0xFFu);
+}
+
+// Each metric: the prepared row (kRowWords words, a multiple of 4, an optional per-descriptor
+// word at kExtraWord), its chunks in kGroups groups of kChunksPerGroup, and the accumulator of
+// one (query, row) pair.
+//
+// Normalised: per cell, F(0..6) as floats and the mass F(7), for queries and rows alike.
+struct NormalisedMetric {
+  static constexpr int kRowWords = kCemdCells * kCemdBins;
+  static constexpr int kExtraWord = -1;
+  static constexpr int kGroups = 1, kChunksPerGroup = kCemdCells;
+  static constexpr int kMinBlocks = 3;  // resident blocks the registers are capped for
+  struct Acc {
+    float sum;
+  };
+
+  __device__ static void prepare(const std::uint32_t (&bytes)[kDescriptorBytes / 4], bool,
+                                 std::uint32_t (&row)[kRowWords]) {
+#pragma unroll
+    for (int c = 0; c < kCemdCells; ++c) {
+      int running = 0;
+#pragma unroll
+      for (int i = 0; i < kCemdBins; ++i) {
+        running += byte_at(bytes, c * kCemdBins + i);
+        row[c * kCemdBins + i] = __float_as_uint(float(running));
+      }
+    }
+  }
+  __device__ static Acc start() {
+    return {0.0f};
+  }
+  __device__ __forceinline__ static void sort4(float& a, float& b, float& c, float& d) {
+    const auto cx = [](float& x, float& y) {
+      const float lo = fminf(x, y), hi = fmaxf(x, y);
+      x = lo;
+      y = hi;
+    };
+    cx(a, b), cx(c, d), cx(a, c), cx(b, d), cx(b, c);
+  }
+  __device__ __forceinline__ static void accumulate(Acc& acc, const Chunk& q, const Chunk& r) {
+    const float mf = __uint_as_float(q.w[kCemdBins - 1]);
+    const float mg = __uint_as_float(r.w[kCemdBins - 1]);
+    float d[kCemdBins];
+#pragma unroll
+    for (int i = 0; i < kCemdBins - 1; ++i) {
+      d[i] = fmaf(__uint_as_float(q.w[i]), mg, -(__uint_as_float(r.w[i]) * mf));
+    }
+    d[kCemdBins - 1] = 0.0f;  // F(7)·|g| − G(7)·|f| = |f|·|g| − |g|·|f|
+    sort4(d[0], d[1], d[2], d[3]);
+    sort4(d[4], d[5], d[6], d[7]);
+    const float numerator =
+        (fabsf(d[0] - d[7]) + fabsf(d[1] - d[6])) + (fabsf(d[2] - d[5]) + fabsf(d[3] - d[4]));
+    // An empty cell makes every D zero: 0 / 1 is the header's 0.
+    acc.sum += numerator / fmaxf(mf * mg, 1.0f);
+  }
+  __device__ static void end_group(Acc&) {}
+  __device__ static float finish(const Acc& acc, std::uint32_t, std::uint32_t) {
+    return acc.sum;
+  }
+};
+
+// Raw: word (p, i) holds bin i of the cumulative sums of cells p (low half) and p + 8 (high
+// half); queries store F, rows 2048 − G, so one add gives D + 2048 in both halves. The extra word
+// is Σ_cells Σ_i F(i).
+struct RawMetric {
+  static constexpr int kPairs = kCemdCells / 2;
+  static constexpr int kExtraWord = kPairs * kCemdBins;
+  static constexpr int kRowWords = kExtraWord + 4;
+  // 4 cell pairs per group: a half's 16 minima stay ≤ 16·4088 < 2^16.
+  static constexpr int kGroups = 2, kChunksPerGroup = kPairs / kGroups;
+  static constexpr int kMinBlocks = 3;
+  static constexpr std::uint32_t kBias = 2048;  // > 8·255, so D + kBias > 0
+  static constexpr std::uint32_t kRowBias = kBias | (kBias << 16);
+  // Σ_cells 4·kBias, doubled: the bias the 4 smallest carry, removed in finish().
+  static constexpr int kDoubledMinimaBias = 2 * kCemdCells * 4 * int(kBias);
+  struct Acc {
+    std::uint32_t group;    // packed sums of this group's minima
+    std::uint32_t doubled;  // 2 · Σ minima of the finished groups
+  };
+
+  __device__ static void prepare(const std::uint32_t (&bytes)[kDescriptorBytes / 4],
+                                 bool query_role, std::uint32_t (&row)[kRowWords]) {
+    int total = 0;
+#pragma unroll
+    for (int p = 0; p < kPairs; ++p) {
+      int low = 0, high = 0;
+#pragma unroll
+      for (int i = 0; i < kCemdBins; ++i) {
+        low += byte_at(bytes, p * kCemdBins + i);
+        high += byte_at(bytes, (p + kPairs) * kCemdBins + i);
+        total += low + high;
+        const std::uint32_t packed = std::uint32_t(low) | (std::uint32_t(high) << 16);
+        row[p * kCemdBins + i] = query_role ? packed : kRowBias - packed;
+      }
+    }
+    row[kExtraWord] = std::uint32_t(total);
+#pragma unroll
+    for (int w = kExtraWord + 1; w < kRowWords; ++w) row[w] = 0;
+  }
+  __device__ static Acc start() {
+    return {0, 0};
+  }
+  __device__ __forceinline__ static void accumulate(Acc& acc, const Chunk& q, const Chunk& r) {
+    const std::uint32_t* f = q.w;
+    const std::uint32_t* n = r.w;
+    // Pairs (0,1) (2,3) (4,5) (6,7) of D + 2048: one add, then the add-then-min/max forms.
+    const std::uint32_t x0 = f[0] + n[0], x2 = f[2] + n[2], x4 = f[4] + n[4], x6 = f[6] + n[6];
+    const std::uint32_t lo01 = __viaddmin_u16x2(f[1], n[1], x0);
+    const std::uint32_t hi01 = __viaddmax_u16x2(f[1], n[1], x0);
+    const std::uint32_t lo23 = __viaddmin_u16x2(f[3], n[3], x2);
+    const std::uint32_t hi23 = __viaddmax_u16x2(f[3], n[3], x2);
+    const std::uint32_t lo45 = __viaddmin_u16x2(f[5], n[5], x4);
+    const std::uint32_t hi45 = __viaddmax_u16x2(f[5], n[5], x4);
+    const std::uint32_t lo67 = __viaddmin_u16x2(f[7], n[7], x6);
+    const std::uint32_t hi67 = __viaddmax_u16x2(f[7], n[7], x6);
+    // Sorted halves a (bins 0-3) and b (bins 4-7): a0 = min(lo01, lo23), a1 = min(m1, m2),
+    // a2 = max(m1, m2), a3 = max(hi01, hi23), and the same for b.
+    const std::uint32_t m1 = __vmaxu2(lo01, lo23), m2 = __vminu2(hi01, hi23);
+    const std::uint32_t mb1 = __vmaxu2(lo45, lo67), mb2 = __vminu2(hi45, hi67);
+    const std::uint32_t a2 = __vmaxu2(m1, m2), a3 = __vmaxu2(hi01, hi23);
+    const std::uint32_t b2 = __vmaxu2(mb1, mb2), b3 = __vmaxu2(hi45, hi67);
+    // The 4 smallest: min(a0, b3), min(a1, b2), min(a2, b1), min(a3, b0).
+    const std::uint32_t s0 = __vimin3_u16x2(lo01, lo23, b3);
+    const std::uint32_t s1 = __vimin3_u16x2(m1, m2, b2);
+    const std::uint32_t s2 = __vimin3_u16x2(a2, mb1, mb2);
+    const std::uint32_t s3 = __vimin3_u16x2(a3, lo45, lo67);
+    acc.group += s0 + s1 + s2 + s3;
+  }
+  __device__ __forceinline__ static void end_group(Acc& acc) {
+    acc.doubled = __dp2a_lo(acc.group, 0x0202u, acc.doubled);  // + 2·(low + high)
+    acc.group = 0;
+  }
+  __device__ __forceinline__ static float finish(const Acc& acc, std::uint32_t query_total,
+                                                 std::uint32_t row_total) {
+    // Σ_cells (Σ_i D(i) − 2·Σ(4 smallest D)).
+    const int distance = int(query_total) - int(row_total) + kDoubledMinimaBias - int(acc.doubled);
+    return float(distance);
+  }
+};
+
+// l2: the 128 bytes, and Σ a² as the extra word.
+struct L2Metric {
+  static constexpr int kExtraWord = kDescriptorBytes / 4;
+  static constexpr int kRowWords = kExtraWord + 4;
+  static constexpr int kGroups = 1, kChunksPerGroup = kExtraWord / kChunkWords;
+  static constexpr int kMinBlocks = 2;  // 3 would spill
+  struct Acc {
+    std::uint32_t dot;
+  };
+
+  __device__ static void prepare(const std::uint32_t (&bytes)[kDescriptorBytes / 4], bool,
+                                 std::uint32_t (&row)[kRowWords]) {
+    std::uint32_t norm = 0;
+#pragma unroll
+    for (int w = 0; w < kExtraWord; ++w) {
+      row[w] = bytes[w];
+      norm = __dp4a(bytes[w], bytes[w], norm);
+    }
+    row[kExtraWord] = norm;
+#pragma unroll
+    for (int w = kExtraWord + 1; w < kRowWords; ++w) row[w] = 0;
+  }
+  __device__ static Acc start() {
+    return {0};
+  }
+  __device__ __forceinline__ static void accumulate(Acc& acc, const Chunk& q, const Chunk& r) {
+#pragma unroll
+    for (int i = 0; i < kChunkWords; ++i) acc.dot = __dp4a(q.w[i], r.w[i], acc.dot);
+  }
+  __device__ static void end_group(Acc&) {}
+  __device__ __forceinline__ static float finish(const Acc& acc, std::uint32_t query_norm,
+                                                 std::uint32_t row_norm) {
+    return sqrtf(float(query_norm + row_norm - 2 * acc.dot));
+  }
+};
+
+// A prepared row in 16-byte words.
+template <class Metric>
+constexpr int kRowUnits = Metric::kRowWords / 4;
+
+// The pre-pass: one thread per descriptor.
+constexpr int kPrepareThreads = 256;
+
+template <class Metric>
+__global__ void __launch_bounds__(kPrepareThreads)
+    prepare_kernel(const uint4* __restrict__ raw, int count, bool query_role,
+                   uint4* __restrict__ prepared) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  std::uint32_t bytes[kDescriptorBytes / 4];
+#pragma unroll
+  for (int u = 0; u < int(kDescriptorUnits); ++u) {
+    const uint4 v = raw[std::size_t(i) * kDescriptorUnits + u];
+    bytes[4 * u] = v.x, bytes[4 * u + 1] = v.y, bytes[4 * u + 2] = v.z, bytes[4 * u + 3] = v.w;
+  }
+  std::uint32_t row[Metric::kRowWords];
+  Metric::prepare(bytes, query_role, row);
+  uint4* out = prepared + std::size_t(i) * kRowUnits<Metric>;
+#pragma unroll
+  for (int u = 0; u < kRowUnits<Metric>; ++u) {
+    out[u] = make_uint4(row[4 * u], row[4 * u + 1], row[4 * u + 2], row[4 * u + 3]);
+  }
+}
+
+template <class Metric>
+void launch_prepare(const std::uint8_t* raw, int count, bool query_role, uint4* prepared,
+                    cudaStream_t stream) {
+  const int blocks = (count + kPrepareThreads - 1) / kPrepareThreads;
+  prepare_kernel<Metric><<<blocks, kPrepareThreads, 0, stream>>>(
+      reinterpret_cast<const uint4*>(raw), count, query_role, prepared);
+  check_launch("cemd prepare_kernel");
+}
+
+// A block of kWarps warps; each warp's 32 lanes are 4 query groups × 8 row lanes. A thread
+// compares kQueries queries with kRows rows of each staged tile.
+template <int kWarps, int kQueries, int kRows>
+struct FinalTile {
+  static constexpr int threads = kWarpSize * kWarps;
+  static constexpr int row_lanes = 8;
+  static constexpr int query_groups = threads / row_lanes;
+  static constexpr int queries = kQueries, rows = kRows;
+  static constexpr int block_queries = query_groups * kQueries;
+  static constexpr int tile_rows = row_lanes * kRows;
+  static_assert(kQueries <= row_lanes, "one lane per query inserts the merged top-2");
+};
+
+using FinalShape = FinalTile<8, 2, 4>;
+
+// Staged rows are an odd number of 16-byte words apart, so the 8 rows (or 4 queries) that a
+// warp's lanes read at once fall in 8 different groups of 4 banks.
+template <class Metric>
+constexpr int kStagedUnits = kRowUnits<Metric> | 1;
+
+template <class Metric, class Tile>
+constexpr std::size_t final_shared_bytes() {
+  return std::size_t(Tile::block_queries + 2 * Tile::tile_rows) * kStagedUnits<Metric> *
+         sizeof(uint4);
+}
+
+struct FinalArgs {
+  const uint4* queries;  // prepared
+  int query_count;
+  const uint4* database;  // prepared rows of this launch
+  int database_rows;
+  int rows_per_split;
+  int index_offset;    // database index of row 0 (streamed chunks)
+  int matrix_columns;  // all pairs
+  float* matrix;       // all pairs; otherwise keys
+  Key* keys;
+};
+
+// Copies `count` prepared rows starting at `rows` into a staged tile of kTileRows rows, with
+// cp.async; rows past `count` become zeros. The rows are contiguous in global memory, so
+// element e of the tile comes from rows[e] and lands in row e / kRowUnits of the padded tile.
+template <class Metric, class Tile, int kTileRows>
+__device__ __forceinline__ void stage_rows(uint4* tile, const uint4* rows, int count) {
+  constexpr int kUnits = kRowUnits<Metric>, kPad = kStagedUnits<Metric> - kUnits;
+  constexpr int kElements = kTileRows * kUnits;
+  const int present = min(count, kTileRows) * kUnits;
+#pragma unroll
+  for (int i = 0; i < (kElements + Tile::threads - 1) / Tile::threads; ++i) {
+    const int e = threadIdx.x + i * Tile::threads;
+    if (kElements % Tile::threads == 0 || e < kElements) {
+      uint4* to = tile + e + e / kUnits * kPad;
+      if (e < present) {
+        __pipeline_memcpy_async(to, rows + e, sizeof(uint4));
+      } else {
+        *to = make_uint4(0, 0, 0, 0);
+      }
+    }
+  }
+}
+
+template <class Metric, class Tile, bool kAllPairs>
+__global__ void __launch_bounds__(Tile::threads, Metric::kMinBlocks) final_kernel(FinalArgs a) {
+  constexpr int kQ = Tile::queries, kR = Tile::rows, kStaged = kStagedUnits<Metric>;
+  extern __shared__ uint4 staged[];
+  uint4* const query_tile = staged;
+  // Two row tiles after the queries: the one being read and the one being filled.
+  const auto row_tile = [&](int buffer) {
+    return staged + (Tile::block_queries + buffer * Tile::tile_rows) * kStaged;
+  };
+
+  const int row_lane = threadIdx.x % Tile::row_lanes;  // warps hold whole groups of 8 lanes
+  const int group = threadIdx.x / Tile::row_lanes;     // query group of the block
+  const int q0 = blockIdx.x * Tile::block_queries;
+  const int begin = blockIdx.y * a.rows_per_split;
+  const int end = min(a.database_rows, begin + a.rows_per_split);
+
+  stage_rows<Metric, Tile, Tile::block_queries>(
+      query_tile, a.queries + std::size_t(q0) * kRowUnits<Metric>, a.query_count - q0);
+  if (begin < end) {
+    stage_rows<Metric, Tile, Tile::tile_rows>(
+        row_tile(0), a.database + std::size_t(begin) * kRowUnits<Metric>, end - begin);
+  }
+  __pipeline_commit();
+
+  int query[kQ];
+  std::uint32_t query_extra[kQ];
+#pragma unroll
+  for (int j = 0; j < kQ; ++j) {
+    query[j] = q0 + group * kQ + j;
+    query_extra[j] =
+        Metric::kExtraWord >= 0 && query[j] < a.query_count
+            ? reinterpret_cast<const std::uint32_t*>(
+                  a.queries)[std::size_t(query[j]) * Metric::kRowWords + max(Metric::kExtraWord, 0)]
+            : 0;
+  }
+  LocalTop2 top[kQ];
+
+  int buffer = 0;
+  for (int tile = begin; tile < end; tile += Tile::tile_rows, buffer ^= 1) {
+    const int next = tile + Tile::tile_rows;
+    if (next < end) {
+      stage_rows<Metric, Tile, Tile::tile_rows>(
+          row_tile(buffer ^ 1), a.database + std::size_t(next) * kRowUnits<Metric>, end - next);
+    }
+    __pipeline_commit();
+    __pipeline_wait_prior(1);  // everything but the next tile has landed
+    __syncthreads();
+
+    const uint4* const rows = row_tile(buffer);
+    typename Metric::Acc acc[kQ][kR];
+#pragma unroll
+    for (int j = 0; j < kQ; ++j) {
+#pragma unroll
+      for (int k = 0; k < kR; ++k) acc[j][k] = Metric::start();
+    }
+#pragma unroll 1
+    for (int g = 0; g < Metric::kGroups; ++g) {
+#pragma unroll 1
+      for (int c = g * Metric::kChunksPerGroup; c < (g + 1) * Metric::kChunksPerGroup; ++c) {
+        const int unit = c * (kChunkWords / 4);
+        Chunk qc[kQ], rc[kR];
+#pragma unroll
+        for (int j = 0; j < kQ; ++j) {
+          qc[j] = load_chunk(query_tile + (group * kQ + j) * kStaged + unit);
+        }
+#pragma unroll
+        for (int k = 0; k < kR; ++k) {
+          rc[k] = load_chunk(rows + (row_lane + k * Tile::row_lanes) * kStaged + unit);
+        }
+#pragma unroll
+        for (int j = 0; j < kQ; ++j) {
+#pragma unroll
+          for (int k = 0; k < kR; ++k) Metric::accumulate(acc[j][k], qc[j], rc[k]);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kQ; ++j) {
+#pragma unroll
+        for (int k = 0; k < kR; ++k) Metric::end_group(acc[j][k]);
+      }
+    }
+
+    float distance[kQ][kR];
+#pragma unroll
+    for (int k = 0; k < kR; ++k) {
+      const int local = row_lane + k * Tile::row_lanes;
+      const bool present = tile + local < end;
+      const std::uint32_t row_extra = Metric::kExtraWord >= 0
+                                          ? reinterpret_cast<const std::uint32_t*>(
+                                                rows + local * kStaged)[max(Metric::kExtraWord, 0)]
+                                          : 0;
+#pragma unroll
+      for (int j = 0; j < kQ; ++j) {
+        distance[j][k] = present ? Metric::finish(acc[j][k], query_extra[j], row_extra) : INFINITY;
+        if constexpr (kAllPairs) {
+          if (present && query[j] < a.query_count) {
+            a.matrix[std::size_t(query[j]) * a.matrix_columns + a.index_offset + tile + local] =
+                distance[j][k];
+          }
+        }
+      }
+    }
+    if constexpr (!kAllPairs) {
+      // Rows past the end are at +inf and never inserted; most tiles bring nothing closer.
+#pragma unroll
+      for (int j = 0; j < kQ; ++j) {
+        float lowest = distance[j][0];
+#pragma unroll
+        for (int k = 1; k < kR; ++k) lowest = fminf(lowest, distance[j][k]);
+        if (lowest < top[j].second) {
+#pragma unroll
+          for (int k = 0; k < kR; ++k) {
+            top[j].insert(distance[j][k], a.index_offset + tile + row_lane + k * Tile::row_lanes);
+          }
+        }
+      }
+    }
+    __syncthreads();  // the tile is read before the next iteration restages its buffer
+  }
+  __pipeline_wait_prior(0);  // nothing left in flight (the queries, when the split was empty)
+
+  if constexpr (!kAllPairs) {
+#pragma unroll
+    for (int j = 0; j < kQ; ++j) {
+      const Top2 t = merge_lanes(top[j].keys(), Tile::row_lanes);
+      if (row_lane == j && query[j] < a.query_count) {
+        atomic_top2_insert(a.keys + 2 * std::size_t(query[j]), t);
+      }
+    }
+  }
+}
+
+// One metric's final kernels: their shared-memory opt-in, occupancy and launches.
+template <class Metric, class Tile = FinalShape>
+struct FinalKernels {
+  static constexpr std::size_t kSharedBytes = final_shared_bytes<Metric, Tile>();
+
+  // Opts the kernels into their shared memory and returns how many blocks stay resident.
+  static long long configure() {
+    const auto opt_in = [](auto kernel) {
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 int(kSharedBytes)),
+            "cudaFuncSetAttribute(cemd final_kernel shared memory)");
+    };
+    opt_in(final_kernel<Metric, Tile, true>);
+    opt_in(final_kernel<Metric, Tile, false>);
+    return cuda::resident_threads(final_kernel<Metric, Tile, false>, Tile::threads, kSharedBytes) /
+           Tile::threads;
+  }
+
+  static int query_tiles(int queries) {
+    return (queries + Tile::block_queries - 1) / Tile::block_queries;
+  }
+  static SplitPlan plan(int queries, int rows, long long resident_blocks) {
+    return plan_splits(query_tiles(queries), rows, Tile::tile_rows, resident_blocks);
+  }
+
+  static void launch(FinalArgs args, const SplitPlan& plan, bool all_pairs, cudaStream_t stream) {
+    args.rows_per_split = plan.rows_per_split;
+    const dim3 grid(query_tiles(args.query_count), plan.splits);
+    if (all_pairs) {
+      final_kernel<Metric, Tile, true><<<grid, Tile::threads, kSharedBytes, stream>>>(args);
+    } else {
+      final_kernel<Metric, Tile, false><<<grid, Tile::threads, kSharedBytes, stream>>>(args);
+    }
+    check_launch("cemd final_kernel");
+  }
+};
+
+// The final kernels on the legacy default stream; the pre-pass is part of compute().
+template <class Metric>
+class FinalRunner final : public Runner<Cemd> {
+ public:
+  explicit FinalRunner(const CemdInput& input)
+      : buffers_(input),
+        prepared_queries_(std::size_t(buffers_.queries) * kRowUnits<Metric>),
+        prepared_database_(std::size_t(buffers_.database) * kRowUnits<Metric>),
+        plan_(FinalKernels<Metric>::plan(buffers_.queries, buffers_.database,
+                                         FinalKernels<Metric>::configure())) {}
+  void poison(std::uint8_t byte) override { buffers_.poison(byte); }
+  void upload() override { buffers_.upload(); }
+  void compute() override {
+    launch_prepare<Metric>(buffers_.query_values.get(), buffers_.queries, true,
+                           prepared_queries_.get(), 0);
+    launch_prepare<Metric>(buffers_.database_values.get(), buffers_.database, false,
+                           prepared_database_.get(), 0);
+    if (!buffers_.all_pairs) clear_keys(buffers_.keys.get(), buffers_.keys.size(), 0);
+    const FinalArgs args{prepared_queries_.get(),
+                         buffers_.queries,
+                         prepared_database_.get(),
+                         buffers_.database,
+                         0,
+                         0,
+                         buffers_.database,
+                         buffers_.matrix_or_null(),
+                         buffers_.keys_or_null()};
+    FinalKernels<Metric>::launch(args, plan_, buffers_.all_pairs, 0);
+  }
+  void sync() override { check(cudaDeviceSynchronize(), "cemd final kernels"); }
+  void download(CemdResult& out) override { buffers_.download(out); }
+
+ private:
+  CemdBuffers buffers_;
+  DeviceBuffer<uint4> prepared_queries_, prepared_database_;
+  SplitPlan plan_;
+};
+
+// --- cuda-streamed ------------------------------------------------------------------------------
+
+// The largest chunk: big enough that a chunk's kernels take far longer than its copy, small
+// enough that the first (unhidden) copy is short.
+constexpr int kMaxChunkRows = 1 << 18;
+// Of the free device memory, the share the chunk buffers may take.
+constexpr double kChunkMemoryShare = 0.5;
+constexpr const char* kChunkRowsVariable = "KBENCH_CEMD_CHUNK_ROWS";
+
+// Database rows per chunk: KBENCH_CEMD_CHUNK_ROWS when set (tests force several chunks with it),
+// else what fits in part of the free device memory, capped.
+int chunk_rows(int database, std::size_t bytes_per_row, std::size_t fixed_bytes) {
+  if (const char* text = std::getenv(kChunkRowsVariable); text && *text) {
+    char* end = nullptr;
+    errno = 0;
+    const long value = std::strtol(text, &end, 10);
+    if (errno != 0 || *end != '\0' || value < 1 || value > std::numeric_limits<int>::max()) {
+      throw Error(std::string(kChunkRowsVariable) + " must be a positive row count, not '" + text +
+                  "'");
+    }
+    return int(std::min<long>(value, database));
+  }
+  std::size_t free_bytes = 0, total_bytes = 0;
+  check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  const double usable = kChunkMemoryShare * double(free_bytes) - double(fixed_bytes);
+  const double fits = usable / double(bytes_per_row);
+  if (fits < 1) {
+    throw Error("not enough free GPU memory for the cemd query set and a database chunk (" +
+                std::to_string(free_bytes) + " bytes free)");
+  }
+  return int(std::min<double>({fits, double(kMaxChunkRows), double(database)}));
+}
+
+template <class Metric>
+class StreamedRunner final : public Runner<Cemd> {
+ public:
+  static constexpr int kBuffers = 2;
+
+  explicit StreamedRunner(const CemdInput& input)
+      : queries_((validate_cemd_input(input), input.queries.count)),
+        database_(input.database.count),
+        chunk_rows_(chunk_rows(
+            database_, kBuffers * kDescriptorBytes + kRowUnits<Metric> * sizeof(uint4),
+            std::size_t(queries_) *
+                (kDescriptorBytes + kRowUnits<Metric> * sizeof(uint4) + 2 * sizeof(Key)))),
+        resident_blocks_(FinalKernels<Metric>::configure()),
+        host_queries_(input.queries.values.size()),
+        host_database_(input.database.values.size()),
+        host_keys_(2 * std::size_t(queries_)),
+        query_bytes_(host_queries_.size()),
+        prepared_queries_(std::size_t(queries_) * kRowUnits<Metric>),
+        prepared_chunk_(std::size_t(chunk_rows_) * kRowUnits<Metric>),
+        keys_(host_keys_.size()) {
+    std::copy(input.queries.values.begin(), input.queries.values.end(), host_queries_.get());
+    std::copy(input.database.values.begin(), input.database.values.end(), host_database_.get());
+    for (int b = 0; b < kBuffers; ++b) {
+      chunk_bytes_[b] = DeviceBuffer<std::uint8_t>(std::size_t(chunk_rows_) * kDescriptorBytes);
+      check(cudaEventCreateWithFlags(&copied_[b], cudaEventDisableTiming), "cudaEventCreate");
+      check(cudaEventCreateWithFlags(&consumed_[b], cudaEventDisableTiming), "cudaEventCreate");
+    }
+  }
+  ~StreamedRunner() override {
+    for (int b = 0; b < kBuffers; ++b) {
+      if (copied_[b]) cudaEventDestroy(copied_[b]);
+      if (consumed_[b]) cudaEventDestroy(consumed_[b]);
+    }
+  }
+  StreamedRunner(const StreamedRunner&) = delete;
+  StreamedRunner& operator=(const StreamedRunner&) = delete;
+
+  void poison(std::uint8_t byte) override {
+    poison_device(keys_.get(), keys_.bytes(), byte);
+    std::fill_n(reinterpret_cast<std::uint8_t*>(host_keys_.get()), host_keys_.bytes(), byte);
+  }
+  void compute() override {
+    const cudaStream_t work = work_.get(), copies = copies_.get();
+    check(cudaMemcpyAsync(query_bytes_.get(), host_queries_.get(), query_bytes_.bytes(),
+                          cudaMemcpyHostToDevice, work),
+          "cudaMemcpyAsync(cemd queries)");
+    launch_prepare<Metric>(query_bytes_.get(), queries_, true, prepared_queries_.get(), work);
+    clear_keys(keys_.get(), keys_.size(), work);
+    for (int begin = 0, chunk = 0; begin < database_; begin += chunk_rows_, ++chunk) {
+      const int rows = std::min(chunk_rows_, database_ - begin);
+      const int b = chunk % kBuffers;
+      // The copy into buffer b waits until the pre-pass of the chunk before it there (this
+      // call's or the previous call's) has read it.
+      check(cudaStreamWaitEvent(copies, consumed_[b], 0), "cudaStreamWaitEvent");
+      check(cudaMemcpyAsync(chunk_bytes_[b].get(),
+                            host_database_.get() + std::size_t(begin) * kDescriptorBytes,
+                            std::size_t(rows) * kDescriptorBytes, cudaMemcpyHostToDevice, copies),
+            "cudaMemcpyAsync(cemd database chunk)");
+      check(cudaEventRecord(copied_[b], copies), "cudaEventRecord");
+      check(cudaStreamWaitEvent(work, copied_[b], 0), "cudaStreamWaitEvent");
+      launch_prepare<Metric>(chunk_bytes_[b].get(), rows, false, prepared_chunk_.get(), work);
+      check(cudaEventRecord(consumed_[b], work), "cudaEventRecord");
+      const FinalArgs args{prepared_queries_.get(),
+                           queries_,
+                           prepared_chunk_.get(),
+                           rows,
+                           0,
+                           begin,
+                           0,
+                           nullptr,
+                           keys_.get()};
+      FinalKernels<Metric>::launch(args, plan_for(rows), false, work);
+    }
+    check(
+        cudaMemcpyAsync(host_keys_.get(), keys_.get(), keys_.bytes(), cudaMemcpyDeviceToHost, work),
+        "cudaMemcpyAsync(cemd keys)");
+  }
+  void sync() override {
+    check(cudaStreamSynchronize(copies_.get()), "cemd streamed copies");
+    check(cudaStreamSynchronize(work_.get()), "cemd streamed kernels");
+  }
+  void download(CemdResult& out) override {
+    out.queries = queries_;
+    out.database = database_;
+    out.matrix.clear();
+    out.neighbours.clear();
+    neighbours_from_keys(host_keys_.get(), queries_, out);
+  }
+
+ private:
+  // The split plan of a chunk size (every chunk but the last has the same).
+  const SplitPlan& plan_for(int rows) {
+    for (const auto& [plan_rows, plan] : plans_) {
+      if (plan_rows == rows) return plan;
+    }
+    plans_.emplace_back(rows, FinalKernels<Metric>::plan(queries_, rows, resident_blocks_));
+    return plans_.back().second;
+  }
+
+  const int queries_, database_;
+  const int chunk_rows_;
+  const long long resident_blocks_;
+  PinnedBuffer<std::uint8_t> host_queries_, host_database_;
+  PinnedBuffer<Key> host_keys_;
+  DeviceBuffer<std::uint8_t> query_bytes_;
+  DeviceBuffer<uint4> prepared_queries_, prepared_chunk_;
+  DeviceBuffer<std::uint8_t> chunk_bytes_[kBuffers];
+  DeviceBuffer<Key> keys_;
+  Stream work_, copies_;
+  cudaEvent_t copied_[kBuffers] = {}, consumed_[kBuffers] = {};
+  std::vector<std::pair<int, SplitPlan>> plans_;
+};
+
+// The metric of the input's distance, for the registry's make().
+template <template <class> class MetricRunner>
+std::unique_ptr<Runner<Cemd>> make_for_metric(const CemdInput& input) {
+  switch (input.params.distance) {
+    case DescriptorDistance::cemd_normalised:
+      return std::make_unique<MetricRunner<NormalisedMetric>>(input);
+    case DescriptorDistance::cemd_raw:
+      return std::make_unique<MetricRunner<RawMetric>>(input);
+    case DescriptorDistance::l2:
+      break;
+  }
+  return std::make_unique<MetricRunner<L2Metric>>(input);
+}
+
+bool nearest_two(const CemdInput& input) {
+  return !input.params.all_pairs;
+}
+
+}  // namespace
+
+void register_cemd_native_cuda(VariantList<Cemd>& list) {
+  const auto add = [&](const char* name, Variant<Cemd>::Make make,
+                       std::function<bool(const CemdInput&)> supports, int preference,
+                       bool end_to_end = false) {
+    list.push_back({name, Layer::native_cuda, Backend::cuda, end_to_end, std::move(make),
+                    std::move(supports), preference});
+  };
+  add("cuda-initial", make_runner<SimpleRunner<InitialLauncher>>, {}, 20);
+  add("cuda-shmem", make_runner<SimpleRunner<ShmemLauncher>>, {}, 22);
+  add("cuda-unroll", make_runner<SimpleRunner<UnrollLauncher>>, {}, 24);
+  add("cuda-final", make_for_metric<FinalRunner>, {}, 30);
+  add("cuda-streamed", make_for_metric<StreamedRunner>, nearest_two, 0, true);
+}
+
+}  // namespace kbench
