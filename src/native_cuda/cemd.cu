@@ -273,19 +273,27 @@ __global__ void __launch_bounds__(kInitialThreads)
 class InitialLauncher {
  public:
   explicit InitialLauncher(const CemdBuffers& b)
-      : b_(b),
-        grid_((b.database + kInitialThreads - 1) / kInitialThreads,
-              std::min(b.queries, kMaxGridY)) {}
+      : grid_((b.database + kInitialThreads - 1) / kInitialThreads, std::min(b.queries, kMaxGridY)),
+        queries_(b.query_values.get()),
+        database_(b.database_values.get()),
+        query_count_(b.queries),
+        database_count_(b.database),
+        distance_(b.distance()),
+        matrix_(b.matrix_or_null()),
+        keys_(b.keys_or_null()) {}
   void operator()() const {
-    initial_kernel<<<grid_, kInitialThreads>>>(b_.query_values.get(), b_.queries,
-                                               b_.database_values.get(), b_.database, b_.distance(),
-                                               b_.matrix_or_null(), b_.keys_or_null());
+    initial_kernel<<<grid_, kInitialThreads>>>(queries_, query_count_, database_, database_count_,
+                                               distance_, matrix_, keys_);
     check_launch("cemd initial_kernel");
   }
 
  private:
-  const CemdBuffers& b_;
   dim3 grid_;
+  const std::uint8_t *queries_, *database_;
+  int query_count_, database_count_;
+  DescriptorDistance distance_;
+  float* matrix_;
+  Key* keys_;
 };
 
 // --- GPU-SHMEM and GPU-UNROLL: 16 × 16 tiles in shared memory --------------------------------
