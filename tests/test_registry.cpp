@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include "kbench/cemd.hpp"
+
 #include "kbench/conv.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
@@ -67,7 +69,7 @@ TEST_CASE("variant names are unique and every host layer is present", "[registry
 TEST_CASE("the listing covers every algorithm's variants", "[registry]") {
   const auto infos = all_variants();
   CHECK(infos.size() == variants<Conv>().size() + variants<Lbp>().size() + variants<Sad>().size() +
-                            variants<SadPruned>().size());
+                            variants<SadPruned>().size() + variants<Cemd>().size());
   std::size_t conv = 0, lbp = 0, sad = 0, pruned = 0;
   for (const auto& info : infos) {
     conv += info.algorithm == "conv";
@@ -81,7 +83,7 @@ TEST_CASE("the listing covers every algorithm's variants", "[registry]") {
   CHECK(lbp == variants<Lbp>().size());
   CHECK(sad == variants<Sad>().size());
   CHECK(pruned == variants<SadPruned>().size());
-  CHECK(algorithm_names() == std::vector<std::string>{"conv", "lbp", "sad", "sad-pruned"});
+  CHECK(algorithm_names() == std::vector<std::string>{"conv", "lbp", "sad", "sad-pruned", "cemd"});
 }
 
 TEST_CASE("looking up a variant by name", "[registry]") {
