@@ -9,6 +9,7 @@
 #include "kbench/lbp.hpp"
 #include "kbench/random.hpp"
 #include "kbench/system_info.hpp"
+#include "random_images.hpp"
 
 using namespace kbench;
 
@@ -20,12 +21,7 @@ ImageU8 gray_image(int w, int h, const std::vector<std::uint8_t>& samples) {
   return image;
 }
 
-ImageU8 random_gray(int w, int h, std::uint64_t seed) {
-  ImageU8 image(w, h, 1);
-  SplitMix64 random(seed);
-  for (auto& v : image.data) v = std::uint8_t(random.next());
-  return image;
-}
+using test::random_gray;
 
 // Few distinct values, so equal neighbours (the >= case) are common.
 ImageU8 few_levels(int w, int h, std::uint64_t seed) {

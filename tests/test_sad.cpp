@@ -7,17 +7,13 @@
 #include "kbench/random.hpp"
 #include "kbench/sad.hpp"
 #include "kbench/system_info.hpp"
+#include "random_images.hpp"
 
 using namespace kbench;
 
 namespace {
 
-ImageU8 random_gray(int w, int h, std::uint64_t seed, int levels = 256) {
-  ImageU8 image(w, h, 1);
-  SplitMix64 random(seed);
-  for (auto& v : image.data) v = std::uint8_t(random.next() % std::uint64_t(levels));
-  return image;
-}
+using test::random_gray;
 
 ImageU8 gray_from(int w, int h, std::vector<std::uint8_t> values) {
   ImageU8 image(w, h, 1);

@@ -327,7 +327,6 @@ class PrunedRunner final : public Runner<SadPruned> {
     stats_.windows = shape_.map_size();
     const auto guess = guess_.view();
     Kokkos::deep_copy(Exec{}, guess, kNoSadKey);
-    Kokkos::deep_copy(Exec{}, alive_.view(), std::uint64_t(0));
     row_sums<Exec>(g_, target_bytes_.view(), sums_.view());
     strip_bounds<Exec>(g_, sums_.view(), query_strips_.view(), bounds_.view(), candidates_.view());
     refine<Exec>(g_, candidates_.view(), g_.candidates(), target_.view(), query_.view(),
