@@ -4,6 +4,7 @@
 #   device.txt      GPU, driver, date and commit
 #   tests.log       the Catch2 suite on every backend, CUDA included
 #   sanitizer.log   compute-sanitizer memcheck and racecheck over the CUDA variants
+#   profile.log     ncu's per-kernel summary of the GPU variants on one case per algorithm
 #   compare.jsonl   JSON lines from compare (perf/report.py turns them into tables and plots)
 #   compare.log     compare's tables as printed
 #   report.md       the Markdown tables made from compare.jsonl
@@ -11,8 +12,8 @@
 #   perf/gpu_check.sh OUTDIR [ALGO...]      (default: every algorithm in the build)
 # KBENCH_STEPS picks steps (default "tests sanitizer compare threads sweep noise": threads is the
 # OpenMP thread sweep, sweep the LBP size sweep, noise the sad-pruned noise sweep against full
-# search, the paper's Fig. 6); the binaries come from KBENCH_BUILD (default build/cuda); nothing
-# is built here.
+# search, the paper's Fig. 6; "profile" adds the ncu summary); the binaries come from
+# KBENCH_BUILD (default build/cuda); nothing is built here.
 set -uo pipefail
 
 out=${1:?usage: perf/gpu_check.sh OUTDIR [ALGO...]}
@@ -32,12 +33,18 @@ if [[ ${#algorithms[@]} -eq 0 ]]; then
   mapfile -t algorithms < <("$bin/compare" --list | awk 'NR > 1 {print $1}' | uniq)
 fi
 
-# Small inputs for the sanitizer runs (each algorithm's arguments).
+# Small inputs for the sanitizer runs: each algorithm's argument lists, separated by ';'.
 declare -A sanitizer_cases=(
   [conv]="--size 320x240"
   [lbp]="--size 320x240"
-  [sad]="--size 320x240"
-  [sad-pruned]="--size 320x240 --query-size 40x36"
+  [sad]="--size 320x240;--size 320x240 --no-map"
+  [sad-pruned]="--size 320x240 --query-size 40x36;--size 320x240 --query-size 40x36 --noise 70"
+  [cemd]="--size 96x200;--size 96x200-raw;--size 40x70-all"
+)
+# The case ncu profiles per algorithm (one timed repetition of each CUDA variant).
+declare -A profile_cases=(
+  [sad-pruned]="--size photo3072-q128 --noise 10 --no-baseline"
+  [cemd]="--size 4Kix64Ki"
 )
 # sad-pruned's noise sweep (the paper's σ values) on the paper's photo sizes.
 noise_levels=(0 5 10 20 40 70)
@@ -61,15 +68,13 @@ fi
 if [[ $steps == *" sanitizer "* ]]; then
   echo "== compute-sanitizer over the CUDA variants"
   for algo in "${algorithms[@]}"; do
-    for extra in "" "--no-map" "--noise 70"; do
-      [[ $extra == --no-map && $algo != sad ]] && continue
-      [[ $extra == "--noise 70" && $algo != sad-pruned ]] && continue
+    IFS=';' read -ra cases <<<"${sanitizer_cases[$algo]:-}"
+    for case in "${cases[@]}"; do
       for tool in memcheck racecheck; do
-        echo "-- $algo $tool $extra" >>"$out/sanitizer.log"
+        echo "-- $algo $tool $case" >>"$out/sanitizer.log"
         # shellcheck disable=SC2086
         compute-sanitizer --tool "$tool" --error-exitcode 3 "$bin/compare" --algo "$algo" \
-          ${sanitizer_cases[$algo]:-} $extra --backend cuda --check-only \
-          >>"$out/sanitizer.log" 2>&1 || status=1
+          $case --backend cuda --check-only >>"$out/sanitizer.log" 2>&1 || status=1
       done
     done
   done
@@ -111,6 +116,19 @@ if [[ $steps == *" noise "* && " ${algorithms[*]} " == *" sad-pruned "* ]]; then
   done
   grep -E "^(sad-pruned|sad) on |^(cuda|kokkos)-.*(pruned|regblock-vsad-p32|fused)" \
     "$out/noise.log" | tail -40
+fi
+
+if [[ $steps == *" profile "* ]]; then
+  echo "== ncu per-kernel summary"
+  for algo in "${algorithms[@]}"; do
+    [[ -n ${profile_cases[$algo]:-} ]] || continue
+    echo "-- $algo ${profile_cases[$algo]}" >>"$out/profile.log"
+    # shellcheck disable=SC2086
+    ncu --clock-control none --print-summary per-kernel "$bin/compare" --algo "$algo" \
+      ${profile_cases[$algo]} --backend cuda --reps 1 --budget-ms 1 >>"$out/profile.log" 2>&1 ||
+      status=1
+  done
+  grep -E "^-- |^  [a-z_].*\(|Duration" "$out/profile.log" | head -80
 fi
 
 if [[ $steps == *" compare "* || $steps == *" threads "* || $steps == *" noise "* ]] &&

@@ -77,6 +77,13 @@ constexpr int kPruneStripRows = 16;
 // survive the first bounds: refining one window at a time reuses far fewer loads than full
 // search's register blocking, so refining that many costs about as much as full search.
 constexpr double kPruneFullSearchFraction = 0.25;
+// The GPU variants refine survivors in units of kPruneUnitWindows neighbouring windows of a map
+// row with full search's register-blocked row routine, strip by strip, a unit leaving once every
+// window in it is out: a unit costs at most what full search pays for it. They search in full
+// only when more than this fraction of the units hold a survivor of the first bounds, where the
+// per-strip tests would cost more than the strips they skip.
+constexpr int kPruneUnitWindows = 32;
+constexpr double kPruneUnitFullSearchFraction = 0.75;
 
 struct StripLayout {
   int count = 0;  // S

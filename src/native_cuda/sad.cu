@@ -165,24 +165,6 @@ __global__ void __launch_bounds__(B* B)
 constexpr int kConstantQueryWords = 16384;  // 64 KB: all the constant memory a module can have
 __constant__ std::uint32_t c_query[kConstantQueryWords];
 
-// Target words of one thread's row through 16-byte read-only loads (x is a multiple of kWords,
-// the row 16-byte aligned).
-template <int kWords>
-struct GlobalTarget {
-  const std::uint32_t* __restrict__ row;
-  __device__ __forceinline__ void load(int x, std::uint32_t (&out)[kWords]) const {
-    const uint4* at = reinterpret_cast<const uint4*>(row + x);
-#pragma unroll
-    for (int v = 0; v < kWords / 4; ++v) {
-      const uint4 words = __ldg(at + v);
-      out[4 * v] = words.x;
-      out[4 * v + 1] = words.y;
-      out[4 * v + 2] = words.z;
-      out[4 * v + 3] = words.w;
-    }
-  }
-};
-
 struct RegblockArgs {
   const std::uint32_t* target;  // packed rows, pitch_words each
   const std::uint32_t* query;   // packed rows, query_words each (GlobalQuery)
@@ -241,7 +223,7 @@ __global__ void __launch_bounds__(Config::lanes_x* Config::rows_y) regblock_kern
     std::uint32_t acc[Config::positions] = {};
     const std::uint32_t* row = a.target + std::size_t(i) * a.pitch_words + group * kWords;
     for (int k = 0; k < a.s.query_height; ++k) {
-      accumulate_sad_row<kWords>(GlobalTarget<kWords>{row + std::size_t(k) * a.pitch_words},
+      accumulate_sad_row<kWords>(cuda::GlobalTarget<kWords>{row + std::size_t(k) * a.pitch_words},
                                  Query::row(a, k), a.s.query_width, acc);
     }
     const std::size_t base = std::size_t(i) * a.s.map_width + j0;
@@ -551,7 +533,7 @@ bool shared_fits(const SadInput& input) {
 }
 
 using RegblockP16 = RegblockConfig<4, 16, 16>;
-using RegblockP32 = RegblockConfig<8, 8, 16>;
+using RegblockP32 = RegblockConfig<cuda::kFullSearchWords, 8, 16>;
 
 }  // namespace
 

@@ -11,6 +11,28 @@
 
 namespace kbench::cuda {
 
+// Packed words per thread of the full search (4 positions a word): rows are padded for reads of
+// this many words from any thread's first word (see target()).
+constexpr int kFullSearchWords = 8;
+
+// Target words of one thread's row through 16-byte read-only loads (x a multiple of 4, the row
+// 16-byte aligned), for accumulate_sad_row.
+template <int kWords>
+struct GlobalTarget {
+  const std::uint32_t* __restrict__ row;
+  __device__ __forceinline__ void load(int x, std::uint32_t (&out)[kWords]) const {
+    const uint4* at = reinterpret_cast<const uint4*>(row + x);
+#pragma unroll
+    for (int v = 0; v < kWords / 4; ++v) {
+      const uint4 words = __ldg(at + v);
+      out[4 * v] = words.x;
+      out[4 * v + 1] = words.y;
+      out[4 * v + 2] = words.z;
+      out[4 * v + 3] = words.w;
+    }
+  }
+};
+
 class SadFullSearch {
  public:
   // Validates the input (validate_sad_input) and packs its target and query on the host.
@@ -27,9 +49,10 @@ class SadFullSearch {
               const unsigned long long* gate = nullptr, unsigned long long gate_above = 0) const;
 
   const SadShape& shape() const { return shape_; }
-  // Packed target rows (pack_rows), pitch_words() words each, 16-byte aligned. Words 0 up to
-  // (map_width − 1) / 4 + words_for(query_width) of every row may be read: a window's words and
-  // the one after them, for shifting to any byte offset.
+  // Packed target rows (pack_rows), pitch_words() words each, 16-byte aligned. A thread of
+  // positions 4·kFullSearchWords·g .. + 4·kFullSearchWords − 1 may read kFullSearchWords-word
+  // groups from word kFullSearchWords·g as accumulate_sad_row does, and any window its words
+  // and the one after them, for shifting to any byte offset.
   const std::uint32_t* target() const { return target_.get(); }
   int pitch_words() const { return pitch_words_; }
   // Packed query rows, query_words() words each, bytes past the query's width zero.

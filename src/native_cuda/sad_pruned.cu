@@ -18,16 +18,17 @@
 //    candidate is often a pixel or two off the match (its bound is as small, its SAD is not),
 //    and a first E close to the minimum prunes much more. Exact SADs of any windows are valid
 //    upper bounds, so this changes nothing but the speed.
-// 4. filter_kernel: windows with bound ≤ score(E) (ties kept) are compacted into a survivor list
-//    (one atomicAdd per block) and counted: PruneStats::after_bounds.
-// 5. refine_kernel over the survivors: a warp per window computes strip k's exact SAD and its
-//    target sum y_k from the same loads (the target words shifted to the window's byte offset,
-//    sad4 against the query and against 0), then bound ← bound − |x_k − y_k| + SAD_k; it leaves
-//    once sad_key(bound, index) exceeds E, and after the last strip the bound is the exact SAD,
-//    which lowers E. Blocks count the windows alive after each strip (after_strip).
+// 4. filter_kernel: units of kPruneUnitWindows neighbouring windows of a map row that hold a
+//    window with bound ≤ score(E) (ties kept) are compacted into a live list, and those windows
+//    counted (PruneStats::after_bounds).
+// 5. unit_refine_kernel: a thread per live unit sums its windows' SADs strip by strip with full
+//    search's register-blocked row routine (accumulate_sad_row, packed-byte SAD); after each strip
+//    a window whose partial SAD, a lower bound of its SAD, exceeds E leaves, and the thread
+//    leaves with its last window. After the last strip the survivors' exact SADs lower E. Blocks
+//    count the windows alive after each strip (after_strip).
 // 6. The fused full search of cuda-regblock-vsad-p32 (SadFullSearch), gated on the device: it
-//    runs, and step 5 returns at once, when more than kPruneFullSearchFraction of the windows
-//    survived step 4 (stats.full_search; after_strip then stays zero).
+//    runs, and step 5 returns at once, when more than kPruneUnitFullSearchFraction of the units
+//    are live after step 4 (stats.full_search; after_strip then stays zero).
 //
 // Exactness: E is always the key of a real window's exact SAD, so it never falls below the true
 // minimum key; a window is dropped only when a lower bound of its key exceeds E.
@@ -54,11 +55,12 @@ constexpr int kWarp = 32;
 constexpr unsigned kAllLanes = 0xFFFFFFFFu;
 
 // The run's device scalars (64-bit each), reset by the bound kernel.
-constexpr int kBestSlot = 0;        // E
-constexpr int kPolishSlot = 1;      // step 3's keys, merged into E by the filter
-constexpr int kSurvivorSlot = 2;    // windows left by the first bounds
-constexpr int kAfterStripSlot = 3;  // S counters: windows alive after each strip
-constexpr int kFixedSlots = 3;
+constexpr int kBestSlot = 0;         // E
+constexpr int kPolishSlot = 1;       // step 3's keys, merged into E by the filter
+constexpr int kWindowsLeftSlot = 2;  // windows left by the first bounds
+constexpr int kLiveUnitsSlot = 3;    // units holding one of them
+constexpr int kAfterStripSlot = 4;   // S counters: windows alive after each strip
+constexpr int kFixedSlots = 4;
 
 // sm_90's largest dynamic shared memory per block (with the opt-in).
 constexpr std::size_t kMaxBlockSharedBytes = 227 * 1024;
@@ -328,7 +330,6 @@ struct RefineArgs {
   const std::uint32_t* strip_sums;  // x_k
   Key* best;                        // lowered by every finished window
   const Key* other;                 // another bound on the minimum key, or null
-  Key* after_strip;                 // S counters, when counting
 };
 
 // How a lane walks a strip's query words: word w of query row `row`, 32 words a step.
@@ -359,9 +360,9 @@ __device__ __forceinline__ Key current_limit(const RefineArgs& a) {
 }
 
 // One window, by a whole warp: strip by strip while its bound stays within E.
-template <bool kSharedQuery, bool kCountStrips>
+template <bool kSharedQuery>
 __device__ void refine_window(const RefineArgs& a, const std::uint32_t* query, const LaneWalk& walk,
-                              Key key, std::uint32_t* alive) {
+                              Key key) {
   if (key > current_limit(a)) return;
   const std::uint32_t index = std::uint32_t(key);
   std::uint32_t bound = std::uint32_t(key >> 32);
@@ -398,10 +399,7 @@ __device__ void refine_window(const RefineArgs& a, const std::uint32_t* query, c
     bound = bound - strip_term(sum, __ldg(a.strip_sums + k)) + sad;
     key = sad_key(std::int32_t(bound), index);
     if (key > current_limit(a)) return;
-    if (lane == 0) {
-      if constexpr (kCountStrips) atomicAdd(alive + k, 1u);
-      if (k + 1 == a.strips.count) atomicMin(a.best, key);  // the bound is now the exact SAD
-    }
+    if (lane == 0 && k + 1 == a.strips.count) atomicMin(a.best, key);  // now the exact SAD
   }
 }
 
@@ -437,35 +435,14 @@ struct Neighbourhood {
   }
 };
 
-// The filter's survivors (5); none when there are too many (the full search runs instead).
-struct SurvivorList {
-  const Key* keys;
-  const Key* count;
-  unsigned long long limit;
-
-  __device__ unsigned long long size() const {
-    const unsigned long long n = *count;
-    return n > limit ? 0 : n;
-  }
-  __device__ bool entry(unsigned long long e, const RefineArgs&, Key& key) const {
-    key = keys[e];
-    return true;
-  }
-};
-
 // A warp per entry of `source`, grid-stride; blocks past the entries return at once.
-template <class Source, bool kSharedQuery, bool kCountStrips>
+template <class Source, bool kSharedQuery>
 __global__ void __launch_bounds__(kRefineThreads) refine_kernel(RefineArgs a, Source source) {
-  extern __shared__ std::uint32_t shared_words[];
+  extern __shared__ std::uint32_t staged_query[];
   const unsigned long long entries = source.size();
   const unsigned long long first = std::size_t(blockIdx.x) * kRefineWarps;
   if (first >= entries) return;  // the whole block: before any barrier
   const int tid = threadIdx.x;
-  std::uint32_t* alive = shared_words;  // S counters when counting
-  std::uint32_t* staged_query = shared_words + (kCountStrips ? a.strips.count : 0);
-  if constexpr (kCountStrips) {
-    for (int k = tid; k < a.strips.count; k += kRefineThreads) alive[k] = 0;
-  }
   if constexpr (kSharedQuery) {
     const std::size_t words = std::size_t(a.query_words) * a.s.query_height;
     for (std::size_t e = tid; e < words; e += kRefineThreads) staged_query[e] = __ldg(a.query + e);
@@ -476,99 +453,146 @@ __global__ void __launch_bounds__(kRefineThreads) refine_kernel(RefineArgs a, So
   for (unsigned long long e = first + tid / kWarp; e < entries;
        e += std::size_t(gridDim.x) * kRefineWarps) {
     Key key;
-    if (source.entry(e, a, key)) {
-      refine_window<kSharedQuery, kCountStrips>(a, query, walk, key, alive);
-    }
-  }
-  if constexpr (kCountStrips) {
-    __syncthreads();
-    for (int k = tid; k < a.strips.count; k += kRefineThreads) {
-      if (alive[k]) atomicAdd(a.after_strip + k, Key(alive[k]));
-    }
+    if (source.entry(e, a, key)) refine_window<kSharedQuery>(a, query, walk, key);
   }
 }
 
 // --- 4. filter ---------------------------------------------------------------------------------
 
+// A unit: kPruneUnitWindows neighbouring windows of one map row, the positions one thread of the
+// full search sums (SadFullSearch's rows are padded for its reads).
+constexpr int kUnitWords = cuda::kFullSearchWords;
+static_assert(kPruneUnitWindows == 4 * kUnitWords && kPruneUnitWindows == kWarp,
+              "a warp's lanes are a unit's windows in the filter");
 constexpr int kFilterThreads = 256;
 constexpr int kFilterWarps = kFilterThreads / kWarp;
-constexpr int kFilterWindows = 4;  // per thread, one 16-byte load
 
-// The exclusive prefix sum of `value` over the block, and the block's total.
-__device__ unsigned block_exclusive_sum(unsigned value, unsigned& total) {
-  __shared__ unsigned warp_sums[kFilterWarps];
+struct FilterArgs {
+  const std::uint32_t* bounds;
+  SadShape s;
+  int unit_columns;          // units per map row
+  unsigned long long units;  // map_height · unit_columns
+  Key* best;
+  const Key* polish;
+  std::uint32_t* live;  // the units holding a window with bound ≤ min(E, polish)
+  Key* live_count;
+  Key* windows_left;  // PruneStats::after_bounds
+};
+
+// A warp per unit, its lanes on the unit's windows; per block step the live units are appended
+// in order with one atomicAdd. polish is merged into E for the refinement.
+__global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
+  __shared__ unsigned live_at[kFilterWarps];
+  __shared__ unsigned long long base;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  unsigned inclusive = value;
-  for (int offset = 1; offset < kWarp; offset *= 2) {
-    const unsigned below = __shfl_up_sync(kAllLanes, inclusive, offset);
-    if (lane >= offset) inclusive += below;
-  }
-  if (lane == kWarp - 1) warp_sums[warp] = inclusive;
-  __syncthreads();
-  if (warp == 0) {
-    unsigned sum = lane < kFilterWarps ? warp_sums[lane] : 0u;
-    for (int offset = 1; offset < kWarp; offset *= 2) {
-      const unsigned below = __shfl_up_sync(kAllLanes, sum, offset);
-      if (lane >= offset) sum += below;
+  const Key polish_key = *a.polish;
+  // E only falls here (by this atomicMin), which leaves min(E, polish) as it is.
+  const std::uint32_t limit = std::uint32_t(sad_min(*a.best, polish_key) >> 32);
+  if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(a.best, polish_key);
+  unsigned windows = 0;  // lane 0 of warp 0: this block's windows left
+  for (unsigned long long u0 = std::size_t(blockIdx.x) * kFilterWarps; u0 < a.units;
+       u0 += std::size_t(gridDim.x) * kFilterWarps) {
+    const unsigned long long unit = u0 + warp;
+    bool inside = false;
+    if (unit < a.units) {
+      const int i = int(unit / unsigned(a.unit_columns));
+      const int j = int(unit % unsigned(a.unit_columns)) * kPruneUnitWindows + lane;
+      inside = j < a.s.map_width && __ldcs(a.bounds + std::size_t(i) * a.s.map_width + j) <= limit;
     }
-    if (lane < kFilterWarps) warp_sums[lane] = sum;
+    const unsigned ballot = __ballot_sync(kAllLanes, inside);
+    if (lane == 0) live_at[warp] = ballot;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned count = 0;
+      for (int w = 0; w < kFilterWarps; ++w) {
+        windows += __popc(live_at[w]);
+        const unsigned at = count;
+        count += live_at[w] != 0;
+        live_at[w] = live_at[w] != 0 ? at : ~0u;
+      }
+      if (count > 0) base = atomicAdd(a.live_count, Key(count));
+    }
+    __syncthreads();
+    if (lane == 0 && live_at[warp] != ~0u) a.live[base + live_at[warp]] = std::uint32_t(unit);
+    __syncthreads();  // live_at is rewritten in the next step
   }
-  __syncthreads();
-  total = warp_sums[kFilterWarps - 1];
-  return inclusive - value + (warp > 0 ? warp_sums[warp - 1] : 0u);
+  if (threadIdx.x == 0 && windows > 0) atomicAdd(a.windows_left, Key(windows));
 }
 
-// Windows whose bound does not exceed min(E, polish) go to `survivors` (up to `capacity` of
-// them) and are counted; polish is merged into E for the refinement.
-__global__ void __launch_bounds__(kFilterThreads)
-    filter_kernel(const std::uint32_t* __restrict__ bounds, unsigned long long windows, Key* best,
-                  const Key* polish, Key* __restrict__ survivors, unsigned long long capacity,
-                  Key* count) {
-  __shared__ unsigned long long block_base;
-  const Key polish_key = *polish;
-  // E only falls here (by this atomicMin), which leaves min(E, polish) as it is.
-  const std::uint32_t limit = std::uint32_t(sad_min(*best, polish_key) >> 32);
-  if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(best, polish_key);
-  const unsigned long long groups = (windows + kFilterWindows - 1) / kFilterWindows;
-  for (unsigned long long g0 = std::size_t(blockIdx.x) * kFilterThreads; g0 < groups;
-       g0 += std::size_t(gridDim.x) * kFilterThreads) {
-    const unsigned long long g = g0 + threadIdx.x;
-    const unsigned long long first = g * kFilterWindows;
-    std::uint32_t bound[kFilterWindows];
-    unsigned found = 0;
-    if (g < groups) {
-      if (first + kFilterWindows <= windows) {
-        const uint4 four = __ldcs(reinterpret_cast<const uint4*>(bounds) + g);
-        bound[0] = four.x;
-        bound[1] = four.y;
-        bound[2] = four.z;
-        bound[3] = four.w;
-      } else {
+// --- 5. unit refinement
+// ----------------------------------------------------------------------------
+
+constexpr int kUnitThreads = 128;
+
+struct UnitArgs {
+  const std::uint32_t* target;  // SadFullSearch's packed rows
+  int pitch_words;
+  const std::uint32_t* query;  // packed query rows
+  SadShape s;
+  StripLayout strips;
+  int unit_columns;
+  const std::uint32_t* bounds;
+  const std::uint32_t* live;
+  const Key* live_count;
+  unsigned long long full_search_above;  // more live units: the full search runs instead
+  Key* best;
+  Key* after_strip;  // S counters
+};
+
+// Query words of one row through the read-only cache; every lane of a warp reads the same word
+// at the same time (the units advance strip by strip together), a broadcast.
+struct QueryRow {
+  const std::uint32_t* __restrict__ words;
+  __device__ __forceinline__ std::uint32_t operator()(int w) const { return __ldg(words + w); }
+};
+
+// A thread per live unit: its kPruneUnitWindows partial SADs in registers, strip by strip; a
+// window leaves once its partial SAD, a lower bound of its SAD, exceeds E (equal stays: ties), the
+// thread once all its windows have; after the last strip the survivors' SADs lower E.
+__global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
+  const unsigned long long count = *a.live_count;
+  if (count > a.full_search_above) return;
+  const unsigned long long unit_at = std::size_t(blockIdx.x) * kUnitThreads + threadIdx.x;
+  if (unit_at >= count) return;
+  const std::uint32_t unit = a.live[unit_at];
+  const int i = int(unit / unsigned(a.unit_columns));
+  const int group = int(unit % unsigned(a.unit_columns));
+  const int j0 = group * kPruneUnitWindows;
+  const std::size_t first_index = std::size_t(i) * a.s.map_width + j0;
+  std::uint32_t alive = 0;
+  const std::uint32_t first_limit = std::uint32_t(load_key(a.best) >> 32);
 #pragma unroll
-        for (int t = 0; t < kFilterWindows; ++t) {
-          bound[t] = first + t < windows ? bounds[first + t] : ~0u;  // ~0u: above every limit
-        }
-      }
-#pragma unroll
-      for (int t = 0; t < kFilterWindows; ++t) found += bound[t] <= limit;
-    }
-    unsigned total = 0;
-    const unsigned offset = block_exclusive_sum(found, total);
-    if (threadIdx.x == 0 && total > 0) block_base = atomicAdd(count, Key(total));
-    __syncthreads();
-    if (found > 0) {
-      unsigned long long at = block_base + offset;
-#pragma unroll
-      for (int t = 0; t < kFilterWindows; ++t) {
-        if (bound[t] <= limit) {
-          if (at < capacity) {
-            survivors[at] = sad_key(std::int32_t(bound[t]), std::uint32_t(first + t));
-          }
-          ++at;
-        }
-      }
-    }
+  for (int p = 0; p < kPruneUnitWindows; ++p) {
+    if (j0 + p < a.s.map_width && a.bounds[first_index + p] <= first_limit) alive |= 1u << p;
   }
+  std::uint32_t acc[kPruneUnitWindows] = {};
+  const std::uint32_t* row = a.target + std::size_t(i) * a.pitch_words + group * kUnitWords;
+  const int query_words = words_for(a.s.query_width);
+  for (int k = 0; k < a.strips.count; ++k) {
+    for (int y = a.strips.begin(k); y < a.strips.end(k); ++y) {
+      accumulate_sad_row<kUnitWords>(
+          cuda::GlobalTarget<kUnitWords>{row + std::size_t(y) * a.pitch_words},
+          QueryRow{a.query + std::size_t(y) * query_words}, a.s.query_width, acc);
+    }
+    const std::uint32_t limit = std::uint32_t(load_key(a.best) >> 32);
+#pragma unroll
+    for (int p = 0; p < kPruneUnitWindows; ++p) {
+      if (acc[p] > limit) alive &= ~(1u << p);
+    }
+    // The lanes still here count together, one atomic per warp.
+    const unsigned lanes = __activemask();
+    const unsigned left = __reduce_add_sync(lanes, unsigned(__popc(alive)));
+    if (left > 0 && threadIdx.x % kWarp == __ffs(lanes) - 1)
+      atomicAdd(a.after_strip + k, Key(left));
+    if (alive == 0) return;
+  }
+  Key key = kNoSadKey;
+#pragma unroll
+  for (int p = 0; p < kPruneUnitWindows; ++p) {
+    if (alive & (1u << p))
+      key = sad_min(key, sad_key(std::int32_t(acc[p]), std::uint32_t(first_index + p)));
+  }
+  atomicMin(a.best, key);
 }
 
 // --- runner --------------------------------------------------------------------------------------
@@ -608,22 +632,20 @@ bool pruned_fits(const SadInput& input) {
          bound_layout(s, strips).shared_bytes <= kMaxBlockSharedBytes;
 }
 
-template <class Source, bool kCountStrips>
+template <class Source>
 void launch_refine(const RefineArgs& args, const Source& source, int blocks, bool shared_query,
                    std::size_t shared_bytes) {
   if (shared_query) {
-    refine_kernel<Source, true, kCountStrips>
-        <<<blocks, kRefineThreads, shared_bytes>>>(args, source);
+    refine_kernel<Source, true><<<blocks, kRefineThreads, shared_bytes>>>(args, source);
   } else {
-    refine_kernel<Source, false, kCountStrips>
-        <<<blocks, kRefineThreads, shared_bytes>>>(args, source);
+    refine_kernel<Source, false><<<blocks, kRefineThreads, shared_bytes>>>(args, source);
   }
   check_launch("refine_kernel");
 }
 
-template <class Source, bool kCountStrips>
+template <class Source>
 void allow_refine_shared(std::size_t bytes) {
-  check(cudaFuncSetAttribute(refine_kernel<Source, true, kCountStrips>,
+  check(cudaFuncSetAttribute(refine_kernel<Source, true>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
         "cudaFuncSetAttribute(refine_kernel)");
 }
@@ -636,14 +658,16 @@ class PrunedRunner final : public Runner<SadPruned> {
         host_strip_sums_(query_strip_sums(input.query, strips_)),
         full_(input),
         windows_(shape_.map_size()),
-        limit_(std::uint64_t(kPruneFullSearchFraction * double(windows_))),
+        unit_columns_((shape_.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows),
+        units_(std::uint64_t(shape_.map_height) * std::uint64_t(unit_columns_)),
+        limit_(std::uint64_t(kPruneUnitFullSearchFraction * double(units_))),
         layout_(bound_layout(shape_, strips_)),
         tiles_(dim3((shape_.map_width + kTileColumns - 1) / kTileColumns,
                     (shape_.map_height + kBoundTileRows - 1) / kBoundTileRows)),
         strip_sums_(host_strip_sums_.size()),
         bounds_(windows_),
+        live_(units_),
         candidates_(std::size_t(tiles_.x) * tiles_.y),
-        survivors_(std::max<std::uint64_t>(limit_, 1)),
         scalars_(kFixedSlots + std::size_t(strips_.count)) {
     if (!pruned_fits(input)) {
       throw Error("cuda-pruned: the query is too tall or too wide for its bound tiles");
@@ -655,21 +679,12 @@ class PrunedRunner final : public Runner<SadPruned> {
         std::size_t(full_.query_words()) * shape_.query_height * sizeof(std::uint32_t);
     shared_query_ = query_bytes <= kMaxSharedQueryBytes;
     list_shared_ = shared_query_ ? query_bytes : 0;
-    survivor_shared_ = list_shared_ + std::size_t(strips_.count) * sizeof(std::uint32_t);
     if (shared_query_) {
-      allow_refine_shared<CandidateList, false>(list_shared_);
-      allow_refine_shared<Neighbourhood, false>(list_shared_);
-      allow_refine_shared<SurvivorList, true>(survivor_shared_);
+      allow_refine_shared<CandidateList>(list_shared_);
+      allow_refine_shared<Neighbourhood>(list_shared_);
     }
-    const long long survivor_blocks = (survivors_.size() + kRefineWarps - 1) / kRefineWarps;
-    survivor_grid_ = shared_query_
-                         ? cuda::resident_blocks(refine_kernel<SurvivorList, true, true>,
-                                                 kRefineThreads, survivor_shared_, survivor_blocks)
-                         : cuda::resident_blocks(refine_kernel<SurvivorList, false, true>,
-                                                 kRefineThreads, survivor_shared_, survivor_blocks);
-    const long long groups = (windows_ + kFilterWindows - 1) / kFilterWindows;
     filter_grid_ = cuda::resident_blocks(filter_kernel, kFilterThreads, 0,
-                                         (groups + kFilterThreads - 1) / kFilterThreads);
+                                         (units_ + kFilterWarps - 1) / kFilterWarps);
   }
 
   void poison(std::uint8_t byte) override {
@@ -701,40 +716,50 @@ class PrunedRunner final : public Runner<SadPruned> {
     kBoundKernel<<<tiles_, kBoundThreads, layout_.shared_bytes>>>(bound_args);
     check_launch("bound_kernel");
 
-    RefineArgs refine{full_.target(),
-                      full_.pitch_words(),
-                      full_.query(),
-                      full_.query_words(),
-                      shape_,
-                      strips_,
-                      strip_sums_.get(),
-                      scalars + kBestSlot,
-                      nullptr,
-                      nullptr};
+    RefineArgs refine{
+        full_.target(),    full_.pitch_words(), full_.query(), full_.query_words(), shape_, strips_,
+        strip_sums_.get(), scalars + kBestSlot, nullptr};
     const int candidate_blocks = int((candidates_.size() + kRefineWarps - 1) / kRefineWarps);
-    launch_refine<CandidateList, false>(refine,
-                                        CandidateList{candidates_.get(), candidates_.size()},
-                                        candidate_blocks, shared_query_, list_shared_);
+    launch_refine<CandidateList>(refine, CandidateList{candidates_.get(), candidates_.size()},
+                                 candidate_blocks, shared_query_, list_shared_);
 
     RefineArgs polish = refine;
     polish.best = scalars + kPolishSlot;
     polish.other = scalars + kBestSlot;
     constexpr int kPolishBlocks = (kPolishSide * kPolishSide + kRefineWarps - 1) / kRefineWarps;
-    launch_refine<Neighbourhood, false>(polish, Neighbourhood{scalars + kBestSlot, bounds_.get()},
-                                        kPolishBlocks, shared_query_, list_shared_);
+    launch_refine<Neighbourhood>(polish, Neighbourhood{scalars + kBestSlot, bounds_.get()},
+                                 kPolishBlocks, shared_query_, list_shared_);
 
-    filter_kernel<<<filter_grid_, kFilterThreads>>>(bounds_.get(), windows_, scalars + kBestSlot,
-                                                    scalars + kPolishSlot, survivors_.get(),
-                                                    survivors_.size(), scalars + kSurvivorSlot);
+    const FilterArgs filter{bounds_.get(),
+                            shape_,
+                            unit_columns_,
+                            units_,
+                            scalars + kBestSlot,
+                            scalars + kPolishSlot,
+                            live_.get(),
+                            scalars + kLiveUnitsSlot,
+                            scalars + kWindowsLeftSlot};
+    filter_kernel<<<filter_grid_, kFilterThreads>>>(filter);
     check_launch("filter_kernel");
 
-    RefineArgs survivors = refine;
-    survivors.after_strip = scalars + kAfterStripSlot;
-    launch_refine<SurvivorList, true>(
-        survivors, SurvivorList{survivors_.get(), scalars + kSurvivorSlot, limit_}, survivor_grid_,
-        shared_query_, survivor_shared_);
+    // Sized for every unit; blocks past the live ones return at once.
+    const UnitArgs units{full_.target(),
+                         full_.pitch_words(),
+                         full_.query(),
+                         shape_,
+                         strips_,
+                         unit_columns_,
+                         bounds_.get(),
+                         live_.get(),
+                         scalars + kLiveUnitsSlot,
+                         limit_,
+                         scalars + kBestSlot,
+                         scalars + kAfterStripSlot};
+    unit_refine_kernel<<<unsigned((units_ + kUnitThreads - 1) / kUnitThreads), kUnitThreads>>>(
+        units);
+    check_launch("unit_refine_kernel");
 
-    full_.search(scalars + kBestSlot, 0, scalars + kSurvivorSlot, limit_);
+    full_.search(scalars + kBestSlot, 0, scalars + kLiveUnitsSlot, limit_);
   }
   void sync() override { check(cudaDeviceSynchronize(), "sad-pruned kernels"); }
   void download(SadPrunedResult& out) override {
@@ -743,8 +768,8 @@ class PrunedRunner final : public Runner<SadPruned> {
           "cudaMemcpy(sad-pruned result)");
     out.best = match_from_key(scalars[kBestSlot], shape_.map_width);
     out.stats.windows = windows_;
-    out.stats.after_bounds = scalars[kSurvivorSlot];
-    out.stats.full_search = scalars[kSurvivorSlot] > limit_;
+    out.stats.after_bounds = scalars[kWindowsLeftSlot];
+    out.stats.full_search = scalars[kLiveUnitsSlot] > limit_;
     out.stats.after_strip.assign(scalars.begin() + kAfterStripSlot, scalars.end());
   }
 
@@ -759,14 +784,16 @@ class PrunedRunner final : public Runner<SadPruned> {
   std::vector<std::uint32_t> host_strip_sums_;
   cuda::SadFullSearch full_;
   std::uint64_t windows_;
-  std::uint64_t limit_;  // more survivors than this: full search
+  int unit_columns_;
+  std::uint64_t units_;
+  std::uint64_t limit_;  // more live units than this: full search
   BoundLayout layout_;
   dim3 tiles_;
   bool shared_query_ = false;
-  std::size_t list_shared_ = 0, survivor_shared_ = 0;
-  int survivor_grid_ = 1, filter_grid_ = 1;
-  DeviceBuffer<std::uint32_t> strip_sums_, bounds_;
-  DeviceBuffer<Key> candidates_, survivors_, scalars_;
+  std::size_t list_shared_ = 0;
+  int filter_grid_ = 1;
+  DeviceBuffer<std::uint32_t> strip_sums_, bounds_, live_;
+  DeviceBuffer<Key> candidates_, scalars_;
 };
 
 }  // namespace

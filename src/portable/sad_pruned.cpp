@@ -1,19 +1,25 @@
 // Portable sad-pruned: one Kokkos source for every execution space, the GPU scheme of the
 // native layer.
 //
+// The target lives on the device once, as the fused full search's packed rows (kokkos-fused,
+// the fallback), which every step reads.
+//
 // 1. Row sums H(y, x) = Σ_{l<c} T(y, x + l): a team per row chunk scans the chunk's bytes in
 //    scratch and differences the prefix.
 // 2. Strip bounds l_i = Σ_k | |x_k|₁ − |y_{i,k}|₁ | for every window: a team per tile of
 //    kTileColumns columns × tile_rows window rows stacks H down its columns in scratch (a local
 //    column prefix), so a strip's sum is two scratch reads; the tile's smallest (bound, index)
 //    is its candidate.
-// 3. The candidates' exact SADs (step 5 with E_guess unset) give the first E_guess.
-// 4. Windows whose bound does not exceed E_guess are compacted with a parallel_scan.
-// 5. A team per survivor refines it strip by strip: one reduction gives the strip's exact SAD
-//    and its target sum together, the bound grows, and the team leaves once it exceeds the
-//    shared E_guess; a finished window lowers E_guess with an atomic min on its sad_key.
-// When more than kPruneFullSearchFraction of the windows survive step 4, the fused full search
-// (kokkos-fused) runs instead.
+// 3. A team per candidate refines it strip by strip (one reduction gives a strip's exact SAD and
+//    its target sum together, the bound grows, the team leaves once it exceeds E_guess); the
+//    finished ones lower E_guess with an atomic min on their sad_key: the first E_guess.
+// 4. Units of kPruneUnitWindows neighbouring windows of a map row that hold a window with bound
+//    ≤ E_guess are compacted with a parallel_scan, which counts those windows too.
+// 5. A work item per live unit sums its windows' SADs strip by strip with full search's row
+//    routine (accumulate_sad_row); a window leaves once its partial SAD exceeds E_guess, the item
+//    with its last window, and the survivors of the last strip lower E_guess.
+// When more than kPruneUnitFullSearchFraction of the units are live after step 4, the fused full
+// search runs instead.
 #include <algorithm>
 
 #include "kbench/sad_pruned.hpp"
@@ -36,9 +42,14 @@ constexpr int kCandidateRows = 32;
 constexpr int kRowChunk = 2048;  // H values a row-sum team produces
 constexpr int kDeviceTeam = 32;  // threads per refining team on a device (a warp)
 constexpr int kDeviceTileTeam = kTileColumns * kColumnSegments;
+// A unit's windows are the positions of one full-search work item.
+constexpr int kUnitWords = portable_sad::kWords;
+static_assert(4 * kUnitWords == kPruneUnitWindows, "a unit is one work item's positions");
 
 template <class Exec>
 using U32View = typename OutputBuffer<std::uint32_t, Exec>::View;
+template <class Exec>
+using WordsView = typename InputBuffer<std::uint32_t, Exec>::View;
 template <class Exec>
 using Scratch = Kokkos::View<std::uint32_t*, typename Exec::scratch_memory_space,
                              Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -47,6 +58,11 @@ using Scratch = Kokkos::View<std::uint32_t*, typename Exec::scratch_memory_space
 template <class Exec>
 int team_threads(int device_threads) {
   return portable::reads_host_memory<Exec>() ? 1 : device_threads;
+}
+
+// Byte x of one packed row.
+KOKKOS_INLINE_FUNCTION std::uint32_t byte_at(const std::uint32_t* row, int x) {
+  return (row[x / 4] >> (8 * (x % 4))) & 0xFFu;
 }
 
 // Target bytes x .. x + 3 of one packed row, for any x.
@@ -60,13 +76,15 @@ struct Geometry {
   SadShape s;
   StripLayout strips;
   int query_words;
-  int target_pitch_words;  // packed target row, with a word to spare for unaligned reads
+  int target_pitch_words;  // the fused full search's packed rows (room for every unit's reads)
   int tile_rows;           // window rows per bound tile; 0 when a tile does not fit in scratch
   int tiles_x, tiles_y;
   int row_chunks;  // H chunks per target row
   int candidates_per_tile;
+  int unit_columns;  // units per map row
 
   int candidates() const { return tiles_x * tiles_y * candidates_per_tile; }
+  std::int64_t units() const { return std::int64_t(s.map_height) * unit_columns; }
 };
 
 template <class Exec>
@@ -84,12 +102,13 @@ Geometry geometry(const SadShape& s) {
   Geometry g{s,
              strip_layout(s),
              words_for(s.query_width),
-             words_for(s.target_width) + 1,
+             portable_sad::team_geometry<Exec>(s).pitch_words,
              0,
              0,
              0,
              (s.map_width + kRowChunk - 1) / kRowChunk,
-             0};
+             0,
+             (s.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows};
   const std::size_t limit = std::size_t(Kokkos::TeamPolicy<Exec>::scratch_size_max(0));
   for (int rows = std::min(kMaxTileRows, s.map_height); rows >= 1; --rows) {
     if (tile_scratch_bytes<Exec>(g, rows) <= limit) {
@@ -107,10 +126,9 @@ Geometry geometry(const SadShape& s) {
 }
 
 template <class Exec>
-void row_sums(const Geometry& g, const typename InputBuffer<std::uint8_t, Exec>::View& target,
-              const U32View<Exec>& sums) {
+void row_sums(const Geometry& g, const WordsView<Exec>& target, const U32View<Exec>& sums) {
   using Policy = Kokkos::TeamPolicy<Exec>;
-  const int width = g.s.map_width, c = g.s.query_width, n = g.s.target_width;
+  const int width = g.s.map_width, c = g.s.query_width;
   const std::size_t scratch = row_scratch_bytes<Exec>(g);
   Kokkos::parallel_for(
       "pruned_row_sums",
@@ -122,10 +140,10 @@ void row_sums(const Geometry& g, const typename InputBuffer<std::uint8_t, Exec>:
         const int outputs = width - x0 < kRowChunk ? width - x0 : kRowChunk;
         const int bytes = outputs + c - 1;
         Scratch<Exec> prefix(team.team_scratch(0), std::size_t(bytes) + 1);
-        const std::size_t row = std::size_t(y) * n + x0;
+        const std::uint32_t* row = target.data() + std::size_t(y) * g.target_pitch_words;
         Kokkos::parallel_scan(Kokkos::TeamThreadRange(team, bytes),
                               [&](int x, std::uint32_t& partial, bool final) {
-                                partial += target(row + x);
+                                partial += byte_at(row, x0 + x);
                                 if (final) prefix(x + 1) = partial;
                               });
         Kokkos::single(Kokkos::PerTeam(team), [&] { prefix(0) = 0; });
@@ -232,15 +250,12 @@ KOKKOS_INLINE_FUNCTION std::uint32_t limit_of(const Team& team, const View& gues
 }
 
 // Refines the windows list(0 .. count) (indices in the low 32 bits) from their bounds, strip by
-// strip, against the shared key `guess`; alive(k) counts windows left after strip k.
+// strip, against the shared key `guess`, a team per window.
 template <class Exec, class List>
-void refine(const Geometry& g, const List& list, int count,
-            const typename InputBuffer<std::uint32_t, Exec>::View& target,
-            const typename InputBuffer<std::uint32_t, Exec>::View& query,
-            const typename InputBuffer<std::uint32_t, Exec>::View& query_strips,
-            const U32View<Exec>& bounds,
-            const typename OutputBuffer<std::uint64_t, Exec>::View& guess,
-            const typename OutputBuffer<std::uint64_t, Exec>::View& alive) {
+void refine_windows(const Geometry& g, const List& list, int count, const WordsView<Exec>& target,
+                    const WordsView<Exec>& query, const WordsView<Exec>& query_strips,
+                    const U32View<Exec>& bounds,
+                    const typename OutputBuffer<std::uint64_t, Exec>::View& guess) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
   if (count == 0) return;
@@ -248,7 +263,7 @@ void refine(const Geometry& g, const List& list, int count,
   const std::uint32_t tail_mask =
       g.s.query_width % 4 ? (1u << (8 * (g.s.query_width % 4))) - 1u : ~0u;
   Kokkos::parallel_for(
-      "pruned_refine", Policy(count, team_threads<Exec>(kDeviceTeam)),
+      "pruned_refine_windows", Policy(count, team_threads<Exec>(kDeviceTeam)),
       KOKKOS_LAMBDA(const Team& team) {
         const std::uint32_t w = std::uint32_t(list(team.league_rank()));
         const int i = int(w / std::uint32_t(g.s.map_width));
@@ -276,13 +291,109 @@ void refine(const Geometry& g, const List& list, int count,
           bound = bound - abs_difference(query_strips(k), std::uint32_t(packed)) +
                   std::uint32_t(packed >> 32);
           if (bound > limit_of(team, guess)) return;
-          Kokkos::single(Kokkos::PerTeam(team), [&] {
-            Kokkos::atomic_add(&alive(k), std::uint64_t(1));
-            if (k + 1 == g.strips.count) {
+          if (k + 1 == g.strips.count) {
+            Kokkos::single(Kokkos::PerTeam(team), [&] {
               Kokkos::atomic_fetch_min(&guess(0), sad_key(std::int32_t(bound), w));
-            }
-          });
+            });
+          }
         }
+      });
+}
+
+// The units holding a window whose bound does not exceed E_guess, compacted in order into
+// `live`. The scan's value counts units in its low half and those windows in its high half.
+template <class Exec>
+std::uint64_t live_units(const Geometry& g, const U32View<Exec>& bounds,
+                         const typename OutputBuffer<std::uint64_t, Exec>::View& guess,
+                         const U32View<Exec>& live) {
+  const int columns = g.unit_columns, width = g.s.map_width;
+  std::uint64_t total = 0;
+  Kokkos::parallel_scan(
+      "pruned_live_units", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(0, g.units()),
+      KOKKOS_LAMBDA(std::int64_t unit, std::uint64_t & offset, bool final) {
+        const std::uint32_t limit = std::uint32_t(guess(0) >> 32);
+        const int j0 = int(unit % columns) * kPruneUnitWindows;
+        const std::size_t first = std::size_t(unit / columns) * width + j0;
+        const int n = width - j0 < kPruneUnitWindows ? width - j0 : kPruneUnitWindows;
+        std::uint32_t windows = 0;
+        for (int p = 0; p < n; ++p) windows += bounds(first + p) <= limit;
+        if (windows == 0) return;
+        if (final) live(std::uint32_t(offset)) = std::uint32_t(unit);
+        offset += (std::uint64_t(windows) << 32) + 1;
+      },
+      total);
+  return total;
+}
+
+// Packed words of one row through plain loads, for accumulate_sad_row.
+struct RowWords {
+  const std::uint32_t* row;
+  KOKKOS_INLINE_FUNCTION void load(int x, std::uint32_t (&out)[kUnitWords]) const {
+    for (int q = 0; q < kUnitWords; ++q) out[q] = row[x + q];
+  }
+};
+struct QueryWords {
+  const std::uint32_t* row;
+  KOKKOS_INLINE_FUNCTION std::uint32_t operator()(int w) const { return row[w]; }
+};
+
+KOKKOS_INLINE_FUNCTION std::uint32_t bit_count(std::uint32_t x) {
+  x = x - ((x >> 1) & 0x55555555u);
+  x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+  return (((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24;
+}
+
+// A work item per live unit: its windows' partial SADs strip by strip; a window leaves once its
+// partial SAD, a lower bound of its SAD, exceeds E_guess (equal stays: ties), the item with its
+// last window; the last strip's survivors lower E_guess. alive(u, k) receives the windows of
+// live unit u still in after strip k.
+template <class Exec>
+void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t count,
+                  const WordsView<Exec>& target, const WordsView<Exec>& query,
+                  const U32View<Exec>& bounds,
+                  const typename OutputBuffer<std::uint64_t, Exec>::View& guess,
+                  const typename OutputBuffer<std::uint8_t, Exec>::View& alive_after) {
+  const int columns = g.unit_columns, strips = g.strips.count;
+  Kokkos::parallel_for(
+      "pruned_refine_units", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(0, count),
+      KOKKOS_LAMBDA(std::int64_t u) {
+        const std::uint32_t unit = live(u);
+        const int i = int(unit / std::uint32_t(columns));
+        const int group = int(unit % std::uint32_t(columns));
+        const int j0 = group * kPruneUnitWindows;
+        const std::size_t first = std::size_t(i) * g.s.map_width + j0;
+        const std::uint32_t first_limit = std::uint32_t(Kokkos::volatile_load(guess.data()) >> 32);
+        std::uint32_t alive = 0;
+        for (int p = 0; p < kPruneUnitWindows; ++p) {
+          if (j0 + p < g.s.map_width && bounds(first + p) <= first_limit) alive |= 1u << p;
+        }
+        std::uint32_t acc[kPruneUnitWindows] = {};
+        const std::uint32_t* row =
+            target.data() + std::size_t(i) * g.target_pitch_words + group * kUnitWords;
+        std::uint8_t* counts = alive_after.data() + std::size_t(u) * strips;
+        for (int k = 0; k < strips; ++k) {
+          for (int y = g.strips.begin(k); y < g.strips.end(k); ++y) {
+            accumulate_sad_row<kUnitWords>(
+                RowWords{row + std::size_t(y) * g.target_pitch_words},
+                QueryWords{query.data() + std::size_t(y) * g.query_words}, g.s.query_width, acc);
+          }
+          const std::uint32_t limit = std::uint32_t(Kokkos::volatile_load(guess.data()) >> 32);
+          for (int p = 0; p < kPruneUnitWindows; ++p) {
+            if (acc[p] > limit) alive &= ~(1u << p);
+          }
+          counts[k] = std::uint8_t(bit_count(alive));
+          if (alive == 0) {
+            for (int rest = k + 1; rest < strips; ++rest) counts[rest] = 0;
+            return;
+          }
+        }
+        std::uint64_t key = kNoSadKey;
+        for (int p = 0; p < kPruneUnitWindows; ++p) {
+          if (alive & (1u << p)) {
+            key = sad_min(key, sad_key(std::int32_t(acc[p]), std::uint32_t(first + p)));
+          }
+        }
+        Kokkos::atomic_fetch_min(&guess(0), key);
       });
 }
 
@@ -292,33 +403,25 @@ class PrunedRunner final : public Runner<SadPruned> {
   explicit PrunedRunner(const SadInput& input)
       : shape_(validate_sad_pruned_input(input)),
         g_(geometry<Exec>(shape_)),
-        packed_target_(pack_rows(input.target, g_.target_pitch_words, shape_.target_height)),
-        packed_query_(pack_rows(input.query, g_.query_words, shape_.query_height)),
         strip_sums_(query_strip_sums(input.query, g_.strips)),
-        target_bytes_(input.target.data.data(), input.target.sample_count(), "pruned target"),
-        target_(packed_target_.data(), packed_target_.size(), "pruned packed target"),
-        query_(packed_query_.data(), packed_query_.size(), "pruned packed query"),
         query_strips_(strip_sums_.data(), strip_sums_.size(), "pruned query strips"),
         sums_(std::size_t(shape_.target_height) * shape_.map_width, "pruned row sums"),
         bounds_(shape_.map_size(), "pruned bounds"),
-        survivors_(shape_.map_size(), "pruned survivors"),
+        live_(std::size_t(g_.units()), "pruned live units"),
         candidates_(std::size_t(std::max(1, g_.candidates())), "pruned candidates"),
         guess_(1, "pruned guess"),
-        alive_(std::size_t(g_.strips.count), "pruned alive"),
+        alive_after_(std::size_t(g_.units()) * g_.strips.count, "pruned alive after strips"),
         full_search_(input, shape_) {
     if (g_.tile_rows == 0) throw Error("kokkos-pruned: the query is too large for team scratch");
   }
 
   void poison(std::uint8_t byte) override {
     guess_.poison(byte);
-    alive_.poison(byte);
+    alive_after_.poison(byte);
     stats_ = PruneStats{};
     stats_.windows = stats_.after_bounds = ~std::uint64_t(0) / 0xFF * byte;
   }
   void upload() override {
-    target_bytes_.upload();
-    target_.upload();
-    query_.upload();
     query_strips_.upload();
     full_search_.upload();
   }
@@ -326,58 +429,51 @@ class PrunedRunner final : public Runner<SadPruned> {
     stats_ = PruneStats{};
     stats_.windows = shape_.map_size();
     const auto guess = guess_.view();
+    const auto target = full_search_.target.view();
+    const auto query = full_search_.query.view();
     Kokkos::deep_copy(Exec{}, guess, kNoSadKey);
-    row_sums<Exec>(g_, target_bytes_.view(), sums_.view());
+    row_sums<Exec>(g_, target, sums_.view());
     strip_bounds<Exec>(g_, sums_.view(), query_strips_.view(), bounds_.view(), candidates_.view());
-    refine<Exec>(g_, candidates_.view(), g_.candidates(), target_.view(), query_.view(),
-                 query_strips_.view(), bounds_.view(), guess, alive_.view());
-    std::uint64_t first_guess = kNoSadKey;
-    Kokkos::deep_copy(first_guess, Kokkos::subview(guess, 0));
-    const std::uint32_t limit = std::uint32_t(first_guess >> 32);
-    const auto bounds = bounds_.view();
-    const auto survivors = survivors_.view();
-    std::uint32_t count = 0;
-    Kokkos::parallel_scan(
-        "pruned_survivors",
-        Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(0,
-                                                                   std::int64_t(shape_.map_size())),
-        KOKKOS_LAMBDA(std::int64_t index, std::uint32_t & offset, bool final) {
-          if (bounds(index) > limit) return;
-          if (final) survivors(offset) = std::uint32_t(index);
-          ++offset;
-        },
-        count);
-    stats_.after_bounds = count;
-    if (double(count) > kPruneFullSearchFraction * double(shape_.map_size())) {
+    refine_windows<Exec>(g_, candidates_.view(), g_.candidates(), target, query,
+                         query_strips_.view(), bounds_.view(), guess);
+    const std::uint64_t live = live_units<Exec>(g_, bounds_.view(), guess, live_.view());
+    live_count_ = std::int64_t(live & 0xFFFFFFFFu);
+    stats_.after_bounds = live >> 32;
+    if (double(live_count_) > kPruneUnitFullSearchFraction * double(g_.units())) {
       stats_.full_search = true;
       best_key_ = full_search_.run(shape_, {});
       return;
     }
-    Kokkos::deep_copy(Exec{}, alive_.view(), std::uint64_t(0));
-    refine<Exec>(g_, survivors, int(count), target_.view(), query_.view(), query_strips_.view(),
-                 bounds, guess, alive_.view());
+    refine_units<Exec>(g_, live_.view(), live_count_, target, query, bounds_.view(), guess,
+                       alive_after_.view());
     Kokkos::deep_copy(best_key_, Kokkos::subview(guess, 0));
   }
   void sync() override { Exec{}.fence(); }
   void download(SadPrunedResult& out) override {
     out.best = match_from_key(best_key_, shape_.map_width);
     out.stats = stats_;
-    if (!stats_.full_search) {
-      out.stats.after_strip.resize(std::size_t(g_.strips.count));
-      alive_.download(out.stats.after_strip.data());
+    if (stats_.full_search) return;
+    const int strips = g_.strips.count;
+    std::vector<std::uint8_t> alive(alive_after_.view().size());
+    alive_after_.download(alive.data());
+    out.stats.after_strip.assign(std::size_t(strips), 0);
+    for (std::int64_t u = 0; u < live_count_; ++u) {
+      for (int k = 0; k < strips; ++k)
+        out.stats.after_strip[k] += alive[std::size_t(u) * strips + k];
     }
   }
 
  private:
   SadShape shape_;
   Geometry g_;
-  std::vector<std::uint32_t> packed_target_, packed_query_, strip_sums_;
-  InputBuffer<std::uint8_t, Exec> target_bytes_;
-  InputBuffer<std::uint32_t, Exec> target_, query_, query_strips_;
-  OutputBuffer<std::uint32_t, Exec> sums_, bounds_, survivors_;
-  OutputBuffer<std::uint64_t, Exec> candidates_, guess_, alive_;
+  std::vector<std::uint32_t> strip_sums_;
+  InputBuffer<std::uint32_t, Exec> query_strips_;
+  OutputBuffer<std::uint32_t, Exec> sums_, bounds_, live_;
+  OutputBuffer<std::uint64_t, Exec> candidates_, guess_;
+  OutputBuffer<std::uint8_t, Exec> alive_after_;
   portable_sad::TeamMethod<Exec, false> full_search_;
   std::uint64_t best_key_ = kNoSadKey;
+  std::int64_t live_count_ = 0;
   PruneStats stats_;
 };
 
