@@ -756,6 +756,30 @@ TEST_CASE("the check refuses wrong results, so the sweeps below can fail", "[cem
   }
 }
 
+TEST_CASE("a sampled reference checks only its first queries", "[cemd]") {
+  const DescriptorSet database = generated_descriptors(6, 85);
+  const DescriptorSet queries = generated_queries(database, 5, 86);
+  CemdInput input{queries, database, {}};
+  input.params.distance = DescriptorDistance::cemd_raw;
+  input.params.all_pairs = true;
+  const CemdReference full = Cemd::reference(input);
+  CemdInput first_two = input;
+  first_two.queries.count = 2;
+  first_two.queries.values.resize(2 * kDescriptorBytes);
+  const CemdReference sampled = Cemd::reference(first_two);
+  CemdResult out;
+  out.queries = queries.count;
+  out.database = database.count;
+  for (double d : full.matrix) out.matrix.push_back(float(d));
+  out.matrix.back() += 1.0f;  // a wrong distance of query 4, outside the sample
+  const CheckResult outside = Cemd::check(input, sampled, out);
+  CHECK(outside.ok);
+  CHECK(outside.detail.find("first 2 of 5") != std::string::npos);
+  CHECK_FALSE(Cemd::check(input, full, out).ok);
+  out.matrix.front() += 1.0f;  // and one of query 0, inside it
+  CHECK_FALSE(Cemd::check(input, sampled, out).ok);
+}
+
 TEST_CASE("bad cemd inputs are refused", "[cemd]") {
   const DescriptorSet two = generated_descriptors(2, 90);
   CHECK_NOTHROW(validate_cemd_input({two, two, {}}));
