@@ -353,8 +353,8 @@ void check_both_modes(const DescriptorSet& queries, const DescriptorSet& databas
   }
 }
 
-// Random 8-bin cells (values 0..255) and cells of the same mass as a given one: a shuffle of it,
-// then random transfers between bins that keep every value in 0..255.
+// Random 8-bin cells (values 0..max_value) and cells of the same mass as a given one: a shuffle of
+// it, then random transfers between bins that keep every value in 0..255.
 std::array<std::uint8_t, kCemdBins> random_cell(SplitMix64& random, int max_value) {
   std::array<std::uint8_t, kCemdBins> cell{};
   for (auto& v : cell) v = std::uint8_t(random.between(0, max_value));
