@@ -82,7 +82,7 @@ constexpr double kPruneFullSearchFraction = 0.25;
 // window in it is out: a unit costs at most what full search pays for it. They search in full
 // only when more than this fraction of the units hold a survivor of the first bounds, where the
 // per-strip tests would cost more than the strips they skip.
-constexpr int kPruneUnitWindows = 32;
+constexpr int kPruneUnitWindows = 16;
 constexpr double kPruneUnitFullSearchFraction = 0.75;
 
 struct StripLayout {

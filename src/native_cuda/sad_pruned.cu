@@ -332,38 +332,65 @@ struct RefineArgs {
   const Key* other;                 // another bound on the minimum key, or null
 };
 
-// How a lane walks a strip's query words: word w of query row `row`, 32 words a step.
-struct LaneWalk {
+// How a thread walks a strip's query words: word w of query row `row`, kRefineThreads words a
+// step.
+struct ThreadWalk {
   int row, word, step_rows, step_words;
 
-  __device__ explicit LaneWalk(int query_words) {
-    const int lane = threadIdx.x % kWarp;
-    row = lane / query_words;
-    word = lane % query_words;
-    step_rows = kWarp / query_words;
-    step_words = kWarp % query_words;
+  __device__ explicit ThreadWalk(int query_words) {
+    row = threadIdx.x / query_words;
+    word = threadIdx.x % query_words;
+    step_rows = kRefineThreads / query_words;
+    step_words = kRefineThreads % query_words;
   }
+};
+
+// What a block shares while it refines a window: one slot per warp for sums, one for the limit.
+struct RefineShared {
+  uint2 warp_sums[kRefineWarps];
+  Key limit;
 };
 
 __device__ __forceinline__ Key load_key(const Key* key) {
   return *static_cast<const volatile Key*>(key);
 }
 
-// The smallest key known now: lane 0 reads, the warp agrees.
-__device__ __forceinline__ Key current_limit(const RefineArgs& a) {
-  Key limit = 0;
-  if (threadIdx.x % kWarp == 0) {
-    limit = load_key(a.best);
+// The smallest key known now: thread 0 reads, the block agrees (so it leaves as one).
+__device__ __forceinline__ Key current_limit(const RefineArgs& a, RefineShared& sh) {
+  if (threadIdx.x == 0) {
+    Key limit = load_key(a.best);
     if (a.other) limit = sad_min(limit, load_key(a.other));
+    sh.limit = limit;
   }
-  return __shfl_sync(kAllLanes, limit, 0);
+  __syncthreads();
+  const Key limit = sh.limit;
+  __syncthreads();  // the slot is written again by the next call
+  return limit;
 }
 
-// One window, by a whole warp: strip by strip while its bound stays within E.
+// (Σ sad, Σ sum) over the block, on every thread.
+__device__ __forceinline__ uint2 block_sums(std::uint32_t sad, std::uint32_t sum,
+                                            RefineShared& sh) {
+  sad = __reduce_add_sync(kAllLanes, sad);
+  sum = __reduce_add_sync(kAllLanes, sum);
+  if (threadIdx.x % kWarp == 0) sh.warp_sums[threadIdx.x / kWarp] = make_uint2(sad, sum);
+  __syncthreads();
+  uint2 total = make_uint2(0u, 0u);
+#pragma unroll
+  for (int w = 0; w < kRefineWarps; ++w) {
+    total.x += sh.warp_sums[w].x;
+    total.y += sh.warp_sums[w].y;
+  }
+  __syncthreads();  // the slots are written again by the next call
+  return total;
+}
+
+// One window, by a whole block (a 128 × 128 query is 4 K words a window): strip by strip while
+// its bound stays within E.
 template <bool kSharedQuery>
-__device__ void refine_window(const RefineArgs& a, const std::uint32_t* query, const LaneWalk& walk,
-                              Key key) {
-  if (key > current_limit(a)) return;
+__device__ void refine_window(const RefineArgs& a, const std::uint32_t* query,
+                              const ThreadWalk& walk, Key key, RefineShared& sh) {
+  if (key > current_limit(a, sh)) return;
   const std::uint32_t index = std::uint32_t(key);
   std::uint32_t bound = std::uint32_t(key >> 32);
   const std::uint32_t i = index / std::uint32_t(a.s.map_width);
@@ -373,11 +400,11 @@ __device__ void refine_window(const RefineArgs& a, const std::uint32_t* query, c
   const int last_word = a.query_words - 1;
   const int c = a.s.query_width;
   const std::uint32_t tail_mask = c % 4 ? (1u << (8 * (c % 4))) - 1u : ~0u;
-  const int lane = threadIdx.x % kWarp;
   for (int k = 0; k < a.strips.count; ++k) {
     const int end = a.strips.end(k);
     int row = a.strips.begin(k) + walk.row, word = walk.word;
-    int q = a.strips.begin(k) * a.query_words + lane;  // the query's words are contiguous
+    // The query's words are contiguous.
+    int q = a.strips.begin(k) * a.query_words + int(threadIdx.x);
     std::uint32_t sad = 0, sum = 0;
     while (row < end) {
       const std::uint32_t* t = origin + std::size_t(row) * a.pitch_words + word;
@@ -386,7 +413,7 @@ __device__ void refine_window(const RefineArgs& a, const std::uint32_t* query, c
       const std::uint32_t query_word = kSharedQuery ? query[q] : __ldg(query + q);
       sad = sad4(target, query_word, sad);
       sum = sad4(target, 0u, sum);
-      q += kWarp;
+      q += kRefineThreads;
       word += walk.step_words;
       row += walk.step_rows;
       if (word >= a.query_words) {
@@ -394,12 +421,11 @@ __device__ void refine_window(const RefineArgs& a, const std::uint32_t* query, c
         ++row;
       }
     }
-    sad = __reduce_add_sync(kAllLanes, sad);
-    sum = __reduce_add_sync(kAllLanes, sum);
-    bound = bound - strip_term(sum, __ldg(a.strip_sums + k)) + sad;
+    const uint2 total = block_sums(sad, sum, sh);
+    bound = bound - strip_term(total.y, __ldg(a.strip_sums + k)) + total.x;
     key = sad_key(std::int32_t(bound), index);
-    if (key > current_limit(a)) return;
-    if (lane == 0 && k + 1 == a.strips.count) atomicMin(a.best, key);  // now the exact SAD
+    if (key > current_limit(a, sh)) return;
+    if (threadIdx.x == 0 && k + 1 == a.strips.count) atomicMin(a.best, key);  // the exact SAD
   }
 }
 
@@ -435,13 +461,14 @@ struct Neighbourhood {
   }
 };
 
-// A warp per entry of `source`, grid-stride; blocks past the entries return at once.
+// A block per entry of `source`, grid-stride (the staged query serves several); blocks past the
+// entries return at once.
 template <class Source, bool kSharedQuery>
 __global__ void __launch_bounds__(kRefineThreads) refine_kernel(RefineArgs a, Source source) {
   extern __shared__ std::uint32_t staged_query[];
+  __shared__ RefineShared sh;
   const unsigned long long entries = source.size();
-  const unsigned long long first = std::size_t(blockIdx.x) * kRefineWarps;
-  if (first >= entries) return;  // the whole block: before any barrier
+  if (blockIdx.x >= entries) return;  // the whole block: before any barrier
   const int tid = threadIdx.x;
   if constexpr (kSharedQuery) {
     const std::size_t words = std::size_t(a.query_words) * a.s.query_height;
@@ -449,23 +476,22 @@ __global__ void __launch_bounds__(kRefineThreads) refine_kernel(RefineArgs a, So
   }
   __syncthreads();
   const std::uint32_t* query = kSharedQuery ? staged_query : a.query;
-  const LaneWalk walk(a.query_words);
-  for (unsigned long long e = first + tid / kWarp; e < entries;
-       e += std::size_t(gridDim.x) * kRefineWarps) {
+  const ThreadWalk walk(a.query_words);
+  for (unsigned long long e = blockIdx.x; e < entries; e += gridDim.x) {
     Key key;
-    if (source.entry(e, a, key)) refine_window<kSharedQuery>(a, query, walk, key);
+    if (source.entry(e, a, key)) refine_window<kSharedQuery>(a, query, walk, key, sh);
   }
 }
 
 // --- 4. filter ---------------------------------------------------------------------------------
 
-// A unit: kPruneUnitWindows neighbouring windows of one map row, the positions one thread of the
-// full search sums (SadFullSearch's rows are padded for its reads).
-constexpr int kUnitWords = cuda::kFullSearchWords;
-static_assert(kPruneUnitWindows == 4 * kUnitWords && kPruneUnitWindows == kWarp,
-              "a warp's lanes are a unit's windows in the filter");
+// A unit: kPruneUnitWindows neighbouring windows of one map row, the positions one thread sums in
+// step 5 with full search's row routine (SadFullSearch's rows are padded for reads of
+// kFullSearchWords-word groups, which cover groups of kUnitWords).
+constexpr int kUnitWords = kPruneUnitWindows / 4;
+static_assert(kPruneUnitWindows % 4 == 0 && cuda::kFullSearchWords % kUnitWords == 0,
+              "a unit's reads stay inside the padded rows");
 constexpr int kFilterThreads = 256;
-constexpr int kFilterWarps = kFilterThreads / kWarp;
 
 struct FilterArgs {
   const std::uint32_t* bounds;
@@ -479,44 +505,49 @@ struct FilterArgs {
   Key* windows_left;  // PruneStats::after_bounds
 };
 
-// A warp per unit, its lanes on the unit's windows; per block step the live units are appended
-// in order with one atomicAdd. polish is merged into E for the refinement.
+// A thread per unit, grid-stride: each warp appends its live units in order with one atomicAdd;
+// the block counts the windows left with one more. polish is merged into E for the refinement.
 __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
-  __shared__ unsigned live_at[kFilterWarps];
-  __shared__ unsigned long long base;
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  __shared__ unsigned warp_windows[kFilterThreads / kWarp];
+  const int lane = threadIdx.x % kWarp;
   const Key polish_key = *a.polish;
   // E only falls here (by this atomicMin), which leaves min(E, polish) as it is.
   const std::uint32_t limit = std::uint32_t(sad_min(*a.best, polish_key) >> 32);
   if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(a.best, polish_key);
-  unsigned windows = 0;  // lane 0 of warp 0: this block's windows left
-  for (unsigned long long u0 = std::size_t(blockIdx.x) * kFilterWarps; u0 < a.units;
-       u0 += std::size_t(gridDim.x) * kFilterWarps) {
-    const unsigned long long unit = u0 + warp;
-    bool inside = false;
+  unsigned windows = 0;
+  const unsigned long long stride = std::size_t(gridDim.x) * kFilterThreads;
+  // The loop's bound depends on the warp's first unit only: the warp iterates as one.
+  for (unsigned long long warp_first =
+           std::size_t(blockIdx.x) * kFilterThreads + threadIdx.x - lane;
+       warp_first < a.units; warp_first += stride) {
+    const unsigned long long unit = warp_first + lane;
+    unsigned inside = 0;
     if (unit < a.units) {
-      const int i = int(unit / unsigned(a.unit_columns));
-      const int j = int(unit % unsigned(a.unit_columns)) * kPruneUnitWindows + lane;
-      inside = j < a.s.map_width && __ldcs(a.bounds + std::size_t(i) * a.s.map_width + j) <= limit;
-    }
-    const unsigned ballot = __ballot_sync(kAllLanes, inside);
-    if (lane == 0) live_at[warp] = ballot;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      unsigned count = 0;
-      for (int w = 0; w < kFilterWarps; ++w) {
-        windows += __popc(live_at[w]);
-        const unsigned at = count;
-        count += live_at[w] != 0;
-        live_at[w] = live_at[w] != 0 ? at : ~0u;
+      const int j0 = int(unit % unsigned(a.unit_columns)) * kPruneUnitWindows;
+      const std::uint32_t* bound =
+          a.bounds + std::size_t(unit / unsigned(a.unit_columns)) * a.s.map_width + j0;
+      const int n = min(kPruneUnitWindows, a.s.map_width - j0);
+#pragma unroll
+      for (int p = 0; p < kPruneUnitWindows; ++p) {
+        if (p < n && __ldcs(bound + p) <= limit) inside |= 1u << p;
       }
-      if (count > 0) base = atomicAdd(a.live_count, Key(count));
     }
-    __syncthreads();
-    if (lane == 0 && live_at[warp] != ~0u) a.live[base + live_at[warp]] = std::uint32_t(unit);
-    __syncthreads();  // live_at is rewritten in the next step
+    windows += __popc(inside);
+    const unsigned live = __ballot_sync(kAllLanes, inside != 0);
+    if (live == 0) continue;
+    unsigned long long base = 0;
+    if (lane == 0) base = atomicAdd(a.live_count, Key(__popc(live)));
+    base = __shfl_sync(kAllLanes, base, 0);
+    if (inside) a.live[base + __popc(live & ((1u << lane) - 1u))] = std::uint32_t(unit);
   }
-  if (threadIdx.x == 0 && windows > 0) atomicAdd(a.windows_left, Key(windows));
+  windows = __reduce_add_sync(kAllLanes, windows);
+  if (lane == 0) warp_windows[threadIdx.x / kWarp] = windows;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned total = 0;
+    for (unsigned w : warp_windows) total += w;
+    if (total > 0) atomicAdd(a.windows_left, Key(total));
+  }
 }
 
 // --- 5. unit refinement
@@ -683,8 +714,13 @@ class PrunedRunner final : public Runner<SadPruned> {
       allow_refine_shared<CandidateList>(list_shared_);
       allow_refine_shared<Neighbourhood>(list_shared_);
     }
+    // Blocks resident at once: the refinements run a grid-stride loop over their windows.
+    refine_grid_ = shared_query_ ? cuda::resident_blocks(refine_kernel<CandidateList, true>,
+                                                         kRefineThreads, list_shared_, 1 << 30)
+                                 : cuda::resident_blocks(refine_kernel<CandidateList, false>,
+                                                         kRefineThreads, 0, 1 << 30);
     filter_grid_ = cuda::resident_blocks(filter_kernel, kFilterThreads, 0,
-                                         (units_ + kFilterWarps - 1) / kFilterWarps);
+                                         (units_ + kFilterThreads - 1) / kFilterThreads);
   }
 
   void poison(std::uint8_t byte) override {
@@ -719,16 +755,16 @@ class PrunedRunner final : public Runner<SadPruned> {
     RefineArgs refine{
         full_.target(),    full_.pitch_words(), full_.query(), full_.query_words(), shape_, strips_,
         strip_sums_.get(), scalars + kBestSlot, nullptr};
-    const int candidate_blocks = int((candidates_.size() + kRefineWarps - 1) / kRefineWarps);
+    const int candidate_blocks = int(std::min<std::size_t>(candidates_.size(), refine_grid_));
     launch_refine<CandidateList>(refine, CandidateList{candidates_.get(), candidates_.size()},
                                  candidate_blocks, shared_query_, list_shared_);
 
     RefineArgs polish = refine;
     polish.best = scalars + kPolishSlot;
     polish.other = scalars + kBestSlot;
-    constexpr int kPolishBlocks = (kPolishSide * kPolishSide + kRefineWarps - 1) / kRefineWarps;
+    const int polish_blocks = std::min(kPolishSide * kPolishSide, refine_grid_);
     launch_refine<Neighbourhood>(polish, Neighbourhood{scalars + kBestSlot, bounds_.get()},
-                                 kPolishBlocks, shared_query_, list_shared_);
+                                 polish_blocks, shared_query_, list_shared_);
 
     const FilterArgs filter{bounds_.get(),
                             shape_,
@@ -791,7 +827,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   dim3 tiles_;
   bool shared_query_ = false;
   std::size_t list_shared_ = 0;
-  int filter_grid_ = 1;
+  int refine_grid_ = 1, filter_grid_ = 1;
   DeviceBuffer<std::uint32_t> strip_sums_, bounds_, live_;
   DeviceBuffer<Key> candidates_, scalars_;
 };

@@ -4,8 +4,8 @@
 // The target lives on the device once, as the fused full search's packed rows (kokkos-fused,
 // the fallback), which every step reads.
 //
-// 1. Row sums H(y, x) = Σ_{l<c} T(y, x + l): a team per row chunk scans the chunk's bytes in
-//    scratch and differences the prefix.
+// 1. Row sums H(y, x) = Σ_{l<c} T(y, x + l): a work item per run of kRunColumns outputs of a row
+//    sums its first window's bytes, then slides along the row.
 // 2. Strip bounds l_i = Σ_k | |x_k|₁ − |y_{i,k}|₁ | for every window: a team per tile of
 //    kTileColumns columns × tile_rows window rows stacks H down its columns in scratch (a local
 //    column prefix), so a strip's sum is two scratch reads; the tile's smallest (bound, index)
@@ -39,12 +39,16 @@ constexpr int kMaxTileRows = 128;   // window rows per bound tile, at most
 // E_guess: a tile's single best bound is often a window a pixel away from the match, whose SAD
 // is far above the match's, and a loose first E_guess prunes little.
 constexpr int kCandidateRows = 32;
-constexpr int kRowChunk = 2048;  // H values a row-sum team produces
-constexpr int kDeviceTeam = 32;  // threads per refining team on a device (a warp)
+constexpr int kRunColumns = 32;  // H values a row-sum work item slides along its row
+// Threads per refining team on a device: a 128 × 128 window is 4 K words, which one warp would
+// walk serially.
+constexpr int kDeviceTeam = 256;
 constexpr int kDeviceTileTeam = kTileColumns * kColumnSegments;
-// A unit's windows are the positions of one full-search work item.
-constexpr int kUnitWords = portable_sad::kWords;
-static_assert(4 * kUnitWords == kPruneUnitWindows, "a unit is one work item's positions");
+// A unit's windows are summed by full search's row routine over kUnitWords packed words; its
+// rows are padded for groups of kWords words, which cover groups of kUnitWords.
+constexpr int kUnitWords = kPruneUnitWindows / 4;
+static_assert(kPruneUnitWindows % 4 == 0 && portable_sad::kWords % kUnitWords == 0,
+              "a unit's reads stay inside the padded rows");
 
 template <class Exec>
 using U32View = typename OutputBuffer<std::uint32_t, Exec>::View;
@@ -79,7 +83,6 @@ struct Geometry {
   int target_pitch_words;  // the fused full search's packed rows (room for every unit's reads)
   int tile_rows;           // window rows per bound tile; 0 when a tile does not fit in scratch
   int tiles_x, tiles_y;
-  int row_chunks;  // H chunks per target row
   int candidates_per_tile;
   int unit_columns;  // units per map row
 
@@ -92,10 +95,6 @@ std::size_t tile_scratch_bytes(const Geometry& g, int tile_rows) {
   return Scratch<Exec>::shmem_size(std::size_t(tile_rows + g.s.query_height + 1) * kTileColumns) +
          Scratch<Exec>::shmem_size(kTileColumns * kColumnSegments);
 }
-template <class Exec>
-std::size_t row_scratch_bytes(const Geometry& g) {
-  return Scratch<Exec>::shmem_size(std::size_t(kRowChunk + g.s.query_width + 1));
-}
 
 template <class Exec>
 Geometry geometry(const SadShape& s) {
@@ -106,7 +105,6 @@ Geometry geometry(const SadShape& s) {
              0,
              0,
              0,
-             (s.map_width + kRowChunk - 1) / kRowChunk,
              0,
              (s.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows};
   const std::size_t limit = std::size_t(Kokkos::TeamPolicy<Exec>::scratch_size_max(0));
@@ -116,7 +114,6 @@ Geometry geometry(const SadShape& s) {
       break;
     }
   }
-  if (row_scratch_bytes<Exec>(g) > limit) g.tile_rows = 0;
   if (g.tile_rows > 0) {
     g.tiles_x = (s.map_width + kTileColumns - 1) / kTileColumns;
     g.tiles_y = (s.map_height + g.tile_rows - 1) / g.tile_rows;
@@ -127,31 +124,23 @@ Geometry geometry(const SadShape& s) {
 
 template <class Exec>
 void row_sums(const Geometry& g, const WordsView<Exec>& target, const U32View<Exec>& sums) {
-  using Policy = Kokkos::TeamPolicy<Exec>;
   const int width = g.s.map_width, c = g.s.query_width;
-  const std::size_t scratch = row_scratch_bytes<Exec>(g);
+  const int runs = (width + kRunColumns - 1) / kRunColumns;
   Kokkos::parallel_for(
       "pruned_row_sums",
-      Policy(g.s.target_height * g.row_chunks, team_threads<Exec>(kDeviceTileTeam))
-          .set_scratch_size(0, Kokkos::PerTeam(scratch)),
-      KOKKOS_LAMBDA(const typename Policy::member_type& team) {
-        const int y = team.league_rank() / g.row_chunks;
-        const int x0 = (team.league_rank() % g.row_chunks) * kRowChunk;
-        const int outputs = width - x0 < kRowChunk ? width - x0 : kRowChunk;
-        const int bytes = outputs + c - 1;
-        Scratch<Exec> prefix(team.team_scratch(0), std::size_t(bytes) + 1);
+      Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(
+          0, std::int64_t(g.s.target_height) * runs),
+      KOKKOS_LAMBDA(std::int64_t e) {
+        const int y = int(e / runs), x0 = int(e % runs) * kRunColumns;
         const std::uint32_t* row = target.data() + std::size_t(y) * g.target_pitch_words;
-        Kokkos::parallel_scan(Kokkos::TeamThreadRange(team, bytes),
-                              [&](int x, std::uint32_t& partial, bool final) {
-                                partial += byte_at(row, x0 + x);
-                                if (final) prefix(x + 1) = partial;
-                              });
-        Kokkos::single(Kokkos::PerTeam(team), [&] { prefix(0) = 0; });
-        team.team_barrier();
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, outputs), [&](int x) {
-          sums(std::size_t(y) * width + x0 + x) = prefix(x + c) - prefix(x);
-        });
-        team.team_barrier();  // a block may run the next league rank in the same scratch
+        std::uint32_t sum = 0;
+        for (int x = x0; x < x0 + c; ++x) sum += byte_at(row, x);
+        std::uint32_t* out = sums.data() + std::size_t(y) * width;
+        const int n = width - x0 < kRunColumns ? width - x0 : kRunColumns;
+        for (int x = x0; x < x0 + n; ++x) {
+          out[x] = sum;
+          sum += byte_at(row, x + c) - byte_at(row, x);
+        }
       });
 }
 
@@ -235,6 +224,8 @@ void strip_bounds(const Geometry& g, const U32View<Exec>& sums,
           Kokkos::single(Kokkos::PerTeam(team), [&] {
             candidates(std::size_t(team.league_rank()) * g.candidates_per_tile + group) = best;
           });
+          // The next reduction reuses the team's reduction scratch (racecheck).
+          team.team_barrier();
         }
         team.team_barrier();  // a block may run the next league rank in the same scratch
       });
@@ -296,6 +287,8 @@ void refine_windows(const Geometry& g, const List& list, int count, const WordsV
               Kokkos::atomic_fetch_min(&guess(0), sad_key(std::int32_t(bound), w));
             });
           }
+          // The next strip's reduction and broadcast reuse the team's scratch.
+          team.team_barrier();
         }
       });
 }
