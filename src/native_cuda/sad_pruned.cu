@@ -21,11 +21,11 @@
 // 4. filter_kernel: units of kPruneUnitWindows neighbouring windows of a map row that hold a
 //    window with bound ≤ score(E) (ties kept) are compacted into a live list, and those windows
 //    counted (PruneStats::after_bounds).
-// 5. unit_refine_kernel: a thread per live unit sums its windows' SADs strip by strip with full
-//    search's register-blocked row routine (accumulate_sad_row, packed-byte SAD); after each strip
-//    a window whose partial SAD, a lower bound of its SAD, exceeds E leaves, and the thread
-//    leaves with its last window. After the last strip the survivors' exact SADs lower E. Blocks
-//    count the windows alive after each strip (after_strip).
+// 5. unit_refine_kernel: kPruneUnitLanes threads per live unit sum its windows' SADs strip by
+//    strip with full search's register-blocked row routine (accumulate_sad_row, packed-byte SAD),
+//    a row each in turn; after each strip a window whose SAD so far, a lower bound of its SAD,
+//    exceeds E leaves, and the group leaves with its last window. After the last strip the
+//    survivors' exact SADs lower E. Blocks count the windows alive after each strip (after_strip).
 // 6. The fused full search of cuda-regblock-vsad-p32 (SadFullSearch), gated on the device: it
 //    runs, and step 5 returns at once, when more than kPruneUnitFullSearchFraction of the units
 //    are live after step 4 (stats.full_search; after_strip then stays zero).
@@ -577,51 +577,73 @@ struct QueryRow {
   __device__ __forceinline__ std::uint32_t operator()(int w) const { return __ldg(words + w); }
 };
 
-// A thread per live unit: its kPruneUnitWindows partial SADs in registers, strip by strip; a
-// window leaves once its partial SAD, a lower bound of its SAD, exceeds E (equal stays: ties), the
-// thread once all its windows have; after the last strip the survivors' SADs lower E.
+// kPruneUnitLanes threads per live unit, each summing every kPruneUnitLanes-th row of a strip
+// into its partial SADs of the unit's windows, strip by strip. After each strip the group adds
+// its partials up (butterfly shuffles: every lane holds the totals), and a window whose summed
+// SAD, a lower bound of its SAD, exceeds E leaves (equal stays: ties); the group leaves with its
+// last window. After the last strip the totals are the survivors' exact SADs, which lower E.
+static_assert(kWarp % kPruneUnitLanes == 0 && kUnitThreads % kPruneUnitLanes == 0,
+              "unit groups tile warps and blocks");
+
 __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
   const unsigned long long count = *a.live_count;
   if (count > a.full_search_above) return;
-  const unsigned long long unit_at = std::size_t(blockIdx.x) * kUnitThreads + threadIdx.x;
-  if (unit_at >= count) return;
+  const unsigned long long unit_at =
+      (std::size_t(blockIdx.x) * kUnitThreads + threadIdx.x) / kPruneUnitLanes;
+  if (unit_at >= count) return;  // the whole group
+  const int part = threadIdx.x % kPruneUnitLanes;
+  const unsigned group_lanes = ((1u << kPruneUnitLanes) - 1u) << (threadIdx.x % kWarp - part);
   const std::uint32_t unit = a.live[unit_at];
   const int i = int(unit / unsigned(a.unit_columns));
   const int group = int(unit % unsigned(a.unit_columns));
   const int j0 = group * kPruneUnitWindows;
   const std::size_t first_index = std::size_t(i) * a.s.map_width + j0;
+  // Lane 0 of the group reads E; the group agrees.
+  const auto limit_now = [&] {
+    const Key limit = part == 0 ? load_key(a.best) : 0;
+    return std::uint32_t(__shfl_sync(group_lanes, limit, 0, kPruneUnitLanes) >> 32);
+  };
   std::uint32_t alive = 0;
-  const std::uint32_t first_limit = std::uint32_t(load_key(a.best) >> 32);
+  const std::uint32_t first_limit = limit_now();
 #pragma unroll
   for (int p = 0; p < kPruneUnitWindows; ++p) {
     if (j0 + p < a.s.map_width && a.bounds[first_index + p] <= first_limit) alive |= 1u << p;
   }
-  std::uint32_t acc[kPruneUnitWindows] = {};
+  std::uint32_t partial[kPruneUnitWindows] = {}, total[kPruneUnitWindows];
   const std::uint32_t* row = a.target + std::size_t(i) * a.pitch_words + group * kUnitWords;
   const int query_words = words_for(a.s.query_width);
   for (int k = 0; k < a.strips.count; ++k) {
-    for (int y = a.strips.begin(k); y < a.strips.end(k); ++y) {
+    for (int y = a.strips.begin(k) + part; y < a.strips.end(k); y += kPruneUnitLanes) {
       accumulate_sad_row<kUnitWords>(
           cuda::GlobalTarget<kUnitWords>{row + std::size_t(y) * a.pitch_words},
-          QueryRow{a.query + std::size_t(y) * query_words}, a.s.query_width, acc);
+          QueryRow{a.query + std::size_t(y) * query_words}, a.s.query_width, partial);
     }
-    const std::uint32_t limit = std::uint32_t(load_key(a.best) >> 32);
 #pragma unroll
     for (int p = 0; p < kPruneUnitWindows; ++p) {
-      if (acc[p] > limit) alive &= ~(1u << p);
+      total[p] = partial[p];
+#pragma unroll
+      for (int offset = kPruneUnitLanes / 2; offset > 0; offset /= 2) {
+        total[p] += __shfl_xor_sync(group_lanes, total[p], offset, kPruneUnitLanes);
+      }
     }
-    // The lanes still here count together, one atomic per warp.
+    const std::uint32_t limit = limit_now();
+#pragma unroll
+    for (int p = 0; p < kPruneUnitWindows; ++p) {
+      if (total[p] > limit) alive &= ~(1u << p);
+    }
+    // The groups still here count together, one atomic per warp.
     const unsigned lanes = __activemask();
-    const unsigned left = __reduce_add_sync(lanes, unsigned(__popc(alive)));
+    const unsigned left = __reduce_add_sync(lanes, part == 0 ? unsigned(__popc(alive)) : 0u);
     if (left > 0 && threadIdx.x % kWarp == __ffs(lanes) - 1)
       atomicAdd(a.after_strip + k, Key(left));
     if (alive == 0) return;
   }
+  if (part != 0) return;
   Key key = kNoSadKey;
 #pragma unroll
   for (int p = 0; p < kPruneUnitWindows; ++p) {
     if (alive & (1u << p))
-      key = sad_min(key, sad_key(std::int32_t(acc[p]), std::uint32_t(first_index + p)));
+      key = sad_min(key, sad_key(std::int32_t(total[p]), std::uint32_t(first_index + p)));
   }
   atomicMin(a.best, key);
 }
@@ -791,8 +813,9 @@ class PrunedRunner final : public Runner<SadPruned> {
                          limit_,
                          scalars + kBestSlot,
                          scalars + kAfterStripSlot};
-    unit_refine_kernel<<<unsigned((units_ + kUnitThreads - 1) / kUnitThreads), kUnitThreads>>>(
-        units);
+    const std::uint64_t unit_threads = units_ * kPruneUnitLanes;
+    unit_refine_kernel<<<unsigned((unit_threads + kUnitThreads - 1) / kUnitThreads),
+                         kUnitThreads>>>(units);
     check_launch("unit_refine_kernel");
 
     full_.search(scalars + kBestSlot, 0, scalars + kLiveUnitsSlot, limit_);

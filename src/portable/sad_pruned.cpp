@@ -15,9 +15,10 @@
 //    finished ones lower E_guess with an atomic min on their sad_key: the first E_guess.
 // 4. Units of kPruneUnitWindows neighbouring windows of a map row that hold a window with bound
 //    ≤ E_guess are compacted with a parallel_scan, which counts those windows too.
-// 5. A work item per live unit sums its windows' SADs strip by strip with full search's row
-//    routine (accumulate_sad_row); a window leaves once its partial SAD exceeds E_guess, the item
-//    with its last window, and the survivors of the last strip lower E_guess.
+// 5. A team thread per live unit sums its windows' SADs strip by strip with full search's row
+//    routine (accumulate_sad_row), its vector lanes a row each in turn; a window leaves once its
+//    SAD so far exceeds E_guess, the unit with its last window, and the survivors of the last
+//    strip lower E_guess.
 // When more than kPruneUnitFullSearchFraction of the units are live after step 4, the fused full
 // search runs instead.
 #include <algorithm>
@@ -336,57 +337,95 @@ KOKKOS_INLINE_FUNCTION std::uint32_t bit_count(std::uint32_t x) {
   return (((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24;
 }
 
-// A work item per live unit: its windows' partial SADs strip by strip; a window leaves once its
-// partial SAD, a lower bound of its SAD, exceeds E_guess (equal stays: ties), the item with its
-// last window; the last strip's survivors lower E_guess. alive(u, k) receives the windows of
-// live unit u still in after strip k.
+// A unit's sums over some rows, added up across a unit's vector lanes.
+struct UnitSums {
+  std::uint32_t v[kPruneUnitWindows] = {};
+
+  KOKKOS_INLINE_FUNCTION UnitSums& operator+=(const UnitSums& other) {
+    for (int p = 0; p < kPruneUnitWindows; ++p) v[p] += other.v[p];
+    return *this;
+  }
+  KOKKOS_INLINE_FUNCTION void operator+=(const volatile UnitSums& other) volatile {
+    for (int p = 0; p < kPruneUnitWindows; ++p) v[p] += other.v[p];
+  }
+};
+
+// Units per team on a device (the team's threads; each has kPruneUnitLanes vector lanes).
+constexpr int kDeviceUnitsPerTeam = 16;
+
+// A team thread per live unit, its vector lanes (kPruneUnitLanes on a device) each summing every
+// lane-th row of a strip, strip by strip; after each strip the lanes' sums are reduced, a window
+// whose SAD so far, a lower bound of its SAD, exceeds E_guess leaves (equal stays: ties), the
+// unit with its last window; the last strip's survivors lower E_guess. alive(u, k) receives the
+// windows of live unit u still in after strip k.
 template <class Exec>
 void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t count,
                   const WordsView<Exec>& target, const WordsView<Exec>& query,
                   const U32View<Exec>& bounds,
                   const typename OutputBuffer<std::uint64_t, Exec>::View& guess,
                   const typename OutputBuffer<std::uint8_t, Exec>::View& alive_after) {
+  using Policy = Kokkos::TeamPolicy<Exec>;
+  using Team = typename Policy::member_type;
+  if (count == 0) return;
   const int columns = g.unit_columns, strips = g.strips.count;
+  const bool host = portable::reads_host_memory<Exec>();
+  const int units_per_team = host ? 1 : kDeviceUnitsPerTeam;
+  const int lanes = host ? 1 : kPruneUnitLanes;
+  const std::int64_t teams = (count + units_per_team - 1) / units_per_team;
   Kokkos::parallel_for(
-      "pruned_refine_units", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(0, count),
-      KOKKOS_LAMBDA(std::int64_t u) {
-        const std::uint32_t unit = live(u);
-        const int i = int(unit / std::uint32_t(columns));
-        const int group = int(unit % std::uint32_t(columns));
-        const int j0 = group * kPruneUnitWindows;
-        const std::size_t first = std::size_t(i) * g.s.map_width + j0;
-        const std::uint32_t first_limit = std::uint32_t(Kokkos::volatile_load(guess.data()) >> 32);
-        std::uint32_t alive = 0;
-        for (int p = 0; p < kPruneUnitWindows; ++p) {
-          if (j0 + p < g.s.map_width && bounds(first + p) <= first_limit) alive |= 1u << p;
-        }
-        std::uint32_t acc[kPruneUnitWindows] = {};
-        const std::uint32_t* row =
-            target.data() + std::size_t(i) * g.target_pitch_words + group * kUnitWords;
-        std::uint8_t* counts = alive_after.data() + std::size_t(u) * strips;
-        for (int k = 0; k < strips; ++k) {
-          for (int y = g.strips.begin(k); y < g.strips.end(k); ++y) {
-            accumulate_sad_row<kUnitWords>(
-                RowWords{row + std::size_t(y) * g.target_pitch_words},
-                QueryWords{query.data() + std::size_t(y) * g.query_words}, g.s.query_width, acc);
-          }
-          const std::uint32_t limit = std::uint32_t(Kokkos::volatile_load(guess.data()) >> 32);
+      "pruned_refine_units", Policy(teams, units_per_team, lanes), KOKKOS_LAMBDA(const Team& team) {
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, units_per_team), [&](int t) {
+          const std::int64_t u = std::int64_t(team.league_rank()) * units_per_team + t;
+          if (u >= count) return;
+          const std::uint32_t unit = live(u);
+          const int i = int(unit / std::uint32_t(columns));
+          const int group = int(unit % std::uint32_t(columns));
+          const int j0 = group * kPruneUnitWindows;
+          const std::size_t first = std::size_t(i) * g.s.map_width + j0;
+          const std::uint32_t first_limit =
+              std::uint32_t(Kokkos::volatile_load(guess.data()) >> 32);
+          std::uint32_t alive = 0;
           for (int p = 0; p < kPruneUnitWindows; ++p) {
-            if (acc[p] > limit) alive &= ~(1u << p);
+            if (j0 + p < g.s.map_width && bounds(first + p) <= first_limit) alive |= 1u << p;
           }
-          counts[k] = std::uint8_t(bit_count(alive));
-          if (alive == 0) {
-            for (int rest = k + 1; rest < strips; ++rest) counts[rest] = 0;
-            return;
+          UnitSums sad;
+          const std::uint32_t* row =
+              target.data() + std::size_t(i) * g.target_pitch_words + group * kUnitWords;
+          std::uint8_t* counts = alive_after.data() + std::size_t(u) * strips;
+          for (int k = 0; k < strips; ++k) {
+            UnitSums strip;
+            Kokkos::parallel_reduce(
+                Kokkos::ThreadVectorRange(team, g.strips.begin(k), g.strips.end(k)),
+                [&](int y, UnitSums& sums) {
+                  accumulate_sad_row<kUnitWords>(
+                      RowWords{row + std::size_t(y) * g.target_pitch_words},
+                      QueryWords{query.data() + std::size_t(y) * g.query_words}, g.s.query_width,
+                      sums.v);
+                },
+                strip);
+            sad += strip;
+            const std::uint32_t limit = std::uint32_t(Kokkos::volatile_load(guess.data()) >> 32);
+            for (int p = 0; p < kPruneUnitWindows; ++p) {
+              if (sad.v[p] > limit) alive &= ~(1u << p);
+            }
+            Kokkos::single(Kokkos::PerThread(team),
+                           [&] { counts[k] = std::uint8_t(bit_count(alive)); });
+            if (alive == 0) {
+              Kokkos::single(Kokkos::PerThread(team), [&] {
+                for (int rest = k + 1; rest < strips; ++rest) counts[rest] = 0;
+              });
+              return;
+            }
           }
-        }
-        std::uint64_t key = kNoSadKey;
-        for (int p = 0; p < kPruneUnitWindows; ++p) {
-          if (alive & (1u << p)) {
-            key = sad_min(key, sad_key(std::int32_t(acc[p]), std::uint32_t(first + p)));
+          std::uint64_t key = kNoSadKey;
+          for (int p = 0; p < kPruneUnitWindows; ++p) {
+            if (alive & (1u << p)) {
+              key = sad_min(key, sad_key(std::int32_t(sad.v[p]), std::uint32_t(first + p)));
+            }
           }
-        }
-        Kokkos::atomic_fetch_min(&guess(0), key);
+          Kokkos::single(Kokkos::PerThread(team),
+                         [&] { Kokkos::atomic_fetch_min(&guess(0), key); });
+        });
       });
 }
 
