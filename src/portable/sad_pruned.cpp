@@ -382,8 +382,16 @@ void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t cou
           const int group = int(unit % std::uint32_t(columns));
           const int j0 = group * kPruneUnitWindows;
           const std::size_t first = std::size_t(i) * g.s.map_width + j0;
-          const std::uint32_t first_limit =
-              std::uint32_t(Kokkos::volatile_load(guess.data()) >> 32);
+          // One vector lane reads E_guess and the others take its value, so that the lanes
+          // leave together.
+          const auto limit_now = [&] {
+            std::uint64_t seen = 0;
+            Kokkos::single(
+                Kokkos::PerThread(team),
+                [&](std::uint64_t& value) { value = Kokkos::volatile_load(guess.data()); }, seen);
+            return std::uint32_t(seen >> 32);
+          };
+          const std::uint32_t first_limit = limit_now();
           std::uint32_t alive = 0;
           for (int p = 0; p < kPruneUnitWindows; ++p) {
             if (j0 + p < g.s.map_width && bounds(first + p) <= first_limit) alive |= 1u << p;
@@ -404,7 +412,7 @@ void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t cou
                 },
                 strip);
             sad += strip;
-            const std::uint32_t limit = std::uint32_t(Kokkos::volatile_load(guess.data()) >> 32);
+            const std::uint32_t limit = limit_now();
             for (int p = 0; p < kPruneUnitWindows; ++p) {
               if (sad.v[p] > limit) alive &= ~(1u << p);
             }
