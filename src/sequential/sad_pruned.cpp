@@ -1,6 +1,6 @@
 // Sequential sad-pruned: the paper's flow on one core (its Figs. 3-5: InitBounds,
 // FindBestInitMatch, prune, refine), and the same flow with Tombari et al.'s strip bound from the
-// start instead of the whole-window norm bound.
+// start instead of the whole-window norm bound, its survivors refined best bound first.
 #include <algorithm>
 
 #include "sequential/sad_pruned_host.hpp"
@@ -11,6 +11,9 @@ namespace {
 using host_pruned::Problem;
 
 enum class FirstBound { norm, strips };
+
+// Survivors whose exact SAD seq-strips takes before the rounds.
+constexpr std::size_t kBestFirst = 32;
 
 struct Survivor {
   std::uint32_t index;
@@ -45,6 +48,19 @@ std::uint64_t paper_flow(const Problem& p, PruneStats& stats) {
     survivors.push_back({w, 0, p.strip_bound(p.row_of(w), p.col_of(w))});
   }
   stats.after_bounds = survivors.size();
+  // With strip bounds, the kBestFirst survivors of smallest bound get their exact SAD first: the
+  // windows most likely to lower E_guess, so that the rounds start from a tight one.
+  if (kFirst == FirstBound::strips) {
+    const std::size_t first = std::min(survivors.size(), kBestFirst);
+    std::partial_sort(survivors.begin(), survivors.begin() + first, survivors.end(),
+                      [](const Survivor& a, const Survivor& b) {
+                        return a.rest != b.rest ? a.rest < b.rest : a.index < b.index;
+                      });
+    for (std::size_t e = 0; e < first; ++e) {
+      const std::uint32_t w = survivors[e].index;
+      guess = sad_min(guess, sad_key(std::int32_t(p.exact_sad(p.row_of(w), p.col_of(w))), w));
+    }
+  }
   // Refine strip by strip: l = exact + rest grows towards the SAD; a finished window lowers
   // E_guess at once.
   const int strips = p.strips.count;
