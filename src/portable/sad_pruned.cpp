@@ -40,7 +40,10 @@ constexpr int kMaxTileRows = 128;   // window rows per bound tile, at most
 // E_guess: a tile's single best bound is often a window a pixel away from the match, whose SAD
 // is far above the match's, and a loose first E_guess prunes little.
 constexpr int kCandidateRows = 32;
-constexpr int kRunColumns = 32;  // H values a row-sum work item slides along its row
+// H values a row-sum work item slides along its row: few, so that neighbouring items store
+// neighbouring words.
+constexpr int kRunColumns = 4;
+static_assert(kRunColumns % 4 == 0, "runs start on a packed word");
 // Threads per refining team on a device: a 128 × 128 window is 4 K words, which one warp would
 // walk serially.
 constexpr int kDeviceTeam = 256;
@@ -126,6 +129,8 @@ Geometry geometry(const SadShape& s) {
 template <class Exec>
 void row_sums(const Geometry& g, const WordsView<Exec>& target, const U32View<Exec>& sums) {
   const int width = g.s.map_width, c = g.s.query_width;
+  const int words = c / 4;
+  const std::uint32_t tail_mask = c % 4 ? (1u << (8 * (c % 4))) - 1u : 0u;
   const int runs = (width + kRunColumns - 1) / kRunColumns;
   Kokkos::parallel_for(
       "pruned_row_sums",
@@ -134,8 +139,9 @@ void row_sums(const Geometry& g, const WordsView<Exec>& target, const U32View<Ex
       KOKKOS_LAMBDA(std::int64_t e) {
         const int y = int(e / runs), x0 = int(e % runs) * kRunColumns;
         const std::uint32_t* row = target.data() + std::size_t(y) * g.target_pitch_words;
-        std::uint32_t sum = 0;
-        for (int x = x0; x < x0 + c; ++x) sum += byte_at(row, x);
+        // The run starts on a word: its first window is whole words and a masked tail.
+        std::uint32_t sum = sad4(row[x0 / 4 + words] & tail_mask, 0u, 0u);
+        for (int w = 0; w < words; ++w) sum = sad4(row[x0 / 4 + w], 0u, sum);
         std::uint32_t* out = sums.data() + std::size_t(y) * width;
         const int n = width - x0 < kRunColumns ? width - x0 : kRunColumns;
         for (int x = x0; x < x0 + n; ++x) {
