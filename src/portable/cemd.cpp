@@ -13,10 +13,22 @@
 //   broadcast on GPUs; a SIMD load on hosts, where the lanes vectorise). Nearest two: each
 //   query's top-2 stays in scratch across the chunks and leaves once per split; a small kernel
 //   merges the splits. All pairs: a chunk's distances pass through scratch, so the matrix rows are
-//   written contiguously.
+//   written contiguously. Its lanes suit host SIMD units; on CUDA it falls short of cuda-final
+//   (one query per thread re-reads each staged row per query, 16 accumulators, a scratch top-2
+//   per chunk, tiny splits and a merge kernel).
+// - kokkos-tiled: cuda-final's design in one source, with cuda-final's per-chunk arithmetic
+//   (cemd_prepared.hpp). A pre-pass writes each descriptor's prepared row; a team of kTeamSlots
+//   register tiles owns kTeamQueries queries and a split of the database (cuda-final's split
+//   plan), staged kTileRows rows at a time in two scratch buffers (one barrier per tile); each
+//   tile compares kSlotQueries queries (read from global memory, cached) with kSlotRows staged
+//   rows chunk by chunk, keeping its top-2s in registers. The team merges its tiles' top-2s in
+//   scratch and inserts them into the global top-2 with 64-bit atomic minima. The same launch
+//   bounds and tile as cuda-final; only cuda-final's cp.async staging and scratch-staged queries
+//   (Kokkos 3.4 gives a team 40 KB of scratch) are left out.
 //
-// The top-2 rule is shared (cemd_key: distance, then index), and every value the prefix form
-// computes is an exact integer below 2^24, so both variants give the sequential variants' bits.
+// The top-2 rule is shared (cemd_key: distance, then index), and every value the prefix and
+// prepared forms compute is an exact integer below 2^24 (or an exact quotient of two), so every
+// variant gives the sequential variants' bits.
 #include <algorithm>
 #include <memory>
 
@@ -419,26 +431,36 @@ TiledGeometry tiled_geometry(int n, int m) {
   return g;
 }
 
-// The pre-pass: each descriptor's prepared row, one work item per descriptor.
+// The pre-pass, one launch for both sets: each descriptor's prepared row (one work item per
+// descriptor, queries first), and in nearest-two mode the queries' global top-2s cleared.
 template <class Exec, class Metric>
-void prepare_rows(const Bytes<Exec>& values, int count, bool query_role,
-                  const Prepared<Exec>& out) {
+void prepare_sets(const Buffers<Exec>& b, int n, int m, bool clear_tops,
+                  const Prepared<Exec>& query_rows, const Prepared<Exec>& database_rows) {
+  const auto queries = b.queries;
+  const auto database = b.database;
+  const auto tops = b.tops;
   Kokkos::parallel_for(
-      "cemd_prepare", Kokkos::RangePolicy<Exec>(0, count), KOKKOS_LAMBDA(int i) {
+      "cemd_prepare", Kokkos::RangePolicy<Exec>(0, std::int64_t(n) + m),
+      KOKKOS_LAMBDA(std::int64_t item) {
+        const bool query_role = item < n;
+        const std::int64_t i = query_role ? item : item - n;
+        const Bytes<Exec>& values = query_role ? queries : database;
         DescriptorWords words;
         for (int w = 0; w < kDescriptorBytes / 4; ++w) {
           std::uint32_t word = 0;
-          for (int b = 0; b < 4; ++b) {
-            word |= std::uint32_t(values(std::size_t(i) * kDescriptorBytes + 4 * w + b)) << (8 * b);
+          for (int k = 0; k < 4; ++k) {
+            word |= std::uint32_t(values(std::size_t(i) * kDescriptorBytes + 4 * w + k)) << (8 * k);
           }
           words[w] = word;
         }
         std::uint32_t row[Metric::kRowWords];
         Metric::prepare(words, query_role, row);
+        const Prepared<Exec>& out = query_role ? query_rows : database_rows;
         for (int u = 0; u < kRowUnits<Metric>; ++u) {
           out(std::size_t(i) * kRowUnits<Metric> + u) =
               Bytes16{{row[4 * u], row[4 * u + 1], row[4 * u + 2], row[4 * u + 3]}};
         }
+        if (clear_tops && query_role) tops(i) = Top2();
       });
 }
 
@@ -525,7 +547,7 @@ KOKKOS_INLINE_FUNCTION void compare_slot(const SlotArgs& a, const Bytes16* rows,
     for (int j = 0; j < kQ; ++j) {
       float lowest = distance[j][0];
       KBENCH_UNROLL
-      for (int k = 1; k < kR; ++k) lowest = lowest < distance[j][k] ? lowest : distance[j][k];
+      for (int k = 1; k < kR; ++k) lowest = float_min(lowest, distance[j][k]);
       if (!(lowest > cemd_key_distance(top[j].second))) {
         KBENCH_UNROLL
         for (int k = 0; k < kR; ++k) {
@@ -590,7 +612,7 @@ void tiled_match(const TiledGeometry& g, const Prepared<Exec>& queries,
       }
       team.team_barrier();
     }
-    if constexpr (!kAllPairs) {
+    if (!kAllPairs) {  // not constexpr: extended lambdas may not first-capture inside one
       // The row lanes' top-2s of each query meet in scratch; one work item per query merges them.
       Top2* const slot_tops = reinterpret_cast<Top2*>(staged);
       for (int s = 0; s < kSlotsPerThread; ++s) {
@@ -635,12 +657,11 @@ struct TiledMethod {
   void run(const CemdInput& input, const Buffers<Exec>& b) const {
     with_distance(input.params.distance, [&](auto distance) {
       using Metric = PreparedMetric<decltype(distance)::value>;
-      prepare_rows<Exec, Metric>(b.queries, g.n, true, query_rows);
-      prepare_rows<Exec, Metric>(b.database, g.m, false, database_rows);
-      if (input.params.all_pairs) {
+      const bool all_pairs = input.params.all_pairs;
+      prepare_sets<Exec, Metric>(b, g.n, g.m, !all_pairs, query_rows, database_rows);
+      if (all_pairs) {
         tiled_match<Exec, Metric, true>(g, query_rows, database_rows, b.matrix, b.tops);
       } else {
-        Kokkos::deep_copy(Exec{}, b.tops, Top2{});
         tiled_match<Exec, Metric, false>(g, query_rows, database_rows, b.matrix, b.tops);
       }
     });
