@@ -298,14 +298,42 @@ KBENCH_HOST_DEVICE float descriptor_distance(const std::uint8_t* a, const std::u
 // - raw: D(i) = F(i) − G(i), |D(i)| ≤ 2040.
 // Prefix sums turn the 8 running additions per cell and pair into work done once per descriptor.
 
+// The smaller and the larger of two floats that are not NaN: one min/max instruction on CUDA
+// devices (a select's NaN rule would cost a compare and two selects per comparator there), a
+// select elsewhere (minss/maxss on x86; std::fmin would be a library call).
+KBENCH_HOST_DEVICE float float_min(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return fminf(a, b);
+#else
+  return a < b ? a : b;
+#endif
+}
+KBENCH_HOST_DEVICE float float_max(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return fmaxf(a, b);
+#else
+  return a < b ? b : a;
+#endif
+}
+
+// a·b − c·d for exact products and an exact difference (the prefix form's values): one multiply
+// and one fused multiply-add on CUDA devices, whatever the contraction setting.
+KBENCH_HOST_DEVICE float exact_product_difference(float a, float b, float c, float d) {
+#if defined(__CUDA_ARCH__)
+  return fmaf(a, b, -(c * d));
+#else
+  return a * b - c * d;
+#endif
+}
+
 // Σ_i |d(i) − median(d)| of 8 values = (sum of the 4 largest) − (sum of the 4 smallest): each half
 // sorted by a 5-comparator network; the half-cleaner then pairs a(i) with b(3 − i), whose larger
 // members are the 4 largest values, so the difference is Σ_i |a(i) − b(3 − i)|. 10 comparators
 // instead of the 19 of a full sort.
 KBENCH_HOST_DEVICE float median_deviation_sum(float (&d)[kCemdBins]) {
   const auto cx = [&](int i, int j) {
-    const float lo = d[i] < d[j] ? d[i] : d[j];
-    const float hi = d[i] < d[j] ? d[j] : d[i];
+    const float lo = float_min(d[i], d[j]);
+    const float hi = float_max(d[i], d[j]);
     d[i] = lo;
     d[j] = hi;
   };
@@ -321,7 +349,8 @@ KBENCH_HOST_DEVICE float cemd_prefix_scaled(const float (&f)[kCemdBins],
   const float mass_f = f[kCemdBins - 1], mass_g = g[kCemdBins - 1];
   float d[kCemdBins];
   KBENCH_UNROLL
-  for (int i = 0; i < kCemdBins - 1; ++i) d[i] = mass_g * f[i] - mass_f * g[i];
+  for (int i = 0; i < kCemdBins - 1; ++i)
+    d[i] = exact_product_difference(f[i], mass_g, g[i], mass_f);
   d[kCemdBins - 1] = 0.0f;
   return median_deviation_sum(d);
 }
@@ -329,8 +358,7 @@ KBENCH_HOST_DEVICE float cemd_prefix_scaled(const float (&f)[kCemdBins],
 // The normalised cell term: numerator / (|f|·|g|), 0 when either cell is empty (the numerator is
 // then 0, so dividing by 1 gives it without a select) — cemd_cell_quotient's bits.
 KBENCH_HOST_DEVICE float cemd_prefix_quotient(float numerator, float mass_f, float mass_g) {
-  const float denominator = mass_f * mass_g;
-  return numerator / (denominator < 1.0f ? 1.0f : denominator);
+  return numerator / float_max(mass_f * mass_g, 1.0f);
 }
 
 // Raw-mode cell term from the prefix sums.

@@ -30,3 +30,13 @@
 #else
 #define KBENCH_LANE_LOOP _Pragma("omp simd")
 #endif
+
+// Keeps the next loop rolled (a long body that unrolling would only make larger, e.g. the cells
+// of a register tile's comparisons). nvcc's host pass gets nothing, as above.
+#if defined(__CUDA_ARCH__)
+#define KBENCH_NO_UNROLL _Pragma("unroll 1")
+#elif defined(__CUDACC__)
+#define KBENCH_NO_UNROLL
+#else
+#define KBENCH_NO_UNROLL _Pragma("GCC unroll 1")
+#endif

@@ -19,17 +19,14 @@
 //   chunks from pinned memory on a copy stream while the kernels of the previous chunk run, every
 //   chunk's nearest two land in the same device top-2, so databases larger than the GPU work.
 //
-// The per-cell arithmetic of cuda-final is the header's, reorganised with the same values:
-// - the cumulative differences are D(i) = F(i)·|g| − G(i)·|f| (F, G the cells' cumulative sums),
-//   and (sum of the 4 largest D) − (sum of the 4 smallest) = Σ_i |a_i − b_(3−i)| for the two
-//   sorted halves a, b of D (their bitonic merge's half-cleaner pairs each of the 4 smallest with
-//   one of the 4 largest). In the normalised mode every D and partial sum is an integer below
-//   2^24 (|D| ≤ |f|·|g| ≤ 2040², and any two D differ by at most |f|·|g|), so float arithmetic is
-//   exact; the quotient and the cell-order float sum are then those of cemd_cell_quotient().
-// - raw mode works on two cells at once in 16-bit lanes: D + 2048 ∈ [8, 4088] never borrows
-//   across lanes, and the 4 smallest of the 8 are min(a_i, b_(3−i)), so the cell pair costs
-//   4 adds and 20 packed min/max (the Hopper 3-input and add-then-min forms) and the distance is
-//   Σ_cells Σ_i D(i) − 2·Σ(4 smallest), the first sum precomputed per descriptor.
+// The per-chunk arithmetic of cuda-final (and the split plan) are the prepared form of
+// kbench/cemd_prepared.hpp, shared with the portable kokkos-tiled:
+// - normalised: the header's prefix form, with D(i) = F(i)·|g| − G(i)·|f| and (sum of the 4
+//   largest D) − (sum of the 4 smallest) = Σ_i |a_i − b_(3−i)| for the two sorted halves a, b of D;
+//   every value is an integer below 2^24, so float arithmetic is exact and the quotient and the
+//   cell-order float sum are those of cemd_cell_quotient().
+// - raw mode works on two cells at once in 16-bit lanes, 4 adds and 20 packed min/max (the
+//   Hopper 3-input and add-then-min forms) per cell pair.
 // - l2 is |a|² + |b|² − 2·a·b with 4-byte dot products.
 // Ties between equal distances go to the smallest database index: the keys are cemd_key()s.
 #include <cuda_pipeline.h>
@@ -46,6 +43,7 @@
 #include <vector>
 
 #include "kbench/cemd.hpp"
+#include "kbench/cemd_prepared.hpp"
 #include "native_cuda/cuda_support.hpp"
 #include "registry_parts.hpp"
 
@@ -122,38 +120,8 @@ __device__ __forceinline__ void atomic_top2_insert(Key* slots, const Top2& t) {
   atomic_top2_insert(slots, Key(t.second));
 }
 
-// --- splitting the database over blocks -------------------------------------------------------
-
-// Blocks of a (query tile, database split) grid: each block walks its split tile by tile.
-struct SplitPlan {
-  int splits = 1;
-  int rows_per_split = 0;  // a multiple of the tile rows
-};
-
-constexpr int kMaxGridY = 65535;
-
-// Picks the split count whose estimated time is smallest: blocks run in waves of
-// `resident_blocks`, a block costs its tiles plus about one tile of fixed work (staging its
-// queries, merging its top-2). Many splits keep the last wave full; few keep the overhead low.
-SplitPlan plan_splits(long long query_tiles, int rows, int tile_rows, long long resident_blocks) {
-  constexpr long long kBlockOverheadTiles = 1;
-  const int row_tiles = std::max(1, (rows + tile_rows - 1) / tile_rows);
-  const int most = std::min(row_tiles, kMaxGridY);
-  long long best_cost = std::numeric_limits<long long>::max();
-  SplitPlan plan;
-  for (int splits = 1; splits <= most; ++splits) {
-    const int tiles = (row_tiles + splits - 1) / splits;
-    const int used = (row_tiles + tiles - 1) / tiles;  // no empty split
-    if (used != splits) continue;
-    const long long waves = (query_tiles * splits + resident_blocks - 1) / resident_blocks;
-    const long long cost = waves * (tiles + kBlockOverheadTiles);
-    if (cost < best_cost) {
-      best_cost = cost;
-      plan = {splits, tiles * tile_rows};
-    }
-  }
-  return plan;
-}
+// The largest grid y: the queries of cuda-initial (the splits' count has the same limit).
+constexpr int kMaxGridY = kMaxSplits;
 
 // --- outputs shared by the runners ------------------------------------------------------------
 
@@ -498,195 +466,17 @@ struct UnrollLauncher : PairTileLauncher {
 
 // --- cuda-final: prepared descriptors, register tiles, fused top-2 --------------------------
 
-// Eight 32-bit words of a prepared descriptor: one cell (normalised), one pair of cells (raw)
-// or 32 bytes (l2).
-constexpr int kChunkWords = 8;
-struct Chunk {
-  std::uint32_t w[kChunkWords];
-};
+// The metrics and their per-chunk arithmetic are the shared prepared form (cemd_prepared.hpp).
+using NormalisedMetric = PreparedNormalised;
+using RawMetric = PreparedRaw;
+using L2Metric = PreparedL2;
+constexpr int kChunkWords = kPreparedChunkWords;
+using Chunk = PreparedChunk;
 
 __device__ __forceinline__ Chunk load_chunk(const uint4* at) {
   const uint4 lo = at[0], hi = at[1];
   return {{lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w}};
 }
-
-__device__ __forceinline__ int byte_at(const std::uint32_t (&words)[kDescriptorBytes / 4], int i) {
-  return int((words[i / 4] >> (8 * (i % 4))) & 0xFFu);
-}
-
-// Each metric: the prepared row (kRowWords words, a multiple of 4, an optional per-descriptor
-// word at kExtraWord), its chunks in kGroups groups of kChunksPerGroup, and the accumulator of
-// one (query, row) pair.
-//
-// Normalised: per cell, F(0..6) as floats and the mass F(7), for queries and rows alike.
-struct NormalisedMetric {
-  static constexpr int kRowWords = kCemdCells * kCemdBins;
-  static constexpr int kExtraWord = -1;
-  static constexpr int kGroups = 1, kChunksPerGroup = kCemdCells;
-  static constexpr int kMinBlocks = 3;  // resident blocks the registers are capped for
-  struct Acc {
-    float sum;
-  };
-
-  __device__ static void prepare(const std::uint32_t (&bytes)[kDescriptorBytes / 4], bool,
-                                 std::uint32_t (&row)[kRowWords]) {
-#pragma unroll
-    for (int c = 0; c < kCemdCells; ++c) {
-      int running = 0;
-#pragma unroll
-      for (int i = 0; i < kCemdBins; ++i) {
-        running += byte_at(bytes, c * kCemdBins + i);
-        row[c * kCemdBins + i] = __float_as_uint(float(running));
-      }
-    }
-  }
-  __device__ static Acc start() {
-    return {0.0f};
-  }
-  __device__ __forceinline__ static void sort4(float& a, float& b, float& c, float& d) {
-    const auto cx = [](float& x, float& y) {
-      const float lo = fminf(x, y), hi = fmaxf(x, y);
-      x = lo;
-      y = hi;
-    };
-    cx(a, b), cx(c, d), cx(a, c), cx(b, d), cx(b, c);
-  }
-  __device__ __forceinline__ static void accumulate(Acc& acc, const Chunk& q, const Chunk& r) {
-    const float mf = __uint_as_float(q.w[kCemdBins - 1]);
-    const float mg = __uint_as_float(r.w[kCemdBins - 1]);
-    float d[kCemdBins];
-#pragma unroll
-    for (int i = 0; i < kCemdBins - 1; ++i) {
-      d[i] = fmaf(__uint_as_float(q.w[i]), mg, -(__uint_as_float(r.w[i]) * mf));
-    }
-    d[kCemdBins - 1] = 0.0f;  // F(7)·|g| − G(7)·|f| = |f|·|g| − |g|·|f|
-    sort4(d[0], d[1], d[2], d[3]);
-    sort4(d[4], d[5], d[6], d[7]);
-    const float numerator =
-        (fabsf(d[0] - d[7]) + fabsf(d[1] - d[6])) + (fabsf(d[2] - d[5]) + fabsf(d[3] - d[4]));
-    // An empty cell makes every D zero: 0 / 1 is the header's 0.
-    acc.sum += numerator / fmaxf(mf * mg, 1.0f);
-  }
-  __device__ static void end_group(Acc&) {}
-  __device__ static float finish(const Acc& acc, std::uint32_t, std::uint32_t) {
-    return acc.sum;
-  }
-};
-
-// Raw: word (p, i) holds bin i of the cumulative sums of cells p (low half) and p + 8 (high
-// half); queries store F, rows 2048 − G, so one add gives D + 2048 in both halves. The extra word
-// is Σ_cells Σ_i F(i).
-struct RawMetric {
-  static constexpr int kPairs = kCemdCells / 2;
-  static constexpr int kExtraWord = kPairs * kCemdBins;
-  static constexpr int kRowWords = kExtraWord + 4;
-  // 4 cell pairs per group: a half's 16 minima stay ≤ 16·4088 < 2^16.
-  static constexpr int kGroups = 2, kChunksPerGroup = kPairs / kGroups;
-  static constexpr int kMinBlocks = 3;
-  static constexpr std::uint32_t kBias = 2048;  // > 8·255, so D + kBias > 0
-  static constexpr std::uint32_t kRowBias = kBias | (kBias << 16);
-  // Σ_cells 4·kBias, doubled: the bias the 4 smallest carry, removed in finish().
-  static constexpr int kDoubledMinimaBias = 2 * kCemdCells * 4 * int(kBias);
-  struct Acc {
-    std::uint32_t group;    // packed sums of this group's minima
-    std::uint32_t doubled;  // 2 · Σ minima of the finished groups
-  };
-
-  __device__ static void prepare(const std::uint32_t (&bytes)[kDescriptorBytes / 4],
-                                 bool query_role, std::uint32_t (&row)[kRowWords]) {
-    int total = 0;
-#pragma unroll
-    for (int p = 0; p < kPairs; ++p) {
-      int low = 0, high = 0;
-#pragma unroll
-      for (int i = 0; i < kCemdBins; ++i) {
-        low += byte_at(bytes, p * kCemdBins + i);
-        high += byte_at(bytes, (p + kPairs) * kCemdBins + i);
-        total += low + high;
-        const std::uint32_t packed = std::uint32_t(low) | (std::uint32_t(high) << 16);
-        row[p * kCemdBins + i] = query_role ? packed : kRowBias - packed;
-      }
-    }
-    row[kExtraWord] = std::uint32_t(total);
-#pragma unroll
-    for (int w = kExtraWord + 1; w < kRowWords; ++w) row[w] = 0;
-  }
-  __device__ static Acc start() {
-    return {0, 0};
-  }
-  __device__ __forceinline__ static void accumulate(Acc& acc, const Chunk& q, const Chunk& r) {
-    const std::uint32_t* f = q.w;
-    const std::uint32_t* n = r.w;
-    // Pairs (0,1) (2,3) (4,5) (6,7) of D + 2048: one add, then the add-then-min/max forms.
-    const std::uint32_t x0 = f[0] + n[0], x2 = f[2] + n[2], x4 = f[4] + n[4], x6 = f[6] + n[6];
-    const std::uint32_t lo01 = __viaddmin_u16x2(f[1], n[1], x0);
-    const std::uint32_t hi01 = __viaddmax_u16x2(f[1], n[1], x0);
-    const std::uint32_t lo23 = __viaddmin_u16x2(f[3], n[3], x2);
-    const std::uint32_t hi23 = __viaddmax_u16x2(f[3], n[3], x2);
-    const std::uint32_t lo45 = __viaddmin_u16x2(f[5], n[5], x4);
-    const std::uint32_t hi45 = __viaddmax_u16x2(f[5], n[5], x4);
-    const std::uint32_t lo67 = __viaddmin_u16x2(f[7], n[7], x6);
-    const std::uint32_t hi67 = __viaddmax_u16x2(f[7], n[7], x6);
-    // Sorted halves a (bins 0-3) and b (bins 4-7): a0 = min(lo01, lo23), a1 = min(m1, m2),
-    // a2 = max(m1, m2), a3 = max(hi01, hi23), and the same for b.
-    const std::uint32_t m1 = __vmaxu2(lo01, lo23), m2 = __vminu2(hi01, hi23);
-    const std::uint32_t mb1 = __vmaxu2(lo45, lo67), mb2 = __vminu2(hi45, hi67);
-    const std::uint32_t a2 = __vmaxu2(m1, m2), a3 = __vmaxu2(hi01, hi23);
-    const std::uint32_t b2 = __vmaxu2(mb1, mb2), b3 = __vmaxu2(hi45, hi67);
-    // The 4 smallest: min(a0, b3), min(a1, b2), min(a2, b1), min(a3, b0).
-    const std::uint32_t s0 = __vimin3_u16x2(lo01, lo23, b3);
-    const std::uint32_t s1 = __vimin3_u16x2(m1, m2, b2);
-    const std::uint32_t s2 = __vimin3_u16x2(a2, mb1, mb2);
-    const std::uint32_t s3 = __vimin3_u16x2(a3, lo45, lo67);
-    acc.group += s0 + s1 + s2 + s3;
-  }
-  __device__ __forceinline__ static void end_group(Acc& acc) {
-    acc.doubled = __dp2a_lo(acc.group, 0x0202u, acc.doubled);  // + 2·(low + high)
-    acc.group = 0;
-  }
-  __device__ __forceinline__ static float finish(const Acc& acc, std::uint32_t query_total,
-                                                 std::uint32_t row_total) {
-    // Σ_cells (Σ_i D(i) − 2·Σ(4 smallest D)).
-    const int distance = int(query_total) - int(row_total) + kDoubledMinimaBias - int(acc.doubled);
-    return float(distance);
-  }
-};
-
-// l2: the 128 bytes, and Σ a² as the extra word.
-struct L2Metric {
-  static constexpr int kExtraWord = kDescriptorBytes / 4;
-  static constexpr int kRowWords = kExtraWord + 4;
-  static constexpr int kGroups = 1, kChunksPerGroup = kExtraWord / kChunkWords;
-  static constexpr int kMinBlocks = 2;  // 3 would spill
-  struct Acc {
-    std::uint32_t dot;
-  };
-
-  __device__ static void prepare(const std::uint32_t (&bytes)[kDescriptorBytes / 4], bool,
-                                 std::uint32_t (&row)[kRowWords]) {
-    std::uint32_t norm = 0;
-#pragma unroll
-    for (int w = 0; w < kExtraWord; ++w) {
-      row[w] = bytes[w];
-      norm = __dp4a(bytes[w], bytes[w], norm);
-    }
-    row[kExtraWord] = norm;
-#pragma unroll
-    for (int w = kExtraWord + 1; w < kRowWords; ++w) row[w] = 0;
-  }
-  __device__ static Acc start() {
-    return {0};
-  }
-  __device__ __forceinline__ static void accumulate(Acc& acc, const Chunk& q, const Chunk& r) {
-#pragma unroll
-    for (int i = 0; i < kChunkWords; ++i) acc.dot = __dp4a(q.w[i], r.w[i], acc.dot);
-  }
-  __device__ static void end_group(Acc&) {}
-  __device__ __forceinline__ static float finish(const Acc& acc, std::uint32_t query_norm,
-                                                 std::uint32_t row_norm) {
-    return sqrtf(float(query_norm + row_norm - 2 * acc.dot));
-  }
-};
 
 // A prepared row in 16-byte words.
 template <class Metric>

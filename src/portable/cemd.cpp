@@ -13,14 +13,27 @@
 //   broadcast on GPUs; a SIMD load on hosts, where the lanes vectorise). Nearest two: each
 //   query's top-2 stays in scratch across the chunks and leaves once per split; a small kernel
 //   merges the splits. All pairs: a chunk's distances pass through scratch, so the matrix rows are
-//   written contiguously.
+//   written contiguously. Its lanes suit host SIMD units; on CUDA it falls short of cuda-final
+//   (one query per thread re-reads each staged row per query, 16 accumulators, a scratch top-2
+//   per chunk, tiny splits and a merge kernel).
+// - kokkos-tiled: cuda-final's design in one source, with cuda-final's per-chunk arithmetic
+//   (cemd_prepared.hpp). A pre-pass writes each descriptor's prepared row; a team of kTeamSlots
+//   register tiles owns kTeamQueries queries and a split of the database (cuda-final's split
+//   plan), staged kTileRows rows at a time in two scratch buffers (one barrier per tile); each
+//   tile compares kSlotQueries queries (read from global memory, cached) with kSlotRows staged
+//   rows chunk by chunk, keeping its top-2s in registers. The team merges its tiles' top-2s in
+//   scratch and inserts them into the global top-2 with 64-bit atomic minima. The same launch
+//   bounds and tile as cuda-final; only cuda-final's cp.async staging and scratch-staged queries
+//   (Kokkos 3.4 gives a team 40 KB of scratch) are left out.
 //
-// The top-2 rule is shared (cemd_key: distance, then index), and every value the prefix form
-// computes is an exact integer below 2^24, so both variants give the sequential variants' bits.
+// The top-2 rule is shared (cemd_key: distance, then index), and every value the prefix and
+// prepared forms compute is an exact integer below 2^24 (or an exact quotient of two), so every
+// variant gives the sequential variants' bits.
 #include <algorithm>
 #include <memory>
 
 #include "kbench/cemd.hpp"
+#include "kbench/cemd_prepared.hpp"
 #include "portable/kokkos_support.hpp"
 #include "sequential/cemd_host.hpp"
 
@@ -361,6 +374,313 @@ struct TeamMethod {
   OutputBuffer<Top2, Exec> partial;
 };
 
+// --- kokkos-tiled: cuda-final's design, written once -----------------------------------------
+
+// A team's work: kQueryGroups groups of kRowLanes slots; a slot (a register tile) compares
+// kSlotQueries queries of its group with kSlotRows rows of each staged tile (rows row_lane,
+// row_lane + kRowLanes, …). On CUDA a slot is a thread and a team a block of 8 warps; on hosts one
+// thread runs a team's slots in turn.
+constexpr int kRowLanes = 8;
+constexpr int kQueryGroups = 32;
+constexpr int kSlotQueries = 2;
+constexpr int kSlotRows = 4;
+constexpr int kTeamSlots = kQueryGroups * kRowLanes;
+constexpr int kTeamQueries = kQueryGroups * kSlotQueries;
+constexpr int kTileRows = kRowLanes * kSlotRows;
+
+template <class Exec>
+constexpr int slots_per_thread() {
+  return backend_of<Exec>() == Backend::cuda ? 1 : kTeamSlots;
+}
+
+using portable::Bytes16;
+template <class Exec>
+using Prepared = Kokkos::View<Bytes16*, typename Exec::memory_space>;
+
+// A prepared row in 16-byte units; staged rows an odd number of units apart, so that the 8 rows
+// a quarter-warp reads at once (one 16-byte load each) fall in different banks.
+template <class Metric>
+constexpr int kRowUnits = Metric::kRowWords / 4;
+template <class Metric>
+constexpr int kStagedUnits = kRowUnits<Metric> | 1;
+// Two staged tiles: the one being compared and the one being filled.
+template <class Metric>
+constexpr std::size_t kTiledScratchBytes = 2 * kTileRows* kStagedUnits<Metric> * sizeof(Bytes16);
+static_assert(kTeamSlots * kSlotQueries * sizeof(Top2) <= kTiledScratchBytes<PreparedL2>,
+              "the slots' top-2s fit where the tiles were");
+
+KOKKOS_INLINE_FUNCTION PreparedChunk load_chunk(const Bytes16* at) {
+  const Bytes16 lo = at[0], hi = at[1];
+  return {{lo.word[0], lo.word[1], lo.word[2], lo.word[3], hi.word[0], hi.word[1], hi.word[2],
+           hi.word[3]}};
+}
+
+struct TiledGeometry {
+  int n, m;
+  int query_tiles;
+  SplitPlan plan;
+};
+
+template <class Exec, class Metric>
+TiledGeometry tiled_geometry(int n, int m) {
+  constexpr int kTeamThreads = kTeamSlots / slots_per_thread<Exec>();
+  TiledGeometry g{n, m, (n + kTeamQueries - 1) / kTeamQueries, {}};
+  g.plan =
+      plan_splits(g.query_tiles, m, kTileRows,
+                  portable::resident_items<Exec>(kTeamThreads, Metric::kMinBlocks) / kTeamThreads);
+  return g;
+}
+
+// The pre-pass, one launch for both sets: each descriptor's prepared row (one work item per
+// descriptor, queries first), and in nearest-two mode the queries' global top-2s cleared.
+template <class Exec, class Metric>
+void prepare_sets(const Buffers<Exec>& b, int n, int m, bool clear_tops,
+                  const Prepared<Exec>& query_rows, const Prepared<Exec>& database_rows) {
+  const auto queries = b.queries;
+  const auto database = b.database;
+  const auto tops = b.tops;
+  Kokkos::parallel_for(
+      "cemd_prepare", Kokkos::RangePolicy<Exec>(0, std::int64_t(n) + m),
+      KOKKOS_LAMBDA(std::int64_t item) {
+        const bool query_role = item < n;
+        const std::int64_t i = query_role ? item : item - n;
+        const Bytes<Exec>& values = query_role ? queries : database;
+        DescriptorWords words;
+        for (int w = 0; w < kDescriptorBytes / 4; ++w) {
+          std::uint32_t word = 0;
+          for (int k = 0; k < 4; ++k) {
+            word |= std::uint32_t(values(std::size_t(i) * kDescriptorBytes + 4 * w + k)) << (8 * k);
+          }
+          words[w] = word;
+        }
+        std::uint32_t row[Metric::kRowWords];
+        Metric::prepare(words, query_role, row);
+        const Prepared<Exec>& out = query_role ? query_rows : database_rows;
+        for (int u = 0; u < kRowUnits<Metric>; ++u) {
+          out(std::size_t(i) * kRowUnits<Metric> + u) =
+              Bytes16{{row[4 * u], row[4 * u + 1], row[4 * u + 2], row[4 * u + 3]}};
+        }
+        if (clear_tops && query_role) tops(i) = Top2();
+      });
+}
+
+// What a slot reads and writes.
+struct SlotArgs {
+  const Bytes16* queries;  // prepared
+  int n, m;
+  float* matrix;  // all pairs
+};
+
+// One slot's comparisons against a staged tile whose first row is database row `tile`, and
+// the nearest-two offers or matrix writes they make.
+template <class Metric, bool kAllPairs>
+KOKKOS_INLINE_FUNCTION void compare_slot(const SlotArgs& a, const Bytes16* rows, int tile, int end,
+                                         int q0, int slot, Top2 (&top)[kSlotQueries]) {
+  constexpr int kQ = kSlotQueries, kR = kSlotRows, kUnits = kRowUnits<Metric>;
+  constexpr int kStaged = kStagedUnits<Metric>;
+  const int row_lane = slot % kRowLanes, group = slot / kRowLanes;
+  int query[kQ];
+  const Bytes16* query_row[kQ];
+  KBENCH_UNROLL
+  for (int j = 0; j < kQ; ++j) {
+    query[j] = q0 + group * kQ + j;
+    // The last team's missing queries compare with the last query; their results are dropped.
+    query_row[j] = a.queries + std::size_t(query[j] < a.n ? query[j] : a.n - 1) * kUnits;
+  }
+  typename Metric::Acc acc[kQ][kR];
+  KBENCH_UNROLL
+  for (int j = 0; j < kQ; ++j) {
+    KBENCH_UNROLL
+    for (int k = 0; k < kR; ++k) acc[j][k] = Metric::start();
+  }
+  KBENCH_NO_UNROLL
+  for (int group_index = 0; group_index < Metric::kGroups; ++group_index) {
+    KBENCH_NO_UNROLL
+    for (int c = group_index * Metric::kChunksPerGroup;
+         c < (group_index + 1) * Metric::kChunksPerGroup; ++c) {
+      const int unit = c * (kPreparedChunkWords / 4);
+      PreparedChunk qc[kQ], rc[kR];
+      KBENCH_UNROLL
+      for (int j = 0; j < kQ; ++j) qc[j] = load_chunk(query_row[j] + unit);
+      KBENCH_UNROLL
+      for (int k = 0; k < kR; ++k)
+        rc[k] = load_chunk(rows + (row_lane + k * kRowLanes) * kStaged + unit);
+      KBENCH_UNROLL
+      for (int j = 0; j < kQ; ++j) {
+        KBENCH_UNROLL
+        for (int k = 0; k < kR; ++k) Metric::accumulate(acc[j][k], qc[j], rc[k]);
+      }
+    }
+    KBENCH_UNROLL
+    for (int j = 0; j < kQ; ++j) {
+      KBENCH_UNROLL
+      for (int k = 0; k < kR; ++k) Metric::end_group(acc[j][k]);
+    }
+  }
+
+  constexpr int kExtraWord = Metric::kExtraWord >= 0 ? Metric::kExtraWord : 0;
+  std::uint32_t query_extra[kQ];
+  KBENCH_UNROLL
+  for (int j = 0; j < kQ; ++j) {
+    query_extra[j] =
+        Metric::kExtraWord >= 0 ? query_row[j][kExtraWord / 4].word[kExtraWord % 4] : 0;
+  }
+  float distance[kQ][kR];
+  KBENCH_UNROLL
+  for (int k = 0; k < kR; ++k) {
+    const int local = row_lane + k * kRowLanes;
+    const bool present = tile + local < end;
+    const std::uint32_t row_extra =
+        Metric::kExtraWord >= 0 ? rows[local * kStaged + kExtraWord / 4].word[kExtraWord % 4] : 0;
+    KBENCH_UNROLL
+    for (int j = 0; j < kQ; ++j) {
+      distance[j][k] = present ? Metric::finish(acc[j][k], query_extra[j], row_extra) : INFINITY;
+      if constexpr (kAllPairs) {
+        if (present && query[j] < a.n)
+          a.matrix[std::size_t(query[j]) * a.m + tile + local] = distance[j][k];
+      }
+    }
+  }
+  if constexpr (!kAllPairs) {
+    // Most tiles bring nothing closer than the slot's second; rows past the end are skipped.
+    KBENCH_UNROLL
+    for (int j = 0; j < kQ; ++j) {
+      float lowest = distance[j][0];
+      KBENCH_UNROLL
+      for (int k = 1; k < kR; ++k) lowest = float_min(lowest, distance[j][k]);
+      if (!(lowest > cemd_key_distance(top[j].second))) {
+        KBENCH_UNROLL
+        for (int k = 0; k < kR; ++k) {
+          const int row = tile + row_lane + k * kRowLanes;
+          if (row < end) top2_offer(top[j], distance[j][k], std::uint32_t(row));
+        }
+      }
+    }
+  }
+}
+
+// Inserts a team's top-2 of a query into its global top-2, concurrently with other teams: a key
+// that takes the best place pushes the one it displaced into second, a key that does not is
+// pushed itself, so second ends as the second smallest of all (keys are distinct).
+KOKKOS_INLINE_FUNCTION void atomic_top2_insert(Top2& global, std::uint64_t key) {
+  using Word = unsigned long long;  // the type of Kokkos' native 64-bit atomic minimum
+  static_assert(sizeof(Word) == sizeof(std::uint64_t), "64-bit keys");
+  if (key == kNoCemdKey) return;
+  Word* const slots = reinterpret_cast<Word*>(&global.best);
+  const Word displaced = Kokkos::atomic_fetch_min(slots, Word(key));
+  Kokkos::atomic_fetch_min(slots + 1, Word(key) < displaced ? displaced : Word(key));
+}
+
+template <class Exec, class Metric, bool kAllPairs>
+void tiled_match(const TiledGeometry& g, const Prepared<Exec>& queries,
+                 const Prepared<Exec>& database, const MatrixView<Exec>& matrix,
+                 const TopsView<Exec>& tops) {
+  constexpr int kSlotsPerThread = slots_per_thread<Exec>();
+  constexpr int kUnits = kRowUnits<Metric>, kStaged = kStagedUnits<Metric>;
+  constexpr int kPad = kStaged - kUnits;
+  constexpr std::size_t kScratch = kTiledScratchBytes<Metric>;
+  using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<kTeamSlots, Metric::kMinBlocks>>;
+  using Team = typename Policy::member_type;
+  const SlotArgs args{queries.data(), g.n, g.m, kAllPairs ? matrix.data() : nullptr};
+  const Bytes16* const rows_in = database.data();
+  const auto kernel = KOKKOS_LAMBDA(const Team& team) {
+    Bytes16* const staged =
+        static_cast<Bytes16*>(team.team_scratch(0).get_shmem_aligned(kScratch, alignof(Bytes16)));
+    const int q0 = (team.league_rank() % g.query_tiles) * kTeamQueries;
+    const int begin = (team.league_rank() / g.query_tiles) * g.plan.rows_per_split;
+    const int end = g.m - begin < g.plan.rows_per_split ? g.m : begin + g.plan.rows_per_split;
+    // Copies rows first .. first + kTileRows − 1 (zeros past the end) into tile buffer b.
+    const auto stage = [&](int b, int first) {
+      Bytes16* const to = staged + b * kTileRows * kStaged;
+      const int present = (end - first < kTileRows ? end - first : kTileRows) * kUnits;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTileRows * kUnits), [&](int e) {
+        to[e + e / kUnits * kPad] =
+            e < present ? rows_in[std::size_t(first) * kUnits + e] : Bytes16{{0, 0, 0, 0}};
+      });
+    };
+    Top2 top[kSlotsPerThread][kSlotQueries];
+    if (begin < end) stage(0, begin);
+    team.team_barrier();
+    int buffer = 0;
+    for (int tile = begin; tile < end; tile += kTileRows, buffer ^= 1) {
+      // One barrier per tile: the next tile fills the buffer that the previous one was read from.
+      if (tile + kTileRows < end) stage(buffer ^ 1, tile + kTileRows);
+      const Bytes16* const rows = staged + buffer * kTileRows * kStaged;
+      for (int s = 0; s < kSlotsPerThread; ++s) {
+        compare_slot<Metric, kAllPairs>(args, rows, tile, end, q0,
+                                        team.team_rank() * kSlotsPerThread + s, top[s]);
+      }
+      team.team_barrier();
+    }
+    if (!kAllPairs) {  // not constexpr: extended lambdas may not first-capture inside one
+      // The row lanes' top-2s of each query meet in scratch; one work item per query merges them.
+      Top2* const slot_tops = reinterpret_cast<Top2*>(staged);
+      for (int s = 0; s < kSlotsPerThread; ++s) {
+        for (int j = 0; j < kSlotQueries; ++j) {
+          slot_tops[(team.team_rank() * kSlotsPerThread + s) * kSlotQueries + j] = top[s][j];
+        }
+      }
+      team.team_barrier();
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTeamQueries), [&](int i) {
+        if (q0 + i >= g.n) return;
+        const int group = i / kSlotQueries, j = i % kSlotQueries;
+        Top2 t;
+        for (int lane = 0; lane < kRowLanes; ++lane) {
+          t = top2_merge(t, slot_tops[(group * kRowLanes + lane) * kSlotQueries + j]);
+        }
+        atomic_top2_insert(tops(q0 + i), t.best);
+        atomic_top2_insert(tops(q0 + i), t.second);
+      });
+    }
+  };
+  Kokkos::parallel_for(kAllPairs ? "cemd_tiled_all_pairs" : "cemd_tiled_nearest",
+                       Policy(g.query_tiles * g.plan.splits, kTeamSlots / kSlotsPerThread)
+                           .set_scratch_size(0, Kokkos::PerTeam(kScratch + alignof(Bytes16))),
+                       kernel);
+}
+
+template <class Exec>
+struct TiledMethod {
+  static constexpr const char* name = "kokkos-tiled";
+
+  explicit TiledMethod(const CemdInput& input) {
+    with_distance(input.params.distance, [&](auto distance) {
+      using Metric = PreparedMetric<decltype(distance)::value>;
+      g = tiled_geometry<Exec, Metric>(input.queries.count, input.database.count);
+      query_rows = allocate_prepared("cemd prepared queries",
+                                     std::size_t(input.queries.count) * kRowUnits<Metric>);
+      database_rows = allocate_prepared("cemd prepared database",
+                                        std::size_t(input.database.count) * kRowUnits<Metric>);
+    });
+  }
+
+  void run(const CemdInput& input, const Buffers<Exec>& b) const {
+    with_distance(input.params.distance, [&](auto distance) {
+      using Metric = PreparedMetric<decltype(distance)::value>;
+      const bool all_pairs = input.params.all_pairs;
+      prepare_sets<Exec, Metric>(b, g.n, g.m, !all_pairs, query_rows, database_rows);
+      if (all_pairs) {
+        tiled_match<Exec, Metric, true>(g, query_rows, database_rows, b.matrix, b.tops);
+      } else {
+        tiled_match<Exec, Metric, false>(g, query_rows, database_rows, b.matrix, b.tops);
+      }
+    });
+  }
+
+  static Prepared<Exec> allocate_prepared(const char* label, std::size_t units) {
+    try {
+      return Prepared<Exec>(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing),
+                            units);
+    } catch (const std::exception& e) {
+      throw Error(std::string("cannot allocate ") + std::to_string(units * sizeof(Bytes16)) +
+                  " bytes for " + label + " in " + Exec::name() + " memory: " + e.what());
+    }
+  }
+
+  TiledGeometry g{};
+  Prepared<Exec> query_rows, database_rows;
+};
+
 template <class Exec, class Method>
 class KokkosCemdRunner final : public Runner<Cemd> {
  public:
@@ -433,6 +753,7 @@ void register_cemd_portable(VariantList<Cemd>& list) {
     using Exec = decltype(exec);
     portable_cemd::add_variant<Exec, portable_cemd::MDRangeMethod<Exec>>(list, 0);
     portable_cemd::add_variant<Exec, portable_cemd::TeamMethod<Exec>>(list, 1);
+    portable_cemd::add_variant<Exec, portable_cemd::TiledMethod<Exec>>(list, 2);
   });
 }
 

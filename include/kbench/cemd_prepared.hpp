@@ -1,0 +1,347 @@
+#pragma once
+// The prepared form of cemd descriptors and its per-chunk arithmetic, shared by the GPU-shaped
+// variants of two layers: cuda-final (native CUDA) and kokkos-tiled (portable). A pre-pass turns
+// every descriptor into a prepared row of 32-bit words once; the main kernels then compare
+// register tiles of several queries × several database rows one chunk of 8 words at a time.
+//
+// Metrics (each a struct of static functions, the same on hosts and devices):
+// - PreparedNormalised: per cell the running sums F(0..7) as floats (F(7) the mass), the
+//   header's prefix form: the cell term is prefix_cell_term<cemd_normalised>, so the bits are
+//   cemd_cell_quotient()'s.
+// - PreparedRaw: two cells per chunk in 16-bit lanes. Word (p, i) holds bin i of the running sums
+//   of cells p (low half) and p + 8 (high half); queries store F, database rows 2048 − G, so one
+//   add gives D + 2048 in both halves (D + 2048 ∈ [8, 4088]: no carry between lanes). The 4
+//   smallest of the 8 are min(a_i, b_(3−i)) for the sorted halves a, b, and the distance is
+//   Σ_cells Σ_i D(i) − 2·Σ(4 smallest), the first sum a per-descriptor extra word.
+// - PreparedL2: the 128 bytes and Σ a² as the extra word; the distance is
+//   sqrt(|a|² + |b|² − 2·a·b) with 4-byte dot products.
+//
+// The packed helpers below use one Hopper instruction each on CUDA devices (DPX add-then-min,
+// 3-input min, dp2a/dp4a) and plain per-lane C++ elsewhere, with the same results.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "kbench/cemd.hpp"
+#include "kbench/host_device.hpp"
+
+namespace kbench {
+
+// --- Packed arithmetic: two unsigned 16-bit lanes per word, four bytes per word ----------------
+
+namespace packed {
+
+KBENCH_HOST_DEVICE std::uint32_t low16(std::uint32_t x) {
+  return x & 0xFFFFu;
+}
+KBENCH_HOST_DEVICE std::uint32_t high16(std::uint32_t x) {
+  return x >> 16;
+}
+KBENCH_HOST_DEVICE std::uint32_t pack16(std::uint32_t low, std::uint32_t high) {
+  return low16(low) | (high << 16);
+}
+KBENCH_HOST_DEVICE std::uint32_t lesser(std::uint32_t a, std::uint32_t b) {
+  return a < b ? a : b;
+}
+KBENCH_HOST_DEVICE std::uint32_t greater(std::uint32_t a, std::uint32_t b) {
+  return a < b ? b : a;
+}
+
+// Per lane min(a + b, c), the sum taken modulo 2^16.
+KBENCH_HOST_DEVICE std::uint32_t add_min_u16x2(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
+#if defined(__CUDA_ARCH__)
+  return __viaddmin_u16x2(a, b, c);
+#else
+  return pack16(lesser(low16(low16(a) + low16(b)), low16(c)),
+                lesser(low16(high16(a) + high16(b)), high16(c)));
+#endif
+}
+
+// Per lane max(a + b, c), the sum taken modulo 2^16.
+KBENCH_HOST_DEVICE std::uint32_t add_max_u16x2(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
+#if defined(__CUDA_ARCH__)
+  return __viaddmax_u16x2(a, b, c);
+#else
+  return pack16(greater(low16(low16(a) + low16(b)), low16(c)),
+                greater(low16(high16(a) + high16(b)), high16(c)));
+#endif
+}
+
+KBENCH_HOST_DEVICE std::uint32_t min_u16x2(std::uint32_t a, std::uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __vminu2(a, b);
+#else
+  return pack16(lesser(low16(a), low16(b)), lesser(high16(a), high16(b)));
+#endif
+}
+
+KBENCH_HOST_DEVICE std::uint32_t max_u16x2(std::uint32_t a, std::uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __vmaxu2(a, b);
+#else
+  return pack16(greater(low16(a), low16(b)), greater(high16(a), high16(b)));
+#endif
+}
+
+KBENCH_HOST_DEVICE std::uint32_t min3_u16x2(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
+#if defined(__CUDA_ARCH__)
+  return __vimin3_u16x2(a, b, c);
+#else
+  return min_u16x2(min_u16x2(a, b), c);
+#endif
+}
+
+// acc + 2·(low lane + high lane) of x.
+KBENCH_HOST_DEVICE std::uint32_t add_doubled_lanes(std::uint32_t x, std::uint32_t acc) {
+#if defined(__CUDA_ARCH__)
+  return __dp2a_lo(x, 0x0202u, acc);
+#else
+  return acc + 2 * (low16(x) + high16(x));
+#endif
+}
+
+// acc + Σ_b a_b·b_b over the four bytes.
+KBENCH_HOST_DEVICE std::uint32_t dot4_u8(std::uint32_t a, std::uint32_t b, std::uint32_t acc) {
+#if defined(__CUDA_ARCH__)
+  return __dp4a(a, b, acc);
+#else
+  for (int shift = 0; shift < 32; shift += 8)
+    acc += ((a >> shift) & 0xFFu) * ((b >> shift) & 0xFFu);
+  return acc;
+#endif
+}
+
+}  // namespace packed
+
+KBENCH_HOST_DEVICE float float_from_bits(std::uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+KBENCH_HOST_DEVICE std::uint32_t bits_of(float f) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return bits;
+}
+
+// A descriptor's 128 bytes as 32 little-endian words.
+using DescriptorWords = std::uint32_t[kDescriptorBytes / 4];
+
+KBENCH_HOST_DEVICE int byte_at(const DescriptorWords& words, int i) {
+  return int((words[i / 4] >> (8 * (i % 4))) & 0xFFu);
+}
+
+// Eight words of a prepared row: one cell (normalised), one pair of cells (raw) or 32 bytes (l2).
+constexpr int kPreparedChunkWords = 8;
+struct PreparedChunk {
+  std::uint32_t w[kPreparedChunkWords];
+};
+
+// Each metric: the prepared row (kRowWords words, a multiple of 4, an optional per-descriptor
+// word at kExtraWord), its chunks in kGroups groups of kChunksPerGroup, the accumulator of one
+// (query, row) pair, and kMinBlocks: how many 256-thread blocks (teams) of a 2 × 4 register tile
+// stay resident with the registers the accumulators need (more would spill).
+struct PreparedNormalised {
+  static constexpr int kRowWords = kCemdCells * kCemdBins;
+  static constexpr int kExtraWord = -1;
+  static constexpr int kGroups = 1, kChunksPerGroup = kCemdCells;
+  static constexpr int kMinBlocks = 3;
+  struct Acc {
+    float sum;
+  };
+
+  KBENCH_HOST_DEVICE static void prepare(const DescriptorWords& bytes, bool,
+                                         std::uint32_t (&row)[kRowWords]) {
+    KBENCH_UNROLL
+    for (int c = 0; c < kCemdCells; ++c) {
+      int running = 0;
+      KBENCH_UNROLL
+      for (int i = 0; i < kCemdBins; ++i) {
+        running += byte_at(bytes, c * kCemdBins + i);
+        row[c * kCemdBins + i] = bits_of(float(running));
+      }
+    }
+  }
+  KBENCH_HOST_DEVICE static Acc start() { return {0.0f}; }
+  KBENCH_HOST_DEVICE static void accumulate(Acc& acc, const PreparedChunk& q,
+                                            const PreparedChunk& r) {
+    float f[kCemdBins], g[kCemdBins];
+    KBENCH_UNROLL
+    for (int i = 0; i < kCemdBins; ++i) {
+      f[i] = float_from_bits(q.w[i]);
+      g[i] = float_from_bits(r.w[i]);
+    }
+    acc.sum += prefix_cell_term<DescriptorDistance::cemd_normalised>(f, g);
+  }
+  KBENCH_HOST_DEVICE static void end_group(Acc&) {}
+  KBENCH_HOST_DEVICE static float finish(const Acc& acc, std::uint32_t, std::uint32_t) {
+    return acc.sum;
+  }
+};
+
+struct PreparedRaw {
+  static constexpr int kPairs = kCemdCells / 2;
+  static constexpr int kExtraWord = kPairs * kCemdBins;
+  static constexpr int kRowWords = kExtraWord + 4;
+  // 4 cell pairs per group: a lane's 16 minima stay ≤ 16·4088 < 2^16.
+  static constexpr int kGroups = 2, kChunksPerGroup = kPairs / kGroups;
+  static constexpr int kMinBlocks = 3;
+  static constexpr std::uint32_t kBias = 2048;  // > 8·255, so D + kBias > 0
+  static constexpr std::uint32_t kRowBias = kBias | (kBias << 16);
+  // Σ_cells 4·kBias, doubled: the bias the 4 smallest carry, removed in finish().
+  static constexpr int kDoubledMinimaBias = 2 * kCemdCells * 4 * int(kBias);
+  struct Acc {
+    std::uint32_t group;    // packed sums of this group's minima
+    std::uint32_t doubled;  // 2 · Σ minima of the finished groups
+  };
+
+  KBENCH_HOST_DEVICE static void prepare(const DescriptorWords& bytes, bool query_role,
+                                         std::uint32_t (&row)[kRowWords]) {
+    int total = 0;
+    KBENCH_UNROLL
+    for (int p = 0; p < kPairs; ++p) {
+      int low = 0, high = 0;
+      KBENCH_UNROLL
+      for (int i = 0; i < kCemdBins; ++i) {
+        low += byte_at(bytes, p * kCemdBins + i);
+        high += byte_at(bytes, (p + kPairs) * kCemdBins + i);
+        total += low + high;
+        const std::uint32_t lanes = std::uint32_t(low) | (std::uint32_t(high) << 16);
+        row[p * kCemdBins + i] = query_role ? lanes : kRowBias - lanes;
+      }
+    }
+    row[kExtraWord] = std::uint32_t(total);
+    KBENCH_UNROLL
+    for (int w = kExtraWord + 1; w < kRowWords; ++w) row[w] = 0;
+  }
+  KBENCH_HOST_DEVICE static Acc start() { return {0, 0}; }
+  KBENCH_HOST_DEVICE static void accumulate(Acc& acc, const PreparedChunk& q,
+                                            const PreparedChunk& r) {
+    using namespace packed;
+    const std::uint32_t* f = q.w;
+    const std::uint32_t* n = r.w;
+    // Pairs (0,1) (2,3) (4,5) (6,7) of D + 2048: one add, then the add-then-min/max forms.
+    const std::uint32_t x0 = f[0] + n[0], x2 = f[2] + n[2], x4 = f[4] + n[4], x6 = f[6] + n[6];
+    const std::uint32_t lo01 = add_min_u16x2(f[1], n[1], x0);
+    const std::uint32_t hi01 = add_max_u16x2(f[1], n[1], x0);
+    const std::uint32_t lo23 = add_min_u16x2(f[3], n[3], x2);
+    const std::uint32_t hi23 = add_max_u16x2(f[3], n[3], x2);
+    const std::uint32_t lo45 = add_min_u16x2(f[5], n[5], x4);
+    const std::uint32_t hi45 = add_max_u16x2(f[5], n[5], x4);
+    const std::uint32_t lo67 = add_min_u16x2(f[7], n[7], x6);
+    const std::uint32_t hi67 = add_max_u16x2(f[7], n[7], x6);
+    // Sorted halves a (bins 0-3) and b (bins 4-7): a0 = min(lo01, lo23), a1 = min(m1, m2),
+    // a2 = max(m1, m2), a3 = max(hi01, hi23), and the same for b.
+    const std::uint32_t m1 = max_u16x2(lo01, lo23), m2 = min_u16x2(hi01, hi23);
+    const std::uint32_t mb1 = max_u16x2(lo45, lo67), mb2 = min_u16x2(hi45, hi67);
+    const std::uint32_t a2 = max_u16x2(m1, m2), a3 = max_u16x2(hi01, hi23);
+    const std::uint32_t b2 = max_u16x2(mb1, mb2), b3 = max_u16x2(hi45, hi67);
+    // The 4 smallest: min(a0, b3), min(a1, b2), min(a2, b1), min(a3, b0).
+    const std::uint32_t s0 = min3_u16x2(lo01, lo23, b3);
+    const std::uint32_t s1 = min3_u16x2(m1, m2, b2);
+    const std::uint32_t s2 = min3_u16x2(a2, mb1, mb2);
+    const std::uint32_t s3 = min3_u16x2(a3, lo45, lo67);
+    acc.group += s0 + s1 + s2 + s3;
+  }
+  KBENCH_HOST_DEVICE static void end_group(Acc& acc) {
+    acc.doubled = packed::add_doubled_lanes(acc.group, acc.doubled);
+    acc.group = 0;
+  }
+  KBENCH_HOST_DEVICE static float finish(const Acc& acc, std::uint32_t query_total,
+                                         std::uint32_t row_total) {
+    // Σ_cells (Σ_i D(i) − 2·Σ(4 smallest D)).
+    const int distance = int(query_total) - int(row_total) + kDoubledMinimaBias - int(acc.doubled);
+    return float(distance);
+  }
+};
+
+struct PreparedL2 {
+  static constexpr int kExtraWord = kDescriptorBytes / 4;
+  static constexpr int kRowWords = kExtraWord + 4;
+  static constexpr int kGroups = 1, kChunksPerGroup = kExtraWord / kPreparedChunkWords;
+  static constexpr int kMinBlocks = 2;  // 3 would spill
+  struct Acc {
+    std::uint32_t dot;
+  };
+
+  KBENCH_HOST_DEVICE static void prepare(const DescriptorWords& bytes, bool,
+                                         std::uint32_t (&row)[kRowWords]) {
+    std::uint32_t norm = 0;
+    KBENCH_UNROLL
+    for (int w = 0; w < kExtraWord; ++w) {
+      row[w] = bytes[w];
+      norm = packed::dot4_u8(bytes[w], bytes[w], norm);
+    }
+    row[kExtraWord] = norm;
+    KBENCH_UNROLL
+    for (int w = kExtraWord + 1; w < kRowWords; ++w) row[w] = 0;
+  }
+  KBENCH_HOST_DEVICE static Acc start() { return {0}; }
+  KBENCH_HOST_DEVICE static void accumulate(Acc& acc, const PreparedChunk& q,
+                                            const PreparedChunk& r) {
+    KBENCH_UNROLL
+    for (int i = 0; i < kPreparedChunkWords; ++i)
+      acc.dot = packed::dot4_u8(q.w[i], r.w[i], acc.dot);
+  }
+  KBENCH_HOST_DEVICE static void end_group(Acc&) {}
+  KBENCH_HOST_DEVICE static float finish(const Acc& acc, std::uint32_t query_norm,
+                                         std::uint32_t row_norm) {
+    return std::sqrt(float(query_norm + row_norm - 2 * acc.dot));
+  }
+};
+
+// The metric of a distance.
+template <DescriptorDistance kDistance>
+struct PreparedMetricOf {
+  using type = PreparedNormalised;
+};
+template <>
+struct PreparedMetricOf<DescriptorDistance::cemd_raw> {
+  using type = PreparedRaw;
+};
+template <>
+struct PreparedMetricOf<DescriptorDistance::l2> {
+  using type = PreparedL2;
+};
+template <DescriptorDistance kDistance>
+using PreparedMetric = typename PreparedMetricOf<kDistance>::type;
+
+// --- Splitting the database over blocks (teams) -----------------------------------------------
+
+// Blocks of a (query tile, database split) grid: each block walks its split tile by tile.
+struct SplitPlan {
+  int splits = 1;
+  int rows_per_split = 0;  // a multiple of the tile rows
+};
+
+// CUDA's largest grid y, which holds the splits in cuda-final.
+constexpr int kMaxSplits = 65535;
+
+// Picks the split count whose estimated time is smallest: blocks run in waves of
+// `resident_blocks`, a block costs its tiles plus about one tile of fixed work (its queries, its
+// top-2 merge). Many splits keep the last wave full; few keep the overhead low.
+inline SplitPlan plan_splits(long long query_tiles, int rows, int tile_rows,
+                             long long resident_blocks) {
+  constexpr long long kBlockOverheadTiles = 1;
+  const int row_tiles = std::max(1, (rows + tile_rows - 1) / tile_rows);
+  const int most = std::min(row_tiles, kMaxSplits);
+  long long best_cost = std::numeric_limits<long long>::max();
+  SplitPlan plan;
+  for (int splits = 1; splits <= most; ++splits) {
+    const int tiles = (row_tiles + splits - 1) / splits;
+    const int used = (row_tiles + tiles - 1) / tiles;  // no empty split
+    if (used != splits) continue;
+    const long long waves = (query_tiles * splits + resident_blocks - 1) / resident_blocks;
+    const long long cost = waves * (tiles + kBlockOverheadTiles);
+    if (cost < best_cost) {
+      best_cost = cost;
+      plan = {splits, tiles * tile_rows};
+    }
+  }
+  return plan;
+}
+
+}  // namespace kbench
