@@ -195,7 +195,13 @@ int main(int argc, char** argv) {
   std::unique_ptr<kbench::ShardGroup> group;
 #if defined(KBENCH_HAVE_MPI)
   if (kbench::MpiShardGroup::launched()) {
-    group = std::make_unique<kbench::MpiShardGroup>(&argc, &argv);
+    try {
+      group = std::make_unique<kbench::MpiShardGroup>(&argc, &argv);
+    } catch (const kbench::Error& e) {
+      std::cerr << kProgram << ": rank " << kbench::MpiShardGroup::launcher_rank() << ": "
+                << e.what() << '\n';
+      return 1;
+    }
   }
 #endif
   if (!group) group = std::make_unique<kbench::ShardGroup>();
