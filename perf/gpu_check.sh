@@ -12,7 +12,8 @@
 #   perf/gpu_check.sh OUTDIR [ALGO...]      (default: every algorithm in the build)
 # KBENCH_STEPS picks steps (default "tests sanitizer compare threads sweep noise": threads is the
 # OpenMP thread sweep, sweep the LBP size sweep, noise the sad-pruned noise sweep against full
-# search, the paper's Fig. 6; "profile" adds the ncu summary); the binaries come from
+# search, the paper's Fig. 6; "profile" adds the ncu summary, "cemd-sweep" cemd's throughput
+# against size, the paper's Fig. 1); the binaries come from
 # KBENCH_BUILD (default build/cuda); nothing is built here.
 set -uo pipefail
 
@@ -41,6 +42,8 @@ declare -A sanitizer_cases=(
   [sad-pruned]="--size 320x240 --query-size 40x36;--size 320x240 --query-size 40x36 --noise 70"
   [cemd]="--size 96x200;--size 96x200-raw;--size 40x70-all"
 )
+# cemd's size sweep (the paper's Fig. 1: throughput against comparisons per run), GPU variants.
+cemd_sweep_cases=(64x256 256x1Ki 1Kix4Ki 4Kix16Ki 8Kix64Ki)
 # The case ncu profiles per algorithm (one timed repetition of each CUDA variant).
 declare -A profile_cases=(
   [sad-pruned]="--size photo3072-q128 --noise 10 --no-baseline"
@@ -118,6 +121,15 @@ if [[ $steps == *" noise "* && " ${algorithms[*]} " == *" sad-pruned "* ]]; then
     "$out/noise.log" | tail -40
 fi
 
+if [[ $steps == *" cemd-sweep "* && " ${algorithms[*]} " == *" cemd "* ]]; then
+  echo "== cemd size sweep (GPU variants)"
+  for case in "${cemd_sweep_cases[@]}"; do
+    "$bin/compare" --algo cemd --size "$case" --backend cuda --json "$out/compare.jsonl" \
+      >>"$out/cemd_sweep.log" 2>&1 || status=1
+  done
+  grep -E "^cemd on |^(cuda|kokkos)-" "$out/cemd_sweep.log" | tail -40
+fi
+
 if [[ $steps == *" profile "* ]]; then
   echo "== ncu per-kernel summary"
   for algo in "${algorithms[@]}"; do
@@ -131,7 +143,8 @@ if [[ $steps == *" profile "* ]]; then
   grep -E "^-- |^  [a-z_].*\(|Duration" "$out/profile.log" | head -80
 fi
 
-if [[ $steps == *" compare "* || $steps == *" threads "* || $steps == *" noise "* ]] &&
+if [[ $steps == *" compare "* || $steps == *" threads "* || $steps == *" noise "* ||
+  $steps == *" cemd-sweep "* ]] &&
   command -v python3 >/dev/null; then
   python3 "$repo/perf/report.py" "$out/compare.jsonl" --markdown "$out/report.md" || status=1
 fi

@@ -163,6 +163,7 @@ def markdown(records):
             lines += ratio_lines
         lines += thread_sweep([r for r in sweep if r["algorithm"] == algo])
     lines += pruned_table(records)
+    lines += cemd_table(records)
     return "\n".join(lines) + "\n"
 
 
@@ -208,6 +209,37 @@ def pruned_table(records):
     for family, sigma, variant, ms, full_variant, full_ms, gain, summary in rows:
         lines.append(f"| {family} | {'-' if sigma is None else f'{sigma:g}'} | {variant} | "
                      f"{fmt(ms)} | {full_variant} | {fmt(full_ms)} | {gain:.1f}× | {summary} |")
+    return lines + [""]
+
+
+def cemd_cases(records):
+    """cemd records of the main runs by case, the GPU and host variants alike."""
+    main = latest(split_runs(records)[0])
+    return [r for r in main if r["algorithm"] == "cemd"]
+
+
+def cemd_table(records):
+    """Warn et al.'s Table I layout: kernel and total seconds and comparisons per second, per
+    variant, on each nearest-two case of 4·2^20 comparisons (4Mi, 4Mi-raw)."""
+    rows = [r for r in cemd_cases(records) if r["case"] in ("4Mi", "4Mi-raw")]
+    if not rows:
+        return []
+    lines = ["## cemd in the layout of Warn et al.'s Table I (4·2^20 comparisons)", "",
+             "| case | variant | kernel s | total s | kernel comparisons/s | total comparisons/s |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        comparisons = r["operations"]
+        kernel = r.get("compute_median_ms")
+        total = r.get("e2e_median_ms", kernel)
+
+        def rate(ms):
+            return "-" if ms is None else f"{comparisons / (ms / 1e3):.3g}"
+
+        def seconds(ms):
+            return "-" if ms is None else f"{ms / 1e3:.4g}"
+
+        lines.append(f"| {r['case']} | {r['variant']} | {seconds(kernel)} | {seconds(total)} | "
+                     f"{rate(kernel)} | {rate(total)} |")
     return lines + [""]
 
 
@@ -335,6 +367,39 @@ def plots(records, directory):
         plt.close(fig)
         print(f"report.py: wrote {path}")
     pruned_plot(records, directory, plt)
+    cemd_plot(records, directory, plt)
+
+
+def cemd_plot(records, directory, plt):
+    """Warn et al.'s Fig. 1: comparisons per second against the comparisons of a run, per GPU
+    variant, normalised nearest-two cases (compute-only; end-to-end for streamed variants)."""
+    rows = [r for r in cemd_cases(records)
+            if r["backend"] == "cuda" and not re.search(r"-(raw|l2|all)$", r["case"])]
+    variants = collections.OrderedDict.fromkeys(r["variant"] for r in rows)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    drawn = 0
+    for v in variants:
+        series = sorted((r["operations"], r["operations"] / (main_time(r) / 1e3))
+                        for r in rows if r["variant"] == v)
+        if len(series) < 2:
+            continue
+        ax.plot([x for x, _ in series], [y for _, y in series], marker="o", label=v)
+        drawn += 1
+    if drawn == 0:
+        plt.close(fig)
+        return
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("comparisons per run (queries × database)")
+    ax.set_ylabel("comparisons per second")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.suptitle(f"cemd (normalised, nearest two) on {records[0].get('device', '?')}")
+    fig.tight_layout()
+    path = os.path.join(directory, "cemd_throughput.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"report.py: wrote {path}")
 
 
 def pruned_plot(records, directory, plt):
