@@ -750,7 +750,7 @@ namespace kbench {
 
 void register_cemd_portable(VariantList<Cemd>& list) {
   portable::for_each_exec_space([&](auto exec) {
-    using Exec = decltype(exec);
+    using Exec = typename decltype(exec)::type;
     portable_cemd::add_variant<Exec, portable_cemd::MDRangeMethod<Exec>>(list, 0);
     portable_cemd::add_variant<Exec, portable_cemd::TeamMethod<Exec>>(list, 1);
     portable_cemd::add_variant<Exec, portable_cemd::TiledMethod<Exec>>(list, 2);

@@ -519,7 +519,7 @@ namespace kbench {
 
 void register_conv_portable(VariantList<Conv>& list) {
   portable::for_each_exec_space([&](auto exec) {
-    using Exec = decltype(exec);
+    using Exec = typename decltype(exec)::type;
     const int base = portable::backend_of<Exec>() == Backend::cuda ? 15 : 0;
     portable_conv::add_variant<Exec, portable_conv::MDRangeSchedule<Exec>>(list, base + 1);
     portable_conv::add_variant<Exec, portable_conv::TeamTiledSchedule<Exec>>(list, base + 2);

@@ -24,17 +24,24 @@ constexpr Backend backend_of() {
   return Backend::serial;
 }
 
-// Calls f(Exec{}) once for every execution space the variants are built for.
+// An execution space as a type only: the registry is built before Kokkos is initialised, when
+// constructing a space instance (Kokkos::Cuda{}) prints an error.
+template <class Exec>
+struct Space {
+  using type = Exec;
+};
+
+// Calls f(Space<Exec>{}) once for every execution space the variants are built for.
 template <class F>
 void for_each_exec_space(F&& f) {
 #if defined(KOKKOS_ENABLE_SERIAL)
-  f(Kokkos::Serial{});
+  f(Space<Kokkos::Serial>{});
 #endif
 #if defined(KOKKOS_ENABLE_OPENMP)
-  f(Kokkos::OpenMP{});
+  f(Space<Kokkos::OpenMP>{});
 #endif
 #if defined(KOKKOS_ENABLE_CUDA)
-  f(Kokkos::Cuda{});
+  f(Space<Kokkos::Cuda>{});
 #endif
 }
 

@@ -567,7 +567,7 @@ namespace kbench {
 
 void register_lbp_portable(VariantList<Lbp>& list) {
   portable::for_each_exec_space([&](auto exec) {
-    using Exec = decltype(exec);
+    using Exec = typename decltype(exec)::type;
     portable_lbp::add_variant<Exec, portable_lbp::ScatterViewSchedule<Exec>>(list);
     portable_lbp::add_variant<Exec, portable_lbp::TeamHistSchedule<Exec>>(list);
     portable_lbp::add_variant<Exec, portable_lbp::VectorSchedule<Exec>>(list);

@@ -127,7 +127,7 @@ namespace kbench {
 
 void register_sad_portable(VariantList<Sad>& list) {
   portable::for_each_exec_space([&](auto exec) {
-    using Exec = decltype(exec);
+    using Exec = typename decltype(exec)::type;
     portable_sad::add_variant<Exec, portable_sad::MDRangeMethod<Exec>>(list);
     portable_sad::add_variant<Exec, portable_sad::TeamMethod<Exec, true>>(list);
     portable_sad::add_variant<Exec, portable_sad::TeamMethod<Exec, false>>(list);

@@ -530,7 +530,7 @@ namespace kbench {
 void register_sad_pruned_portable(VariantList<SadPruned>& list) {
   using portable::backend_of;
   portable::for_each_exec_space([&](auto exec) {
-    using Exec = decltype(exec);
+    using Exec = typename decltype(exec)::type;
     list.push_back({std::string("kokkos-pruned-") + to_string(backend_of<Exec>()), Layer::portable,
                     backend_of<Exec>(), false, make_runner<portable_pruned::PrunedRunner<Exec>>,
                     [](const SadInput& input) {
