@@ -14,7 +14,6 @@
 // thread each with a native CUDA variant. Any rank's error ends the whole job with a message
 // naming the rank, and no result file is written.
 #include <CLI/CLI.hpp>
-#include <Kokkos_Core.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -25,6 +24,7 @@
 #include "kbench/cemd_shards.hpp"
 #include "kbench/descriptor_io.hpp"
 #include "kbench/error.hpp"
+#include "kbench/kokkos_runtime.hpp"
 #include "kbench/registry.hpp"
 #if defined(KBENCH_HAVE_MPI)
 #include "kbench/cemd_mpi.hpp"
@@ -232,7 +232,7 @@ int main(int argc, char** argv) {
   for (auto& a : kokkos_args) kokkos_argv.push_back(a.data());
   int kokkos_argc = int(kokkos_argv.size());
   kokkos_argv.push_back(nullptr);
-  Kokkos::ScopeGuard kokkos(kokkos_argc, kokkos_argv.data());
+  const kbench::KokkosRuntime kokkos(kProgram, kokkos_argc, kokkos_argv.data());
   try {
     run(*group, options);
   } catch (const std::bad_alloc&) {

@@ -2,13 +2,13 @@
 //
 //   filter in.png out.png [--mask sharpen|FILE] [--border clamp|crop]
 #include <CLI/CLI.hpp>
-#include <Kokkos_Core.hpp>
 
 #include <iostream>
 
 #include "kbench/conv.hpp"
 #include "kbench/error.hpp"
 #include "kbench/image_io.hpp"
+#include "kbench/kokkos_runtime.hpp"
 
 int main(int argc, char** argv) {
   std::string in_path, out_path, mask_name = "gaussian", border = "clamp";
@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   app.allow_extras();
   CLI11_PARSE(app, argc, argv);
 
-  Kokkos::ScopeGuard kokkos(argc, argv);
+  const kbench::KokkosRuntime kokkos("filter", argc, argv);
   try {
     const kbench::ImageU8 image = kbench::read_image(in_path);
     const kbench::Mask mask = kbench::load_mask(mask_name);

@@ -3,7 +3,6 @@
 //
 //   lbp in.png out.png [--hist hist.csv] [--uniform | --rotation-invariant] [--border clamp|crop]
 #include <CLI/CLI.hpp>
-#include <Kokkos_Core.hpp>
 
 #include <filesystem>
 #include <iostream>
@@ -11,6 +10,7 @@
 
 #include "kbench/error.hpp"
 #include "kbench/image_io.hpp"
+#include "kbench/kokkos_runtime.hpp"
 #include "kbench/lbp.hpp"
 
 namespace {
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   app.allow_extras();
   CLI11_PARSE(app, argc, argv);
 
-  Kokkos::ScopeGuard kokkos(argc, argv);
+  const kbench::KokkosRuntime kokkos("lbp", argc, argv);
   try {
     kbench::LbpParams params;
     params.border = kbench::parse_border(border);

@@ -5,15 +5,15 @@
 //   match target.png query.png [--top 5] [--separation N] [--method auto|full|pruned]
 //         [--verbose] [-o annotated.png]
 #include <CLI/CLI.hpp>
-#include <Kokkos_Core.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 
 #include "kbench/error.hpp"
-#include "kbench/image_io.hpp"
 #include "kbench/harness.hpp"
+#include "kbench/image_io.hpp"
+#include "kbench/kokkos_runtime.hpp"
 #include "kbench/sad.hpp"
 #include "kbench/sad_pruned.hpp"
 #include "kbench/system_info.hpp"
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
   app.allow_extras();
   CLI11_PARSE(app, argc, argv);
 
-  Kokkos::ScopeGuard kokkos(argc, argv);
+  const kbench::KokkosRuntime kokkos("match", argc, argv);
   try {
     const kbench::ImageU8 target = kbench::read_image(target_path);
     const kbench::ImageU8 query = kbench::read_image(query_path);
@@ -119,9 +119,9 @@ int main(int argc, char** argv) {
       ran = "full search (" + variant.name + ")";
     }
     if (verbose) {
-      const double ms = std::chrono::duration<double, std::milli>(
-                            std::chrono::steady_clock::now() - started)
-                            .count();
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+              .count();
       std::fprintf(stderr, "match: %s, %.3f ms with transfers%s%s\n", ran.c_str(), ms,
                    detail.empty() ? "" : "; ", detail.c_str());
     }

@@ -1,9 +1,10 @@
 // Catch2 runner with Kokkos initialised once for the whole process.
 #define CATCH_CONFIG_RUNNER
-#include <Kokkos_Core.hpp>
 #include <catch2/catch.hpp>
 
+#include "kbench/kokkos_runtime.hpp"
+
 int main(int argc, char** argv) {
-  Kokkos::ScopeGuard kokkos(argc, argv);
+  const kbench::KokkosRuntime kokkos("kbench_tests", argc, argv);
   return Catch::Session().run(argc, argv);
 }

@@ -7,7 +7,6 @@
 //   compare --algo cemd --size 4Mi|64Kix1Mi|NxM [--distance raw] [--all-pairs] [--ratio 0.8]
 //   compare --algo cemd --query q.npy --database d.npy [--distance raw] [--all-pairs]
 #include <CLI/CLI.hpp>
-#include <Kokkos_Core.hpp>
 
 #include <cstdio>
 #include <iostream>
@@ -15,6 +14,7 @@
 #include "compare/inputs.hpp"
 #include "kbench/error.hpp"
 #include "kbench/image_io.hpp"
+#include "kbench/kokkos_runtime.hpp"
 #include "kbench/registry.hpp"
 
 namespace kbench::compare {
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  Kokkos::ScopeGuard kokkos(argc, argv);
+  const kbench::KokkosRuntime kokkos("compare", argc, argv);
   try {
     for (const auto& entry : entries) {
       if (options.algorithm == entry.name) return entry.run(options);

@@ -11,7 +11,7 @@ namespace kbench {
 
 #if defined(KBENCH_HAVE_CUDA)
 namespace cuda {
-bool device_available();
+std::string unavailable_reason();
 std::string device_name();
 }  // namespace cuda
 #endif
@@ -28,12 +28,16 @@ std::string cpu_name() {
   return "unknown CPU";
 }
 
-bool gpu_available() {
+std::string gpu_unavailable_reason() {
 #if defined(KBENCH_HAVE_CUDA)
-  return cuda::device_available();
+  return cuda::unavailable_reason();
 #else
-  return false;
+  return "this build has no CUDA support";
 #endif
+}
+
+bool gpu_available() {
+  return gpu_unavailable_reason().empty();
 }
 
 std::string gpu_name() {

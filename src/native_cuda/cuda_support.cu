@@ -2,13 +2,14 @@
 
 namespace kbench::cuda {
 
-bool device_available() {
+std::string unavailable_reason() {
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();  // no driver or no device: clear the error, report none
-    return false;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();  // no driver or no device: clear the error, say why
+    return cudaGetErrorString(status);
   }
-  return count > 0;
+  return count > 0 ? std::string() : "no CUDA device is visible (CUDA_VISIBLE_DEVICES?)";
 }
 
 int multiprocessors() {

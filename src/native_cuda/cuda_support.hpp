@@ -136,8 +136,9 @@ int resident_blocks(Kernel kernel, int threads, std::size_t shared_bytes, long l
   return int(work_blocks < resident ? (work_blocks > 1 ? work_blocks : 1) : resident);
 }
 
-// True when a CUDA device can be used; never throws.
-bool device_available();
+// Why no CUDA device can be used ("" when one can: a driver and at least one visible device);
+// never throws.
+std::string unavailable_reason();
 // The current device's name.
 std::string device_name();
 
