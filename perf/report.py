@@ -326,6 +326,14 @@ def thread_sweep(records):
     return out + [""]
 
 
+def save_plot(fig, plt, directory, name):
+    fig.tight_layout()
+    path = os.path.join(directory, name)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"report.py: wrote {path}")
+
+
 def plots(records, directory):
     try:
         import matplotlib
@@ -361,11 +369,7 @@ def plots(records, directory):
             ax.grid(True, which="both", alpha=0.3)
         ax_speed.legend(fontsize=7, ncol=2)
         fig.suptitle(f"{algo} on {rows[0].get('device', '?')}")
-        fig.tight_layout()
-        path = os.path.join(directory, f"{algo}.png")
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        print(f"report.py: wrote {path}")
+        save_plot(fig, plt, directory, f"{algo}.png")
     pruned_plot(records, directory, plt)
     cemd_plot(records, directory, plt)
 
@@ -395,11 +399,7 @@ def cemd_plot(records, directory, plt):
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.suptitle(f"cemd (normalised, nearest two) on {rows[0].get('device', '?')}")
-    fig.tight_layout()
-    path = os.path.join(directory, "cemd_throughput.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    print(f"report.py: wrote {path}")
+    save_plot(fig, plt, directory, "cemd_throughput.png")
 
 
 def pruned_plot(records, directory, plt):
@@ -422,11 +422,7 @@ def pruned_plot(records, directory, plt):
     ax.legend(fontsize=7)
     devices = sorted({r.get("device", "?") for r in records if r["algorithm"] == "sad-pruned"})
     fig.suptitle(f"sad-pruned on {' and '.join(devices)}")
-    fig.tight_layout()
-    path = os.path.join(directory, "sad_pruned_noise.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    print(f"report.py: wrote {path}")
+    save_plot(fig, plt, directory, "sad_pruned_noise.png")
 
 
 def main():

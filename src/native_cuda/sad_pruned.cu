@@ -550,8 +550,7 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
   }
 }
 
-// --- 5. unit refinement
-// ----------------------------------------------------------------------------
+// --- 5. unit refinement ----------------------------------------------------------------------
 
 constexpr int kUnitThreads = 128;
 
