@@ -83,10 +83,9 @@ constexpr double kPruneFullSearchFraction = 0.25;
 // only when more than this fraction of the units hold a survivor of the first bounds, where the
 // per-strip tests would cost more than the strips they skip.
 constexpr int kPruneUnitWindows = 16;
-// Threads per unit on GPUs: each sums every kPruneUnitLanes-th row of a strip (one row of a
-// kPruneStripRows strip), so the last survivors (the match among them) are not one thread's long
-// chain of rows.
-constexpr int kPruneUnitLanes = 16;
+// Threads per unit on GPUs: each sums every kPruneUnitLanes-th row of a strip, so the last
+// survivors (the match among them) are not one thread's long chain of rows.
+constexpr int kPruneUnitLanes = 8;
 constexpr double kPruneUnitFullSearchFraction = 0.75;
 
 struct StripLayout {
