@@ -73,9 +73,9 @@ SadShape validate_sad_pruned_input(const SadInput& input);
 
 // Query rows per strip (the last strip takes the remainder).
 constexpr int kPruneStripRows = 16;
-// The GPU and OpenMP variants search in full when more than this fraction of the windows
-// survive the first bounds: refining one window at a time reuses far fewer loads than full
-// search's register blocking, so refining that many costs about as much as full search.
+// The OpenMP variant searches in full when more than this fraction of the windows survive the
+// first bounds: refining one window at a time reuses far fewer loads than full search's
+// register blocking, so refining that many costs about as much as full search.
 constexpr double kPruneFullSearchFraction = 0.25;
 // The GPU variants refine survivors in units of kPruneUnitWindows neighbouring windows of a map
 // row with full search's register-blocked row routine, strip by strip, a unit leaving once every
