@@ -1,6 +1,7 @@
 // filter: convolves an image with a mask, on the fastest variant this machine offers.
 //
-//   filter in.png out.png [--mask sharpen|FILE] [--border clamp|crop]
+//   filter in.png out.png [--mask sharpen|FILE] [--border clamp|crop] [--backend B]
+//          [--variant NAME] [--verbose]
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -9,6 +10,7 @@
 #include "kbench/error.hpp"
 #include "kbench/image_io.hpp"
 #include "kbench/kokkos_runtime.hpp"
+#include "variant_options.hpp"
 
 int main(int argc, char** argv) {
   std::string in_path, out_path, mask_name = "gaussian", border = "clamp";
@@ -21,14 +23,17 @@ int main(int argc, char** argv) {
   app.add_option("--border", border, "crop (output shrinks by the mask radius) or clamp")
       ->check(CLI::IsMember({"crop", "clamp"}))
       ->capture_default_str();
+  kbench::tools::VariantOptions run;
+  kbench::tools::add_variant_options(app, run);
   app.allow_extras();
   CLI11_PARSE(app, argc, argv);
 
   const kbench::KokkosRuntime kokkos("filter", argc, argv);
   try {
-    const kbench::ImageU8 image = kbench::read_image(in_path);
-    const kbench::Mask mask = kbench::load_mask(mask_name);
-    kbench::write_image(out_path, kbench::convolve(image, mask, kbench::parse_border(border)));
+    const kbench::ConvInput input{kbench::read_image(in_path), kbench::load_mask(mask_name),
+                                  kbench::parse_border(border)};
+    kbench::validate_conv_input(input);
+    kbench::write_image(out_path, kbench::tools::run_call<kbench::Conv>("filter", input, run));
   } catch (const kbench::Error& e) {
     std::cerr << "filter: " << e.what() << '\n';
     return 1;

@@ -2,6 +2,7 @@
 // offers.
 //
 //   lbp in.png out.png [--hist hist.csv] [--uniform | --rotation-invariant] [--border clamp|crop]
+//       [--backend B] [--variant NAME] [--verbose]
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "kbench/image_io.hpp"
 #include "kbench/kokkos_runtime.hpp"
 #include "kbench/lbp.hpp"
+#include "variant_options.hpp"
 
 namespace {
 
@@ -46,6 +48,8 @@ int main(int argc, char** argv) {
   app.add_option("--border", border, "crop (codes only pixels with 8 neighbours inside) or clamp")
       ->check(CLI::IsMember({"crop", "clamp"}))
       ->capture_default_str();
+  kbench::tools::VariantOptions run;
+  kbench::tools::add_variant_options(app, run);
   app.allow_extras();
   CLI11_PARSE(app, argc, argv);
 
@@ -56,8 +60,9 @@ int main(int argc, char** argv) {
     params.mapping = uniform              ? kbench::LbpMapping::uniform
                      : rotation_invariant ? kbench::LbpMapping::rotation_invariant
                                           : kbench::LbpMapping::plain;
-    const kbench::LbpResult result =
-        kbench::local_binary_pattern(kbench::read_image(in_path), params);
+    const kbench::LbpInput input{kbench::to_gray(kbench::read_image(in_path)), params};
+    kbench::validate_lbp_input(input);
+    const kbench::LbpResult result = kbench::tools::run_call<kbench::Lbp>("lbp", input, run);
     kbench::write_image(out_path, result.codes);
     if (!hist_path.empty()) {
       try {

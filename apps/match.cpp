@@ -3,10 +3,9 @@
 // matching (sad-pruned) by default; several positions from full search.
 //
 //   match target.png query.png [--top 5] [--separation N] [--method auto|full|pruned]
-//         [--verbose] [-o annotated.png]
+//         [--backend B] [--variant NAME] [--verbose] [-o annotated.png]
 #include <CLI/CLI.hpp>
 
-#include <chrono>
 #include <cstdio>
 #include <iostream>
 
@@ -16,7 +15,7 @@
 #include "kbench/kokkos_runtime.hpp"
 #include "kbench/sad.hpp"
 #include "kbench/sad_pruned.hpp"
-#include "kbench/system_info.hpp"
+#include "variant_options.hpp"
 
 namespace {
 
@@ -72,13 +71,14 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   std::string method = "auto";
-  bool verbose = false;
   app.add_option("--method", method,
                  "auto: pruned for the best position, full search for several; full; pruned "
-                 "(exact: the same answer as full search)")
+                 "(exact: the same answer as full search). A --variant of sad-pruned or sad "
+                 "chooses the method too")
       ->check(CLI::IsMember({"auto", "full", "pruned"}))
       ->capture_default_str();
-  app.add_flag("--verbose", verbose, "Print the method and variant that ran, its time and pruning");
+  kbench::tools::VariantOptions run;
+  kbench::tools::add_variant_options(app, run);
   app.add_option("-o,--output", out_path, "Write the target with boxes drawn (.png, .ppm)");
   app.allow_extras();
   CLI11_PARSE(app, argc, argv);
@@ -89,41 +89,39 @@ int main(int argc, char** argv) {
     const kbench::ImageU8 query = kbench::read_image(query_path);
     // One position needs only the argmin (pruned or fused full search); several need the map.
     params.want_map = params.top_k > 1;
-    if (method == "pruned" && params.top_k > 1) {
-      throw kbench::Error("--method pruned finds the best position only; use --top 1");
+    // A variant named chooses its algorithm, and so the method.
+    bool pruned_variant = false;
+    for (const auto& v : kbench::variants<kbench::SadPruned>()) {
+      pruned_variant = pruned_variant || v.name == run.variant;
     }
-    const bool pruned = method == "pruned" || (method == "auto" && params.top_k == 1);
+    if (!run.variant.empty() && method != "auto" && pruned_variant != (method == "pruned")) {
+      throw kbench::Error("--variant " + run.variant + " is not a " + method +
+                          (method == "pruned" ? " (sad-pruned)" : " search (sad)") + " variant");
+    }
+    const bool pruned = method == "pruned" || pruned_variant ||
+                        (method == "auto" && run.variant.empty() && params.top_k == 1);
+    if (pruned && params.top_k > 1) {
+      throw kbench::Error("pruned matching finds the best position only; use --top 1");
+    }
     const kbench::SadInput input{kbench::to_gray(target), kbench::to_gray(query), params};
-    const auto started = std::chrono::steady_clock::now();
     std::vector<kbench::SadMatch> matches;
-    std::string ran, detail;
     if (pruned) {
       kbench::validate_sad_pruned_input(input);
-      const auto& variant = kbench::best_variant<kbench::SadPruned>(input, kbench::gpu_available());
-      const kbench::SadPrunedResult result = kbench::run_once(variant, input);
+      const kbench::SadPrunedResult result =
+          kbench::tools::run_call<kbench::SadPruned>("match", input, run);
       matches = {result.best};
-      ran = "pruned (" + variant.name + ")";
-      const kbench::PruneStats& st = result.stats;
-      char text[160];
-      std::snprintf(text, sizeof text, "%.4f%% of %llu windows pruned by the first bounds%s",
-                    100.0 * double(st.windows - st.after_bounds) / double(st.windows),
-                    (unsigned long long)st.windows,
-                    st.full_search ? "; too few: searched in full" : "");
-      detail = text;
+      if (run.verbose) {
+        const kbench::PruneStats& st = result.stats;
+        std::fprintf(stderr, "match: pruned: %.4f%% of %llu windows pruned by the first bounds%s\n",
+                     100.0 * double(st.windows - st.after_bounds) / double(st.windows),
+                     (unsigned long long)st.windows,
+                     st.full_search ? "; too few: searched in full" : "");
+      }
     } else {
       kbench::validate_sad_input(input);
-      const auto& variant = kbench::best_variant<kbench::Sad>(input, kbench::gpu_available());
-      const kbench::SadResult result = kbench::run_once(variant, input);
+      const kbench::SadResult result = kbench::tools::run_call<kbench::Sad>("match", input, run);
       matches = {result.best};
       if (params.top_k > 1) matches = kbench::top_matches(result, input);
-      ran = "full search (" + variant.name + ")";
-    }
-    if (verbose) {
-      const double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-              .count();
-      std::fprintf(stderr, "match: %s, %.3f ms with transfers%s%s\n", ran.c_str(), ms,
-                   detail.empty() ? "" : "; ", detail.c_str());
     }
     std::printf("%-5s %6s %6s %12s\n", "rank", "row", "col", "score");
     for (std::size_t m = 0; m < matches.size(); ++m) {

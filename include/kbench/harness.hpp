@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,16 +37,32 @@ typename Algorithm::Output run_checked(const Variant<Algorithm>& variant,
   return std::move(outputs[0]);
 }
 
-// Runs `variant` once, as a user call would: upload, compute, download.
+// A run's wall times: compute() alone (its copies included for end-to-end variants), and from
+// upload to download.
+struct RunTimes {
+  double compute_ms = 0, total_ms = 0;
+};
+
+// Runs `variant` once, as a user call would: upload, compute, download; with `times`, timed.
 template <class Algorithm>
 typename Algorithm::Output run_once(const Variant<Algorithm>& variant,
-                                    const typename Algorithm::Input& input) {
+                                    const typename Algorithm::Input& input,
+                                    RunTimes* times = nullptr) {
+  using Clock = std::chrono::steady_clock;
+  const auto ms = [](Clock::time_point from, Clock::time_point to) {
+    return std::chrono::duration<double, std::milli>(to - from).count();
+  };
   typename Algorithm::Output out;
   auto runner = variant.make(input);
+  const Clock::time_point start = Clock::now();
   runner->upload();
+  runner->sync();
+  const Clock::time_point computing = Clock::now();
   runner->compute();
   runner->sync();
+  const Clock::time_point computed = Clock::now();
   runner->download(out);
+  if (times) *times = {ms(computing, computed), ms(start, Clock::now())};
   return out;
 }
 
@@ -58,6 +75,60 @@ const Variant<Algorithm>& best_variant(const typename Algorithm::Input& input, b
     if (!best || v.preference > best->preference) best = &v;
   }
   return *best;  // the sequential reference handles every valid input
+}
+
+// What a tool's user asks for: a registry variant by name and/or a backend ("serial", "openmp",
+// "cuda"); empty: any. `only`, when set, narrows the candidates further, `only_what` saying how
+// in messages (e.g. "native CUDA").
+template <class Algorithm>
+struct VariantChoice {
+  std::string name, backend;
+  std::function<bool(const Variant<Algorithm>&)> only;
+  std::string only_what;
+};
+
+// The variant `choice` names, checked to be of its backend, runnable here (a CUDA variant needs
+// a usable GPU) and able to take `input`; without a name, the preferred such variant of the
+// backend. Throws Error saying why none can run.
+template <class Algorithm>
+const Variant<Algorithm>& select_variant(const typename Algorithm::Input& input,
+                                         const VariantChoice<Algorithm>& choice, bool gpu_present) {
+  const auto of_backend = [&](const Variant<Algorithm>& v) {
+    return choice.backend.empty() || choice.backend == to_string(v.backend);
+  };
+  const auto allowed = [&](const Variant<Algorithm>& v) { return !choice.only || choice.only(v); };
+  if (!choice.name.empty()) {
+    const Variant<Algorithm>& v = find_variant<Algorithm>(choice.name);
+    const std::string what = std::string(Algorithm::name) + " variant '" + choice.name + "'";
+    if (!of_backend(v)) {
+      throw Error(what + " runs on the " + to_string(v.backend) + " backend, not " +
+                  choice.backend);
+    }
+    if (!allowed(v)) throw Error(what + " is not a " + choice.only_what + " variant");
+    if (v.backend == Backend::cuda && !gpu_present) {
+      throw Error(what + " needs a CUDA GPU; none is usable here");
+    }
+    if (!v.handles(input)) throw Error(what + " does not handle this input");
+    return v;
+  }
+  if (choice.backend == "cuda" && !gpu_present) {
+    throw Error("--backend cuda needs a CUDA GPU; none is usable here");
+  }
+  const Variant<Algorithm>* best = nullptr;
+  for (const auto& v : variants<Algorithm>()) {
+    if ((v.backend == Backend::cuda && !gpu_present) || !v.handles(input) || !of_backend(v) ||
+        !allowed(v)) {
+      continue;
+    }
+    if (!best || v.preference > best->preference) best = &v;
+  }
+  if (!best) {
+    throw Error(std::string("no ") + Algorithm::name + " variant of this build runs " +
+                (choice.only_what.empty() ? "here" : "as " + choice.only_what + " here") +
+                (choice.backend.empty() ? "" : " on the " + choice.backend + " backend") +
+                " for this input");
+  }
+  return *best;
 }
 
 struct Stats {

@@ -25,10 +25,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-bool backend_matches(const Variant<Cemd>& v, const std::string& backend) {
-  return backend.empty() || backend == to_string(v.backend);
-}
-
 // Candidates of rows [first, first + count) from a variant's output: its neighbours, or every
 // distance of the matrix.
 std::vector<Top2> shard_top2(const CemdResult& out, std::int64_t first, bool all_pairs) {
@@ -89,36 +85,14 @@ RowRange shard_rows(std::int64_t rows, int shards, int shard) {
 
 const Variant<Cemd>& select_cemd_variant(const CemdInput& input, const std::string& variant,
                                          const std::string& backend, bool native_cuda_only) {
-  const bool gpu = gpu_available();
-  if (!variant.empty()) {
-    const Variant<Cemd>& v = find_variant<Cemd>(variant);
-    const std::string name = "cemd variant '" + variant + "'";
-    if (!backend_matches(v, backend)) {
-      throw Error(name + " runs on the " + to_string(v.backend) + " backend, not " + backend);
-    }
-    if (native_cuda_only && v.layer != Layer::native_cuda) {
-      throw Error(name + " is not a native CUDA variant; one process drives several GPUs only " +
-                  "through native CUDA variants (Kokkos drives one GPU per process)");
-    }
-    if (v.backend == Backend::cuda && !gpu) throw Error(name + " needs a CUDA GPU; none is here");
-    if (!v.handles(input)) throw Error(name + " does not handle this input");
-    return v;
+  VariantChoice<Cemd> choice{variant, backend, {}, {}};
+  if (native_cuda_only) {
+    // One process drives several GPUs only through native CUDA variants (Kokkos drives one GPU
+    // per process).
+    choice.only = [](const Variant<Cemd>& v) { return v.layer == Layer::native_cuda; };
+    choice.only_what = "native CUDA";
   }
-  if (backend == "cuda" && !gpu) throw Error("--backend cuda needs a CUDA GPU; none is here");
-  const Variant<Cemd>* best = nullptr;
-  for (const auto& v : variants<Cemd>()) {
-    if ((v.backend == Backend::cuda && !gpu) || !v.handles(input) || !backend_matches(v, backend) ||
-        (native_cuda_only && v.layer != Layer::native_cuda)) {
-      continue;
-    }
-    if (!best || v.preference > best->preference) best = &v;
-  }
-  if (!best) {
-    throw Error(std::string("no cemd variant of this build runs ") +
-                (native_cuda_only ? "natively on CUDA GPUs" : "here") +
-                (backend.empty() ? "" : " on the " + backend + " backend"));
-  }
-  return *best;
+  return select_variant(input, choice, gpu_available());
 }
 
 ShardResult match_shard(const DescriptorSet& queries, RowRange shard, const RowReader& read_rows,

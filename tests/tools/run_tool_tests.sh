@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# filter, lbp and match as a user runs them: --variant and --backend choose what runs, --verbose
+# says what ran, every choice gives the same output, and a choice that cannot run fails with one
+# line and no output file.
+#
+#   tests/tools/run_tool_tests.sh BIN_DIR
+set -euo pipefail
+
+bin=$(cd "${1:?the folder of filter, lbp and match}" && pwd)
+work=$(mktemp -d /tmp/kbench-tools-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+export OMP_PROC_BIND=false OMP_NUM_THREADS=2
+
+fail() {
+  echo "FAIL: $*" >&2
+  [[ -s err.txt ]] && sed 's/^/  stderr: /' err.txt >&2
+  exit 1
+}
+pass() { echo "ok: $*"; }
+
+# A 64×48 gray target with a pattern and a 16×12 query cut from it at (row 20, col 30).
+python3 - <<'PY'
+w, h = 64, 48
+pixels = [[(x * 7 + y * 13 + (x * y) % 17) % 256 for x in range(w)] for y in range(h)]
+with open("target.pgm", "wb") as f:
+    f.write(b"P5\n%d %d\n255\n" % (w, h) + bytes(v for row in pixels for v in row))
+with open("query.pgm", "wb") as f:
+    f.write(b"P5\n16 12\n255\n" + bytes(pixels[20 + j][30 + i] for j in range(12) for i in range(16)))
+PY
+
+# filter: a named variant gives the default's output and says so.
+"$bin/filter" target.pgm default.pgm 2>/dev/null
+"$bin/filter" target.pgm chosen.pgm --variant seq-aos --verbose 2>err.txt
+grep -q "^filter: conv variant seq-aos (sequential, serial): compute .* ms, .* ms with transfers$" \
+  err.txt || fail "filter --verbose line"
+cmp -s default.pgm chosen.pgm || fail "filter: seq-aos output differs from the default's"
+"$bin/filter" target.pgm serial.pgm --backend serial 2>/dev/null
+cmp -s default.pgm serial.pgm || fail "filter: --backend serial output differs"
+pass "filter --variant, --backend, --verbose"
+
+# lbp: the same for codes and histogram.
+"$bin/lbp" target.pgm codes.pgm --hist hist.csv 2>/dev/null
+"$bin/lbp" target.pgm codes2.pgm --hist hist2.csv --variant seq-plain --verbose 2>err.txt
+grep -q "^lbp: lbp variant seq-plain (sequential, serial)" err.txt || fail "lbp --verbose line"
+cmp -s codes.pgm codes2.pgm && cmp -s hist.csv hist2.csv || fail "lbp: seq-plain differs"
+pass "lbp --variant, --verbose"
+
+# match: the variant's algorithm chooses the method; the answer is the cut position.
+"$bin/match" target.pgm query.pgm --variant seq-strips --verbose >out.txt 2>err.txt
+grep -q "^match: sad-pruned variant seq-strips" err.txt || fail "match pruned --verbose line"
+grep -q "^1 *20 *30 *0$" out.txt || fail "match seq-strips: $(cat out.txt)"
+"$bin/match" target.pgm query.pgm --variant seq --verbose >out.txt 2>err.txt
+grep -q "^match: sad variant seq " err.txt || fail "match full --verbose line"
+grep -q "^1 *20 *30 *0$" out.txt || fail "match seq: $(cat out.txt)"
+pass "match --variant chooses the method"
+
+# Choices that cannot run: one line, status 1, no output file.
+expect_refusal() {
+  local what=$1 pattern=$2 output=$3
+  shift 3
+  local status=0
+  "$@" >/dev/null 2>err.txt || status=$?
+  [[ $status -eq 1 ]] || fail "$what: exit status $status, expected 1"
+  grep -q "$pattern" err.txt || fail "$what: message"
+  [[ ! -e $output ]] || fail "$what: $output was written"
+}
+expect_refusal "unknown variant" "^filter: no conv variant named 'nope'" bad.pgm \
+  "$bin/filter" target.pgm bad.pgm --variant nope
+expect_refusal "variant of another backend" "runs on the serial backend, not openmp" bad.pgm \
+  "$bin/filter" target.pgm bad.pgm --variant seq-aos --backend openmp
+expect_refusal "pruned method with a full-search variant" "is not a pruned" /dev/null/none \
+  "$bin/match" target.pgm query.pgm --method pruned --variant seq
+pass "refused choices: one line, status 1, no file"
