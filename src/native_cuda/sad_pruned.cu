@@ -20,7 +20,7 @@
 //    upper bounds, so this changes nothing but the speed.
 // 4. filter_kernel: units of kPruneUnitWindows neighbouring windows of a map row that hold a
 //    window with bound ≤ score(E) (ties kept) are compacted into a live list, and those windows
-//    counted (PruneStats::after_bounds); a warp reads 32 neighbouring bounds at once.
+//    counted (PruneStats::after_bounds).
 // 5. unit_refine_kernel: kPruneUnitLanes threads per live unit sum its windows' SADs strip by
 //    strip with full search's register-blocked row routine (accumulate_sad_row, packed-byte SAD),
 //    a row each in turn; after each strip a window whose SAD so far, a lower bound of its SAD,
@@ -505,12 +505,8 @@ struct FilterArgs {
   Key* windows_left;  // PruneStats::after_bounds
 };
 
-// A warp per 32 neighbouring windows of a map row (lanes on windows: coalesced reads; the
-// halves of the ballot are the row's units 2c and 2c + 1), grid-stride over the map; each warp
-// appends its live units in order with one atomicAdd, the block counts the windows left with one
-// more. polish is merged into E for the refinement.
-static_assert(2 * kPruneUnitWindows == kWarp, "a warp's ballot holds two units");
-
+// A thread per unit, grid-stride: each warp appends its live units in order with one atomicAdd;
+// the block counts the windows left with one more. polish is merged into E for the refinement.
 __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
   __shared__ unsigned warp_windows[kFilterThreads / kWarp];
   const int lane = threadIdx.x % kWarp;
@@ -518,28 +514,31 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
   // E only falls here (by this atomicMin), which leaves min(E, polish) as it is.
   const std::uint32_t limit = std::uint32_t(sad_min(*a.best, polish_key) >> 32);
   if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(a.best, polish_key);
-  const int pairs_per_row = (a.unit_columns + 1) / 2;
-  const unsigned long long pairs = std::uint64_t(a.s.map_height) * unsigned(pairs_per_row);
-  const unsigned long long warps = std::size_t(gridDim.x) * (kFilterThreads / kWarp);
   unsigned windows = 0;
-  for (unsigned long long pair =
-           std::size_t(blockIdx.x) * (kFilterThreads / kWarp) + threadIdx.x / kWarp;
-       pair < pairs; pair += warps) {
-    const int i = int(pair / unsigned(pairs_per_row));
-    const int first_unit = int(pair % unsigned(pairs_per_row)) * 2;
-    const int j = first_unit * kPruneUnitWindows + lane;
-    const bool inside =
-        j < a.s.map_width && __ldcs(a.bounds + std::size_t(i) * a.s.map_width + j) <= limit;
-    const unsigned ballot = __ballot_sync(kAllLanes, inside);
-    windows += inside;
-    if (ballot == 0) continue;
-    const unsigned low = ballot & 0xFFFFu, high = ballot >> 16;
-    if (lane == 0) {
-      const unsigned long long base = atomicAdd(a.live_count, Key((low != 0) + (high != 0)));
-      const std::uint32_t unit = std::uint32_t(i) * unsigned(a.unit_columns) + first_unit;
-      if (low) a.live[base] = unit;
-      if (high) a.live[base + (low != 0)] = unit + 1;
+  const unsigned long long stride = std::size_t(gridDim.x) * kFilterThreads;
+  // The loop's bound depends on the warp's first unit only: the warp iterates as one.
+  for (unsigned long long warp_first =
+           std::size_t(blockIdx.x) * kFilterThreads + threadIdx.x - lane;
+       warp_first < a.units; warp_first += stride) {
+    const unsigned long long unit = warp_first + lane;
+    unsigned inside = 0;
+    if (unit < a.units) {
+      const int j0 = int(unit % unsigned(a.unit_columns)) * kPruneUnitWindows;
+      const std::uint32_t* bound =
+          a.bounds + std::size_t(unit / unsigned(a.unit_columns)) * a.s.map_width + j0;
+      const int n = min(kPruneUnitWindows, a.s.map_width - j0);
+#pragma unroll
+      for (int p = 0; p < kPruneUnitWindows; ++p) {
+        if (p < n && __ldcs(bound + p) <= limit) inside |= 1u << p;
+      }
     }
+    windows += __popc(inside);
+    const unsigned live = __ballot_sync(kAllLanes, inside != 0);
+    if (live == 0) continue;
+    unsigned long long base = 0;
+    if (lane == 0) base = atomicAdd(a.live_count, Key(__popc(live)));
+    base = __shfl_sync(kAllLanes, base, 0);
+    if (inside) a.live[base + __popc(live & ((1u << lane) - 1u))] = std::uint32_t(unit);
   }
   windows = __reduce_add_sync(kAllLanes, windows);
   if (lane == 0) warp_windows[threadIdx.x / kWarp] = windows;
@@ -741,11 +740,8 @@ class PrunedRunner final : public Runner<SadPruned> {
                                                          kRefineThreads, list_shared_, 1 << 30)
                                  : cuda::resident_blocks(refine_kernel<CandidateList, false>,
                                                          kRefineThreads, 0, 1 << 30);
-    const long long unit_pairs =
-        (long long)shape_.map_height * ((unit_columns_ + 1) / 2);  // a warp each
-    filter_grid_ =
-        cuda::resident_blocks(filter_kernel, kFilterThreads, 0,
-                              (unit_pairs + kFilterThreads / kWarp - 1) / (kFilterThreads / kWarp));
+    filter_grid_ = cuda::resident_blocks(filter_kernel, kFilterThreads, 0,
+                                         (units_ + kFilterThreads - 1) / kFilterThreads);
   }
 
   void poison(std::uint8_t byte) override {
