@@ -66,17 +66,6 @@ typename Algorithm::Output run_once(const Variant<Algorithm>& variant,
   return out;
 }
 
-// The preferred variant that handles `input` and whose backend this machine can run.
-template <class Algorithm>
-const Variant<Algorithm>& best_variant(const typename Algorithm::Input& input, bool gpu_present) {
-  const Variant<Algorithm>* best = nullptr;
-  for (const auto& v : variants<Algorithm>()) {
-    if ((v.backend == Backend::cuda && !gpu_present) || !v.handles(input)) continue;
-    if (!best || v.preference > best->preference) best = &v;
-  }
-  return *best;  // the sequential reference handles every valid input
-}
-
 // What a tool's user asks for: a registry variant by name and/or a backend ("serial", "openmp",
 // "cuda"); empty: any. `only`, when set, narrows the candidates further, `only_what` saying how
 // in messages (e.g. "native CUDA").
@@ -129,6 +118,13 @@ const Variant<Algorithm>& select_variant(const typename Algorithm::Input& input,
                 " for this input");
   }
   return *best;
+}
+
+// The preferred variant that handles `input` and whose backend this machine can run (the
+// sequential reference handles every valid input).
+template <class Algorithm>
+const Variant<Algorithm>& best_variant(const typename Algorithm::Input& input, bool gpu_present) {
+  return select_variant(input, VariantChoice<Algorithm>{}, gpu_present);
 }
 
 struct Stats {
