@@ -1,6 +1,6 @@
 // cemd against its definitions (include/kbench/cemd.hpp): the shared per-cell arithmetic against
 // literal forms written here, the double reference against a second literal implementation and
-// hand-derived values, and every host variant of the registry against both, in both operations
+// hand-derived values, and every variant of the registry against both, in both operations
 // (all-pairs matrix, fused nearest two) and every distance, on random and adversarial descriptors.
 //
 // Every variant's float distances must equal, bit for bit, the float the definition forms (cell
@@ -22,6 +22,7 @@
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/random.hpp"
+#include "kbench/system_info.hpp"
 
 using namespace kbench;
 
@@ -189,7 +190,7 @@ int hot_bin(const std::uint8_t* cell) {
   return -1;
 }
 
-// --- Running the registry's host variants ----------------------------------------------------
+// --- Running the registry's variants (CUDA ones where a GPU is present) -----------------
 
 std::string mode_text(DescriptorDistance mode) {
   return to_string(mode);
@@ -302,10 +303,18 @@ void check_neighbours(const CemdResult& out, const CemdReference& reference,
 
 using NeighbourCheck = std::function<void(const CemdResult&)>;
 
-// Runs both operations of every host variant in the registry (each run twice over differently
+// Host variants everywhere; CUDA variants too where a GPU is present, so the GPU suite asserts
+// the same bits.
+template <class Variant>
+bool runs_here(const Variant& v) {
+  static const bool gpu = gpu_available();
+  return v.backend != Backend::cuda || gpu;
+}
+
+// Runs both operations of every variant that runs here (each run twice over differently
 // poisoned outputs by run_checked) on the two sets in `mode` and checks them; `also` adds a
 // case's own checks on each fused result. Returns how many variants ran.
-int check_host_variants(const DescriptorSet& queries, const DescriptorSet& database,
+int check_runnable_variants(const DescriptorSet& queries, const DescriptorSet& database,
                         DescriptorDistance mode, const NeighbourCheck& also = {}) {
   CemdInput matrix_input{queries, database, {}};
   matrix_input.params.distance = mode;
@@ -317,7 +326,7 @@ int check_host_variants(const DescriptorSet& queries, const DescriptorSet& datab
   const Expected expected = expected_of(queries, database, mode);
   int ran = 0;
   for (const auto& v : variants<Cemd>()) {
-    if (v.backend == Backend::cuda) continue;
+    if (!runs_here(v)) continue;
     INFO("variant " << v.name << ", " << mode_text(mode) << ", " << queries.count << " x "
                     << database.count);
     REQUIRE(v.handles(matrix_input));
@@ -338,18 +347,18 @@ int check_host_variants(const DescriptorSet& queries, const DescriptorSet& datab
   return ran;
 }
 
-int host_variant_count() {
+int runnable_variant_count() {
   int n = 0;
-  for (const auto& v : variants<Cemd>()) n += v.backend != Backend::cuda;
+  for (const auto& v : variants<Cemd>()) n += runs_here(v);
   return n;
 }
 
-// Both cemd modes over every host variant.
+// Both cemd modes over every variant.
 void check_both_modes(const DescriptorSet& queries, const DescriptorSet& database,
                       const NeighbourCheck& also = {}) {
   for (const DescriptorDistance mode :
        {DescriptorDistance::cemd_raw, DescriptorDistance::cemd_normalised}) {
-    CHECK(check_host_variants(queries, database, mode, also) == host_variant_count());
+    CHECK(check_runnable_variants(queries, database, mode, also) == runnable_variant_count());
   }
 }
 
@@ -628,14 +637,14 @@ TEST_CASE("normalised distances are invariant to rotating every cell's bins alik
   }
 }
 
-TEST_CASE("every host variant gives the same normalised bits on rotated sets", "[cemd]") {
+TEST_CASE("every variant gives the same normalised bits on rotated sets", "[cemd]") {
   const DescriptorSet a = generated_descriptors(9, 52);
   const DescriptorSet b = generated_queries(a, 7, 53);
   CemdInput input{a, b, {}};
   input.params.all_pairs = true;
   const CemdInput rotated{rotated_cells(a, 3), rotated_cells(b, 3), input.params};
   for (const auto& v : variants<Cemd>()) {
-    if (v.backend == Backend::cuda) continue;
+    if (!runs_here(v)) continue;
     INFO("variant " << v.name);
     CHECK(run_checked(v, input) == run_checked(v, rotated));
   }
@@ -810,7 +819,7 @@ TEST_CASE("bad cemd inputs are refused", "[cemd]") {
 
 // --- Every host variant against the reference and the definitions ---------------------------
 
-TEST_CASE("every host variant matches the reference on random SIFT-like sets of odd sizes",
+TEST_CASE("every variant matches the reference on random SIFT-like sets of odd sizes",
           "[cemd]") {
   struct Size {
     int queries, database;
@@ -825,16 +834,16 @@ TEST_CASE("every host variant matches the reference on random SIFT-like sets of 
     const DescriptorSet queries = generated_queries(database, s.queries, ++seed);
     for (const DescriptorDistance mode :
          {DescriptorDistance::cemd_raw, DescriptorDistance::cemd_normalised}) {
-      CHECK(check_host_variants(queries, database, mode) == host_variant_count());
+      CHECK(check_runnable_variants(queries, database, mode) == runnable_variant_count());
     }
     // l2, the matcher kept for comparison, on two of the sizes: the suite stays short.
     if (s.database == 33 || s.database == 200) {
-      CHECK(check_host_variants(queries, database, DescriptorDistance::l2) == host_variant_count());
+      CHECK(check_runnable_variants(queries, database, DescriptorDistance::l2) == runnable_variant_count());
     }
   }
 }
 
-TEST_CASE("every host variant on all-zero and all-255 descriptors", "[cemd]") {
+TEST_CASE("every variant on all-zero and all-255 descriptors", "[cemd]") {
   SECTION("all zero against all zero: every distance 0, the first two rows win") {
     const DescriptorSet zeros = filled_set(5, 0);
     const CemdNeighbours expected{0, 0.0f, 1, 0.0f};
@@ -865,7 +874,7 @@ TEST_CASE("every host variant on all-zero and all-255 descriptors", "[cemd]") {
   }
 }
 
-TEST_CASE("every host variant on one-hot descriptors", "[cemd]") {
+TEST_CASE("every variant on one-hot descriptors", "[cemd]") {
   SECTION("one non-zero bin per cell: normalised distances are sums of bin distances") {
     const DescriptorSet queries = one_hot_cells(7, 120), database = one_hot_cells(19, 121);
     for (int q = 0; q < queries.count; ++q) {
@@ -895,7 +904,7 @@ TEST_CASE("every host variant on one-hot descriptors", "[cemd]") {
   }
 }
 
-TEST_CASE("every host variant with empty cells on one side only", "[cemd]") {
+TEST_CASE("every variant with empty cells on one side only", "[cemd]") {
   // Queries lose cells 0, 5, 6 and 15; every database cell has mass.
   DescriptorSet queries = generated_descriptors(9, 130);
   DescriptorSet database = generated_descriptors(23, 131);
@@ -932,7 +941,7 @@ TEST_CASE("every host variant with empty cells on one side only", "[cemd]") {
   check_both_modes(database, queries);  // the empty cells on the database side
 }
 
-TEST_CASE("every host variant on identical query and database sets", "[cemd]") {
+TEST_CASE("every variant on identical query and database sets", "[cemd]") {
   // Distinct rows but for row 30, a copy of row 7: those two tie at 0 with each other.
   DescriptorSet set = generated_descriptors(41, 140);
   std::copy_n(set.row(7), kDescriptorBytes, row_of(set, 30));
@@ -954,18 +963,18 @@ TEST_CASE("every host variant on identical query and database sets", "[cemd]") {
               reference.matrix[std::size_t(j) * set.count + i]);
       }
     }
-    CHECK(check_host_variants(set, set, mode, [&](const CemdResult& out) {
+    CHECK(check_runnable_variants(set, set, mode, [&](const CemdResult& out) {
             for (int i = 0; i < set.count; ++i) {
               const CemdNeighbours& n = out.neighbours[std::size_t(i)];
               CHECK(n.best_index == expected_best(i));
               CHECK(n.best_distance == 0.0f);
               if (i == 7 || i == 30) CHECK((n.second_index == 30 && n.second_distance == 0.0f));
             }
-          }) == host_variant_count());
+          }) == runnable_variant_count());
   }
 }
 
-TEST_CASE("every host variant breaks ties on duplicated rows by the smallest index", "[cemd]") {
+TEST_CASE("every variant breaks ties on duplicated rows by the smallest index", "[cemd]") {
   // Row 5 copied to rows 37, 70, 150 and 199 (other lane blocks, chunks and splits), row 100 to
   // the next row 101 (the same lane block).
   DescriptorSet database = generated_descriptors(200, 150);
@@ -992,7 +1001,7 @@ TEST_CASE("every host variant breaks ties on duplicated rows by the smallest ind
   });
 }
 
-TEST_CASE("every host variant with a one-row database: no second neighbour", "[cemd]") {
+TEST_CASE("every variant with a one-row database: no second neighbour", "[cemd]") {
   const DescriptorSet database = generated_descriptors(1, 160);
   const DescriptorSet queries = generated_queries(database, 6, 161);
   check_both_modes(queries, database, [](const CemdResult& out) {
@@ -1033,10 +1042,10 @@ TEST_CASE("the check lets float rounding choose between normalised near-ties", "
     input.params.distance = mode;
     const CemdReference reference = Cemd::reference(input);
     CHECK(reference.neighbours[0].best_index == 0);
-    CHECK(check_host_variants(queries, database, mode, [](const CemdResult& out) {
+    CHECK(check_runnable_variants(queries, database, mode, [](const CemdResult& out) {
             CHECK(out.neighbours[0].best_index == 1);
             CHECK(out.neighbours[0].second_index == 0);
-          }) == host_variant_count());
+          }) == runnable_variant_count());
   }
   CHECK(found);
 }
