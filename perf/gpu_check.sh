@@ -10,10 +10,11 @@
 #   report.md       the Markdown tables made from compare.jsonl
 #
 #   perf/gpu_check.sh OUTDIR [ALGO...]      (default: every algorithm in the build)
-# KBENCH_STEPS picks steps (default "tests sanitizer compare threads sweep noise": threads is the
+# KBENCH_STEPS picks steps (default "tests sanitizer compare threads sweep noise peers": threads is the
 # OpenMP thread sweep, sweep the LBP size sweep, noise the sad-pruned noise sweep against full
 # search, the paper's Fig. 6; "profile" adds the ncu summary, "cemd-sweep" cemd's throughput
-# against size, the paper's Fig. 1); the binaries come from
+# against size, the paper's Fig. 1; "peers" times perf/peers.py's libraries on the same cases);
+# the binaries come from
 # KBENCH_BUILD (default build/cuda); nothing is built here.
 set -uo pipefail
 
@@ -22,7 +23,7 @@ shift
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${KBENCH_BUILD:-$repo/build/cuda}
 bin=$build/bin
-steps=" ${KBENCH_STEPS:-tests sanitizer compare threads sweep noise} "
+steps=" ${KBENCH_STEPS:-tests sanitizer compare threads sweep noise peers} "
 mkdir -p "$out"
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
 # The CUDA runtime the binaries link against, where the toolkit keeps it.
@@ -49,6 +50,8 @@ declare -A profile_cases=(
   [sad-pruned]="--size photo3072-q128 --noise 10 --no-baseline"
   [cemd]="--size 4Kix64Ki"
 )
+# The cases perf/peers.py times per algorithm.
+declare -A peer_cases=([cemd]="4Mi 4Mi-raw")
 # sad-pruned's noise sweep (the paper's σ values) on the paper's photo sizes.
 noise_levels=(0 5 10 20 40 70)
 noise_cases=(photo3072-q128 photo2306-q64)
@@ -130,6 +133,16 @@ if [[ $steps == *" cemd-sweep "* && " ${algorithms[*]} " == *" cemd "* ]]; then
   grep -E "^cemd on |^(cuda|kokkos)-" "$out/cemd_sweep.log" | tail -40
 fi
 
+if [[ $steps == *" peers "* ]] && command -v python3 >/dev/null; then
+  echo "== peers (perf/peers.py)"
+  for algo in "${algorithms[@]}"; do
+    for case in ${peer_cases[$algo]:-}; do
+      python3 "$repo/perf/peers.py" --algo "$algo" --size "$case" --bin "$bin" \
+        --json "$out/compare.jsonl" 2>&1 | tee -a "$out/peers.log" || status=1
+    done
+  done
+fi
+
 if [[ $steps == *" profile "* ]]; then
   echo "== ncu per-kernel summary"
   for algo in "${algorithms[@]}"; do
@@ -144,7 +157,7 @@ if [[ $steps == *" profile "* ]]; then
 fi
 
 if [[ $steps == *" compare "* || $steps == *" threads "* || $steps == *" noise "* ||
-  $steps == *" cemd-sweep "* ]] &&
+  $steps == *" cemd-sweep "* || $steps == *" peers "* ]] &&
   command -v python3 >/dev/null; then
   python3 "$repo/perf/report.py" "$out/compare.jsonl" --markdown "$out/report.md" || status=1
 fi

@@ -83,11 +83,13 @@ def speedup(r):
 
 
 def split_runs(records):
-    """Main runs (all threads) apart from the OpenMP thread sweep's reduced-thread runs."""
+    """Main runs (all threads; peers, perf/peers.py, always) apart from the OpenMP thread sweep's
+    reduced-thread runs."""
     max_threads = max((r.get("threads", 1) for r in records), default=1)
     main, sweep = [], []
     for r in records:
-        (main if r.get("threads", 1) == max_threads else sweep).append(r)
+        in_main = r.get("threads", 1) == max_threads or r.get("layer") == "peer"
+        (main if in_main else sweep).append(r)
     # The sweep's top point is the main run of the same variant.
     sweep += [r for r in main if r["backend"] == "openmp"]
     return main, sweep

@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Times what a user would pick instead of kbench on the same case, and appends JSON lines in
+compare's schema (layer "peer") so that perf/report.py puts the peers beside the project's
+variants.
+
+    perf/peers.py --algo cemd --size 4Mi --json results.jsonl [--bin build/cuda/bin]
+
+cemd: the circular EMD of include/kbench/cemd.hpp (normalised: each cell as a distribution; or
+raw) with the nearest two per query, written as whole-array operations — PyTorch on the GPU
+(`torch-cuda`), PyTorch on the CPU threads (`torch-cpu`) and NumPy (`numpy`). The descriptors come
+from the project's own `cemd-generate` (same generator as compare, seed 1), so the peers see
+SIFT-like sets of the case's shape. Each peer's nearest distances are checked against a float64
+NumPy evaluation of the definition on a sample of queries (max_error, relative).
+
+A peer whose library is missing is skipped with a note on stderr, never a failure.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+CELLS, BINS = 16, 8
+CHECKED_QUERIES = 32
+
+
+def size_of(case):
+    """(queries, database, mode) of a cemd case name: 4Mi, 4Mi-raw, or NxM[-raw] with Ki/Mi."""
+    raw = case.endswith("-raw")
+    base = case[:-4] if raw else case
+    if base == "4Mi":
+        return 1024, 4096, "raw" if raw else "normalised"
+
+    def count(text):
+        m = re.fullmatch(r"(\d+)(Ki|Mi)?", text)
+        if not m:
+            raise SystemExit(f"peers.py: cannot read the size '{case}'")
+        return int(m.group(1)) * {None: 1, "Ki": 1 << 10, "Mi": 1 << 20}[m.group(2)]
+
+    queries, database = base.split("x")
+    return count(queries), count(database), "raw" if raw else "normalised"
+
+
+def generated_sets(binary_dir, queries, database, folder):
+    q, d = os.path.join(folder, "q.npy"), os.path.join(folder, "d.npy")
+    subprocess.run([os.path.join(binary_dir, "cemd-generate"), "--database", d, "--rows",
+                    str(database), "--queries", q, "--query-rows", str(queries), "--seed", "1"],
+                   check=True, stdout=subprocess.DEVNULL)
+    return np.load(q), np.load(d)
+
+
+def cell_terms(xp, q, d, mode):
+    """(b, m) distances of query rows q (b, 16, 8) against database rows d (m, 16, 8), float32
+    prefix sums (every intermediate an integer below 2^24, so exact), via the median form."""
+    f, g = q.cumsum(-1), d.cumsum(-1)
+    if mode == "raw":
+        diff = f[:, None] - g[None]
+        num = diff - median8(xp, diff)
+        return abs_(xp, num).sum(-1).sum(-1)
+    mass_f, mass_g = f[..., -1], g[..., -1]
+    diff = mass_g[None, :, :, None] * f[:, None] - mass_f[:, None, :, None] * g[None]
+    num = abs_(xp, diff - median8(xp, diff)).sum(-1)
+    den = mass_f[:, None] * mass_g[None]
+    den = np.maximum(den, 1) if xp is np else den.clamp(min=1)
+    return (num / den).sum(-1)
+
+
+def median8(xp, x):
+    """A median of the last axis (any value between the 4th and 5th smallest gives the same sum
+    of absolute deviations): the lower one."""
+    if xp is np:
+        return np.partition(x, 3, axis=-1)[..., 3:4]
+    return x.median(-1, keepdim=True).values
+
+
+def abs_(xp, x):
+    return np.abs(x) if xp is np else x.abs()
+
+
+def reference_best(q, d, mode, rows):
+    """float64 nearest distance for the query rows `rows`, straight from the definition."""
+    best = []
+    f = q[rows].astype(np.float64).cumsum(-1)
+    g = d.astype(np.float64).cumsum(-1)
+    for i in range(len(rows)):
+        if mode == "raw":
+            diff = f[i][None] - g
+            best.append(np.abs(diff - np.median(diff, axis=-1, keepdims=True)).sum((-1, -2)).min())
+            continue
+        mf, mg = f[i][:, -1], g[:, :, -1]
+        diff = mg[:, :, None] * f[i][None] - mf[None, :, None] * g
+        num = np.abs(diff - np.median(diff, axis=-1, keepdims=True)).sum(-1)
+        den = mf[None] * mg
+        best.append(np.where(den > 0, num / np.where(den > 0, den, 1), 0).sum(-1).min())
+    return np.array(best)
+
+
+def nearest_two_blocks(xp, q, d, mode, block, two_smallest):
+    out = []
+    for start in range(0, q.shape[0], block):
+        out.append(two_smallest(cell_terms(xp, q[start:start + block], d, mode)))
+    return out
+
+
+def time_peer(run, reps, budget_s):
+    """Median, min and max seconds of run() over up to `reps` calls within about budget_s."""
+    times = []
+    begin = time.perf_counter()
+    while len(times) < reps and (not times or time.perf_counter() - begin < budget_s):
+        t = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - t)
+    times.sort()
+    return times[len(times) // 2], times[0], times[-1], len(times)
+
+
+def torch_peer(device_name, q8, d8, mode, reps, budget_s):
+    """PyTorch on `device_name` ("cuda" or "cpu"): compute on resident tensors, and end to end
+    from the host's uint8 arrays to the nearest two back on the host."""
+    import torch
+
+    if device_name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("torch has no CUDA device")
+    device = torch.device(device_name)
+    sync = torch.cuda.synchronize if device_name == "cuda" else (lambda: None)
+    # Blocks of queries sized so one block's (b, m, 16, 8) float32 differences stay near 1 GiB.
+    block = max(1, (1 << 30) // (d8.shape[0] * CELLS * BINS * 4 * (1 if device_name == "cuda" else 8)))
+
+    def two_smallest(dist):
+        return torch.topk(dist, 2, dim=1, largest=False)
+
+    def to_device(a):
+        return torch.from_numpy(a).to(device).reshape(-1, CELLS, BINS).float()
+
+    q, d = to_device(q8), to_device(d8)
+
+    def compute():
+        r = nearest_two_blocks(torch, q, d, mode, block, two_smallest)
+        sync()
+        return r
+
+    def end_to_end():
+        qq, dd = to_device(q8), to_device(d8)
+        r = nearest_two_blocks(torch, qq, dd, mode, block, two_smallest)
+        return [(v.cpu(), i.cpu()) for v, i in r]
+
+    result = compute()
+    best = torch.cat([v[:, 0] for v, _ in result]).cpu().numpy()
+    compute_t = time_peer(compute, reps, budget_s)
+    e2e_t = time_peer(end_to_end, reps, budget_s) if device_name == "cuda" else None
+    threads = torch.get_num_threads() if device_name == "cpu" else machine_threads()
+    label = torch.cuda.get_device_name() if device_name == "cuda" else cpu_name()
+    return best, compute_t, e2e_t, threads, f"torch {torch.__version__}", label
+
+
+def numpy_peer(q8, d8, mode, reps, budget_s):
+    q = q8.reshape(-1, CELLS, BINS).astype(np.float32)
+    d = d8.reshape(-1, CELLS, BINS).astype(np.float32)
+    block = max(1, (1 << 27) // (d.shape[0] * CELLS * BINS * 4))
+
+    def two_smallest(dist):
+        idx = np.argpartition(dist, 1, axis=1)[:, :2]
+        return np.take_along_axis(dist, idx, axis=1), idx
+
+    def compute():
+        return nearest_two_blocks(np, q, d, mode, block, two_smallest)
+
+    result = compute()
+    best = np.concatenate([v.min(axis=1) for v, _ in result])
+    return (best, time_peer(compute, reps, budget_s), None, machine_threads(),
+            f"numpy {np.__version__}", cpu_name())
+
+
+def machine_threads():
+    """The thread count compare records for its main runs."""
+    return int(os.environ.get("OMP_NUM_THREADS", os.cpu_count()))
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "CPU"
+
+
+def cemd_peers(args):
+    queries, database, mode = size_of(args.size)
+    peers = [("torch-cuda", "cuda"), ("torch-cpu", "openmp"), ("numpy", "serial")]
+    with tempfile.TemporaryDirectory() as folder:
+        q8, d8 = generated_sets(args.bin, queries, database, folder)
+    rows = np.arange(min(CHECKED_QUERIES, queries))
+    expected = reference_best(q8.reshape(-1, CELLS, BINS), d8.reshape(-1, CELLS, BINS), mode,
+                              rows)
+    comparisons = float(queries) * database
+    records = []
+    for name, backend in peers:
+        if args.peer and name not in args.peer:
+            continue
+        try:
+            if name == "numpy":
+                got = numpy_peer(q8, d8, mode, args.reps, args.budget_s)
+            else:
+                got = torch_peer(name.split("-")[1], q8, d8, mode, args.reps, args.budget_s)
+        except Exception as error:  # a missing library or device: skipped, with a note
+            print(f"peers.py: {name} skipped: {error}", file=sys.stderr)
+            continue
+        best, (med, lo, hi, reps), e2e, threads, version, device = got
+        err = float(np.max(np.abs(best[rows] - expected) / np.maximum(expected, 1e-30)))
+        record = {
+            "algorithm": "cemd", "variant": name, "layer": "peer", "backend": backend,
+            "case": args.size,
+            "description": f"{queries} queries x {database} database, {mode}, nearest two, "
+                           f"cemd-generate SIFT-like sets, seed 1; {version}",
+            "reps": reps, "batch": 1, "rotation": 1,
+            "compute_min_ms": lo * 1e3, "compute_median_ms": med * 1e3, "compute_max_ms": hi * 1e3,
+            "bytes": float(queries + database) * CELLS * BINS, "operations": comparisons,
+            "operation_unit": "cmp", "gb_per_s": (queries + database) * 128 / med / 1e9,
+            "gops_per_s": comparisons / med / 1e9, "max_error": err, "threads": threads,
+            "device": device, "commit": version,
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        if e2e:
+            record.update({"e2e_median_ms": e2e[0] * 1e3, "e2e_min_ms": e2e[1] * 1e3,
+                           "e2e_max_ms": e2e[2] * 1e3})
+        print(f"{name:26s} peer        {backend:8s} {med * 1e3:10.3f} ms "
+              f"{comparisons / med / 1e9:8.4f} G cmp/s  error {err:.2g}")
+        records.append(record)
+    return records
+
+
+PEERS = {"cemd": cemd_peers}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--algo", required=True, choices=sorted(PEERS))
+    parser.add_argument("--size", required=True, help="the case, as compare names it")
+    parser.add_argument("--json", help="append JSON lines here")
+    parser.add_argument("--bin", default=os.environ.get("KBENCH_BUILD", "build/cuda") + "/bin",
+                        help="where the project's tools are (default $KBENCH_BUILD/bin)")
+    parser.add_argument("--peer", nargs="*", help="only these peers")
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--budget-s", type=float, default=20.0,
+                        help="time one peer for about this long at most")
+    args = parser.parse_args()
+    records = PEERS[args.algo](args)
+    if args.json:
+        with open(args.json, "a") as f:
+            for r in records:
+                f.write(json.dumps(r) + "\n")
+
+
+if __name__ == "__main__":
+    main()
