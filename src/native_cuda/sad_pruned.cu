@@ -20,7 +20,9 @@
 //    upper bounds, so this changes nothing but the speed.
 // 4. filter_kernel: units of kPruneUnitWindows neighbouring windows of a map row that hold a
 //    window with bound ≤ score(E) (ties kept) are compacted into a live list, and those windows
-//    counted (PruneStats::after_bounds).
+//    counted (PruneStats::after_bounds). Windows of the polish neighbourhood are settled (steps 2
+//    and 3 finished their SADs or proved them too large) and stay out of the list: at low noise
+//    the match is among them, and its unit would otherwise be the refinement's longest chain.
 // 5. unit_refine_kernel: kPruneUnitLanes threads per live unit sum its windows' SADs strip by
 //    strip with full search's register-blocked row routine (accumulate_sad_row, packed-byte SAD),
 //    a row each in turn; after each strip a window whose SAD so far, a lower bound of its SAD,
@@ -56,7 +58,7 @@ constexpr unsigned kAllLanes = 0xFFFFFFFFu;
 
 // The run's device scalars (64-bit each), reset by the bound kernel.
 constexpr int kBestSlot = 0;         // E
-constexpr int kPolishSlot = 1;       // step 3's keys, merged into E by the filter
+constexpr int kPolishSlot = 1;       // step 3's keys, merged into E by the unit refinement
 constexpr int kWindowsLeftSlot = 2;  // windows left by the first bounds
 constexpr int kLiveUnitsSlot = 3;    // units holding one of them
 constexpr int kAfterStripSlot = 4;   // S counters: windows alive after each strip
@@ -502,22 +504,33 @@ struct FilterArgs {
   SadShape s;
   int unit_columns;          // units per map row
   unsigned long long units;  // map_height · unit_columns
-  Key* best;
+  const Key* best;           // E after step 2: the polish neighbourhood's centre
   const Key* polish;
   std::uint32_t* live;  // the units holding a window with bound ≤ min(E, polish)
   Key* live_count;
   Key* windows_left;  // PruneStats::after_bounds
 };
 
+// The windows of a unit (bits) in the polish neighbourhood of the window `centre`.
+__device__ __forceinline__ unsigned settled_windows(std::uint32_t centre, int map_width, int i,
+                                                    int j0) {
+  const int ci = int(centre / unsigned(map_width)), cj = int(centre % unsigned(map_width));
+  if (abs(i - ci) > kPolishRadius) return 0u;
+  const int lo = max(cj - kPolishRadius - j0, 0);
+  const int hi = min(cj + kPolishRadius - j0, kPruneUnitWindows - 1);
+  return lo <= hi ? ((2u << hi) - 1u) & ~((1u << lo) - 1u) : 0u;
+}
+
 // A thread per unit, grid-stride: each warp appends its live units in order with one atomicAdd;
-// the block counts the windows left with one more. polish is merged into E for the refinement.
+// the block counts the windows left with one more. E is not written while it runs (the unit
+// refinement merges polish into it), so every block sees the same neighbourhood centre.
 __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
+  static_assert(kPruneUnitWindows < 32, "a unit's windows are bits of a word");
   __shared__ unsigned warp_windows[kFilterThreads / kWarp];
   const int lane = threadIdx.x % kWarp;
-  const Key polish_key = *a.polish;
-  // E only falls here (by this atomicMin), which leaves min(E, polish) as it is.
-  const std::uint32_t limit = std::uint32_t(sad_min(*a.best, polish_key) >> 32);
-  if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(a.best, polish_key);
+  const Key centre_key = *a.best;
+  const std::uint32_t limit = std::uint32_t(sad_min(centre_key, *a.polish) >> 32);
+  const std::uint32_t centre = std::uint32_t(centre_key);  // the key's low word: the window
   unsigned windows = 0;
   const unsigned long long stride = std::size_t(gridDim.x) * kFilterThreads;
   // The loop's bound depends on the warp's first unit only: the warp iterates as one.
@@ -527,16 +540,17 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
     const unsigned long long unit = warp_first + lane;
     unsigned inside = 0;
     if (unit < a.units) {
+      const int i = int(unit / unsigned(a.unit_columns));
       const int j0 = int(unit % unsigned(a.unit_columns)) * kPruneUnitWindows;
-      const std::uint32_t* bound =
-          a.bounds + std::size_t(unit / unsigned(a.unit_columns)) * a.s.map_width + j0;
+      const std::uint32_t* bound = a.bounds + std::size_t(i) * a.s.map_width + j0;
       const int n = min(kPruneUnitWindows, a.s.map_width - j0);
 #pragma unroll
       for (int p = 0; p < kPruneUnitWindows; ++p) {
         if (p < n && __ldcs(bound + p) <= limit) inside |= 1u << p;
       }
+      windows += __popc(inside);
+      inside &= ~settled_windows(centre, a.s.map_width, i, j0);
     }
-    windows += __popc(inside);
     const unsigned live = __ballot_sync(kAllLanes, inside != 0);
     if (live == 0) continue;
     unsigned long long base = 0;
@@ -565,7 +579,8 @@ struct UnitArgs : PackedSearch {
   const Key* live_count;
   unsigned long long full_search_above;  // more live units: the full search runs instead
   Key* best;
-  Key* after_strip;  // S counters
+  const Key* polish;  // merged into best here
+  Key* after_strip;   // S counters
 };
 
 // Query words of one row through the read-only cache; every lane of a warp reads the same word
@@ -584,6 +599,8 @@ static_assert(kWarp % kPruneUnitLanes == 0 && kUnitThreads % kPruneUnitLanes == 
               "unit groups tile warps and blocks");
 
 __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
+  // E only falls here, and any E at or above the final one is a valid limit meanwhile.
+  if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(a.best, *a.polish);
   const unsigned long long count = *a.live_count;
   if (count > a.full_search_above) return;
   const unsigned long long unit_at =
@@ -808,6 +825,7 @@ class PrunedRunner final : public Runner<SadPruned> {
                          scalars + kLiveUnitsSlot,
                          limit_,
                          scalars + kBestSlot,
+                         scalars + kPolishSlot,
                          scalars + kAfterStripSlot};
     const std::uint64_t unit_threads = units_ * kPruneUnitLanes;
     unit_refine_kernel<<<unsigned((unit_threads + kUnitThreads - 1) / kUnitThreads),
