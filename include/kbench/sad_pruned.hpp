@@ -32,7 +32,8 @@ namespace kbench {
 // SAD of strips 0..k (the last entry: windows whose exact SAD was finished). Variants that
 // refine all survivors concurrently against a shared, falling E_guess (the GPU ones) count what
 // their schedule did, which can vary slightly from run to run; the first two figures cannot.
-// cuda-pruned leaves out of after_strip the survivors its polish step already settled.
+// cuda-pruned counts the survivors that its polish step refined, before the strip rounds, as
+// alive after every strip.
 struct PruneStats {
   std::uint64_t windows = 0;       // map positions
   std::uint64_t after_bounds = 0;  // windows left by the first bounds (the paper's step 3)

@@ -61,8 +61,9 @@ constexpr int kBestSlot = 0;         // E
 constexpr int kPolishSlot = 1;       // step 3's keys, merged into E by the unit refinement
 constexpr int kWindowsLeftSlot = 2;  // windows left by the first bounds
 constexpr int kLiveUnitsSlot = 3;    // units holding one of them
-constexpr int kAfterStripSlot = 4;   // S counters: windows alive after each strip
-constexpr int kFixedSlots = 4;
+constexpr int kSettledSlot = 4;      // of those windows, the ones step 3 settled
+constexpr int kAfterStripSlot = 5;   // S counters: windows alive after each strip
+constexpr int kFixedSlots = 5;
 
 // sm_90's largest dynamic shared memory per block (with the opt-in).
 constexpr std::size_t kMaxBlockSharedBytes = 227 * 1024;
@@ -509,6 +510,7 @@ struct FilterArgs {
   std::uint32_t* live;  // the units holding a window with bound ≤ min(E, polish)
   Key* live_count;
   Key* windows_left;  // PruneStats::after_bounds
+  Key* settled;       // the windows left that the polish neighbourhood holds
 };
 
 // The windows of a unit (bits) in the polish neighbourhood of the window `centre`.
@@ -526,12 +528,12 @@ __device__ __forceinline__ unsigned settled_windows(std::uint32_t centre, int ma
 // refinement merges polish into it), so every block sees the same neighbourhood centre.
 __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
   static_assert(kPruneUnitWindows < 32, "a unit's windows are bits of a word");
-  __shared__ unsigned warp_windows[kFilterThreads / kWarp];
+  __shared__ unsigned warp_windows[kFilterThreads / kWarp], warp_settled[kFilterThreads / kWarp];
   const int lane = threadIdx.x % kWarp;
   const Key centre_key = *a.best;
   const std::uint32_t limit = std::uint32_t(sad_min(centre_key, *a.polish) >> 32);
   const std::uint32_t centre = std::uint32_t(centre_key);  // the key's low word: the window
-  unsigned windows = 0;
+  unsigned windows = 0, settled = 0;
   const unsigned long long stride = std::size_t(gridDim.x) * kFilterThreads;
   // The loop's bound depends on the warp's first unit only: the warp iterates as one.
   for (unsigned long long warp_first =
@@ -548,8 +550,10 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
       for (int p = 0; p < kPruneUnitWindows; ++p) {
         if (p < n && __ldcs(bound + p) <= limit) inside |= 1u << p;
       }
+      const unsigned done = inside & settled_windows(centre, a.s.map_width, i, j0);
       windows += __popc(inside);
-      inside &= ~settled_windows(centre, a.s.map_width, i, j0);
+      settled += __popc(done);
+      inside &= ~done;
     }
     const unsigned live = __ballot_sync(kAllLanes, inside != 0);
     if (live == 0) continue;
@@ -559,12 +563,20 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
     if (inside) a.live[base + __popc(live & ((1u << lane) - 1u))] = std::uint32_t(unit);
   }
   windows = __reduce_add_sync(kAllLanes, windows);
-  if (lane == 0) warp_windows[threadIdx.x / kWarp] = windows;
+  settled = __reduce_add_sync(kAllLanes, settled);
+  if (lane == 0) {
+    warp_windows[threadIdx.x / kWarp] = windows;
+    warp_settled[threadIdx.x / kWarp] = settled;
+  }
   __syncthreads();
   if (threadIdx.x == 0) {
-    unsigned total = 0;
-    for (unsigned w : warp_windows) total += w;
+    unsigned total = 0, total_settled = 0;
+    for (int w = 0; w < kFilterThreads / kWarp; ++w) {
+      total += warp_windows[w];
+      total_settled += warp_settled[w];
+    }
     if (total > 0) atomicAdd(a.windows_left, Key(total));
+    if (total_settled > 0) atomicAdd(a.settled, Key(total_settled));
   }
 }
 
@@ -603,66 +615,77 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
   if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(a.best, *a.polish);
   const unsigned long long count = *a.live_count;
   if (count > a.full_search_above) return;
-  const unsigned long long unit_at =
-      (std::size_t(blockIdx.x) * kUnitThreads + threadIdx.x) / kPruneUnitLanes;
-  if (unit_at >= count) return;  // the whole group
+  constexpr int kUnitsPerWarp = kWarp / kPruneUnitLanes;
   const int part = threadIdx.x % kPruneUnitLanes;
+  const int group_of_warp = threadIdx.x % kWarp / kPruneUnitLanes;
   const unsigned group_lanes = ((1u << kPruneUnitLanes) - 1u) << (threadIdx.x % kWarp - part);
-  const std::uint32_t unit = a.live[unit_at];
-  const int i = int(unit / unsigned(a.unit_columns));
-  const int group = int(unit % unsigned(a.unit_columns));
-  const int j0 = group * kPruneUnitWindows;
-  const std::size_t first_index = std::size_t(i) * a.s.map_width + j0;
-  // Lane 0 of the group reads E; the group agrees.
+  const unsigned long long warp = (std::size_t(blockIdx.x) * kUnitThreads + threadIdx.x) / kWarp;
+  const unsigned long long warps = std::size_t(gridDim.x) * (kUnitThreads / kWarp);
+  // Lane 0 of the group reads E (polish may not be merged into it yet); the group agrees.
   const auto limit_now = [&] {
-    const Key limit = part == 0 ? load_key(a.best) : 0;
+    const Key limit = part == 0 ? sad_min(load_key(a.best), load_key(a.polish)) : 0;
     return std::uint32_t(__shfl_sync(group_lanes, limit, 0, kPruneUnitLanes) >> 32);
   };
-  std::uint32_t alive = 0;
-  const std::uint32_t first_limit = limit_now();
-#pragma unroll
-  for (int p = 0; p < kPruneUnitWindows; ++p) {
-    if (j0 + p < a.s.map_width && a.bounds[first_index + p] <= first_limit) alive |= 1u << p;
-  }
-  std::uint32_t partial[kPruneUnitWindows] = {}, total[kPruneUnitWindows];
-  const std::uint32_t* row = a.target + std::size_t(i) * a.pitch_words + group * kUnitWords;
   // Derived from the width rather than read from a.query_words: the parameter costs the kernel
   // 8 more registers (72 instead of 64: one block less per SM).
   const int query_words = words_for(a.s.query_width);
-  for (int k = 0; k < a.strips.count; ++k) {
-    for (int y = a.strips.begin(k) + part; y < a.strips.end(k); y += kPruneUnitLanes) {
-      accumulate_sad_row<kUnitWords>(
-          cuda::GlobalTarget<kUnitWords>{row + std::size_t(y) * a.pitch_words},
-          QueryRow{a.query + std::size_t(y) * query_words}, a.s.query_width, partial);
-    }
+  // Grid-stride over the live list, a warp's kUnitsPerWarp neighbouring units at a time: its
+  // groups walk the strips together (the per-strip count is one warp sum), and a grid sized for
+  // the live units, not for all of them, costs nothing when few are live.
+  for (unsigned long long first = warp * kUnitsPerWarp; first < count;
+       first += warps * kUnitsPerWarp) {
+    const unsigned long long unit_at = first + group_of_warp;
+    std::uint32_t alive = 0;
+    std::size_t first_index = 0;
+    const std::uint32_t* row = nullptr;
+    if (unit_at < count) {  // the whole group
+      const std::uint32_t unit = a.live[unit_at];
+      const int i = int(unit / unsigned(a.unit_columns));
+      const int group = int(unit % unsigned(a.unit_columns));
+      const int j0 = group * kPruneUnitWindows;
+      first_index = std::size_t(i) * a.s.map_width + j0;
+      row = a.target + std::size_t(i) * a.pitch_words + group * kUnitWords;
+      const std::uint32_t first_limit = limit_now();
 #pragma unroll
-    for (int p = 0; p < kPruneUnitWindows; ++p) {
-      total[p] = partial[p];
-#pragma unroll
-      for (int offset = kPruneUnitLanes / 2; offset > 0; offset /= 2) {
-        total[p] += __shfl_xor_sync(group_lanes, total[p], offset, kPruneUnitLanes);
+      for (int p = 0; p < kPruneUnitWindows; ++p) {
+        if (j0 + p < a.s.map_width && a.bounds[first_index + p] <= first_limit) alive |= 1u << p;
       }
     }
-    const std::uint32_t limit = limit_now();
+    std::uint32_t partial[kPruneUnitWindows] = {}, total[kPruneUnitWindows];
+    for (int k = 0; k < a.strips.count && __any_sync(kAllLanes, alive != 0); ++k) {
+      if (alive != 0) {  // the whole group
+        for (int y = a.strips.begin(k) + part; y < a.strips.end(k); y += kPruneUnitLanes) {
+          accumulate_sad_row<kUnitWords>(
+              cuda::GlobalTarget<kUnitWords>{row + std::size_t(y) * a.pitch_words},
+              QueryRow{a.query + std::size_t(y) * query_words}, a.s.query_width, partial);
+        }
 #pragma unroll
-    for (int p = 0; p < kPruneUnitWindows; ++p) {
-      if (total[p] > limit) alive &= ~(1u << p);
+        for (int p = 0; p < kPruneUnitWindows; ++p) {
+          total[p] = partial[p];
+#pragma unroll
+          for (int offset = kPruneUnitLanes / 2; offset > 0; offset /= 2) {
+            total[p] += __shfl_xor_sync(group_lanes, total[p], offset, kPruneUnitLanes);
+          }
+        }
+        const std::uint32_t limit = limit_now();
+#pragma unroll
+        for (int p = 0; p < kPruneUnitWindows; ++p) {
+          if (total[p] > limit) alive &= ~(1u << p);
+        }
+      }
+      const unsigned left = __reduce_add_sync(kAllLanes, part == 0 ? unsigned(__popc(alive)) : 0u);
+      if (left > 0 && threadIdx.x % kWarp == 0) atomicAdd(a.after_strip + k, Key(left));
     }
-    // The groups still here count together, one atomic per warp.
-    const unsigned lanes = __activemask();
-    const unsigned left = __reduce_add_sync(lanes, part == 0 ? unsigned(__popc(alive)) : 0u);
-    if (left > 0 && threadIdx.x % kWarp == __ffs(lanes) - 1)
-      atomicAdd(a.after_strip + k, Key(left));
-    if (alive == 0) return;
-  }
-  if (part != 0) return;
-  Key key = kNoSadKey;
+    if (part == 0 && alive != 0) {
+      Key key = kNoSadKey;
 #pragma unroll
-  for (int p = 0; p < kPruneUnitWindows; ++p) {
-    if (alive & (1u << p))
-      key = sad_min(key, sad_key(std::int32_t(total[p]), std::uint32_t(first_index + p)));
+      for (int p = 0; p < kPruneUnitWindows; ++p) {
+        if (alive & (1u << p))
+          key = sad_min(key, sad_key(std::int32_t(total[p]), std::uint32_t(first_index + p)));
+      }
+      atomicMin(a.best, key);
+    }
   }
-  atomicMin(a.best, key);
 }
 
 // --- runner --------------------------------------------------------------------------------------
@@ -760,6 +783,9 @@ class PrunedRunner final : public Runner<SadPruned> {
                                                          kRefineThreads, 0, 1 << 30);
     filter_grid_ = cuda::resident_blocks(filter_kernel, kFilterThreads, 0,
                                          (units_ + kFilterThreads - 1) / kFilterThreads);
+    const std::uint64_t unit_threads = units_ * kPruneUnitLanes;
+    unit_grid_ = cuda::resident_blocks(unit_refine_kernel, kUnitThreads, 0,
+                                       (unit_threads + kUnitThreads - 1) / kUnitThreads);
   }
 
   void poison(std::uint8_t byte) override {
@@ -813,11 +839,12 @@ class PrunedRunner final : public Runner<SadPruned> {
                             scalars + kPolishSlot,
                             live_.get(),
                             scalars + kLiveUnitsSlot,
-                            scalars + kWindowsLeftSlot};
+                            scalars + kWindowsLeftSlot,
+                            scalars + kSettledSlot};
     filter_kernel<<<filter_grid_, kFilterThreads>>>(filter);
     check_launch("filter_kernel");
 
-    // Sized for every unit; blocks past the live ones return at once.
+    // One wave at most: the kernel strides over the live units, whose count is on the device.
     const UnitArgs units{search,
                          unit_columns_,
                          bounds_.get(),
@@ -827,9 +854,7 @@ class PrunedRunner final : public Runner<SadPruned> {
                          scalars + kBestSlot,
                          scalars + kPolishSlot,
                          scalars + kAfterStripSlot};
-    const std::uint64_t unit_threads = units_ * kPruneUnitLanes;
-    unit_refine_kernel<<<unsigned((unit_threads + kUnitThreads - 1) / kUnitThreads),
-                         kUnitThreads>>>(units);
+    unit_refine_kernel<<<unit_grid_, kUnitThreads>>>(units);
     check_launch("unit_refine_kernel");
 
     full_.search(scalars + kBestSlot, 0, scalars + kLiveUnitsSlot, limit_);
@@ -844,6 +869,10 @@ class PrunedRunner final : public Runner<SadPruned> {
     out.stats.after_bounds = scalars[kWindowsLeftSlot];
     out.stats.full_search = scalars[kLiveUnitsSlot] > limit_;
     out.stats.after_strip.assign(scalars.begin() + kAfterStripSlot, scalars.end());
+    // The settled survivors were refined in step 3, before the strip rounds: counted in each.
+    if (!out.stats.full_search) {
+      for (std::uint64_t& alive : out.stats.after_strip) alive += scalars[kSettledSlot];
+    }
   }
 
  private:
@@ -864,7 +893,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   dim3 tiles_;
   bool shared_query_ = false;
   std::size_t list_shared_ = 0;
-  int refine_grid_ = 1, filter_grid_ = 1;
+  int refine_grid_ = 1, filter_grid_ = 1, unit_grid_ = 1;
   DeviceBuffer<std::uint32_t> strip_sums_, bounds_, live_;
   DeviceBuffer<Key> candidates_, scalars_;
 };
