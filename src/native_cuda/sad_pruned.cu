@@ -62,8 +62,9 @@ constexpr int kPolishSlot = 1;       // step 3's keys, merged into E by the unit
 constexpr int kWindowsLeftSlot = 2;  // windows left by the first bounds
 constexpr int kLiveUnitsSlot = 3;    // units holding one of them
 constexpr int kSettledSlot = 4;      // of those windows, the ones step 3 settled
-constexpr int kAfterStripSlot = 5;   // S counters: windows alive after each strip
-constexpr int kFixedSlots = 5;
+constexpr int kNextUnitSlot = 5;     // the unit refinement's next live unit to hand out
+constexpr int kAfterStripSlot = 6;   // S counters: windows alive after each strip
+constexpr int kFixedSlots = 6;
 
 // sm_90's largest dynamic shared memory per block (with the opt-in).
 constexpr std::size_t kMaxBlockSharedBytes = 227 * 1024;
@@ -592,6 +593,7 @@ struct UnitArgs : PackedSearch {
   unsigned long long full_search_above;  // more live units: the full search runs instead
   Key* best;
   const Key* polish;  // merged into best here
+  Key* next_unit;     // starts at 0
   Key* after_strip;   // S counters
 };
 
@@ -619,8 +621,6 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
   const int part = threadIdx.x % kPruneUnitLanes;
   const int group_of_warp = threadIdx.x % kWarp / kPruneUnitLanes;
   const unsigned group_lanes = ((1u << kPruneUnitLanes) - 1u) << (threadIdx.x % kWarp - part);
-  const unsigned long long warp = (std::size_t(blockIdx.x) * kUnitThreads + threadIdx.x) / kWarp;
-  const unsigned long long warps = std::size_t(gridDim.x) * (kUnitThreads / kWarp);
   // Lane 0 of the group reads E (polish may not be merged into it yet); the group agrees.
   const auto limit_now = [&] {
     const Key limit = part == 0 ? sad_min(load_key(a.best), load_key(a.polish)) : 0;
@@ -629,11 +629,15 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
   // Derived from the width rather than read from a.query_words: the parameter costs the kernel
   // 8 more registers (72 instead of 64: one block less per SM).
   const int query_words = words_for(a.s.query_width);
-  // Grid-stride over the live list, a warp's kUnitsPerWarp neighbouring units at a time: its
-  // groups walk the strips together (the per-strip count is one warp sum), and a grid sized for
-  // the live units, not for all of them, costs nothing when few are live.
-  for (unsigned long long first = warp * kUnitsPerWarp; first < count;
-       first += warps * kUnitsPerWarp) {
+  // One wave of warps takes the live list's units kUnitsPerWarp at a time, in order, as each
+  // warp finishes its last ones (units differ widely in how many strips they need): a grid sized
+  // for the live units, not for all of them, costs nothing when few are live, and a warp's
+  // groups walk the strips together (the per-strip count is one warp sum).
+  for (;;) {
+    unsigned long long first = 0;
+    if (threadIdx.x % kWarp == 0) first = atomicAdd(a.next_unit, Key(kUnitsPerWarp));
+    first = __shfl_sync(kAllLanes, first, 0);
+    if (first >= count) break;
     const unsigned long long unit_at = first + group_of_warp;
     std::uint32_t alive = 0;
     std::size_t first_index = 0;
@@ -853,6 +857,7 @@ class PrunedRunner final : public Runner<SadPruned> {
                          limit_,
                          scalars + kBestSlot,
                          scalars + kPolishSlot,
+                         scalars + kNextUnitSlot,
                          scalars + kAfterStripSlot};
     unit_refine_kernel<<<unit_grid_, kUnitThreads>>>(units);
     check_launch("unit_refine_kernel");
