@@ -62,9 +62,8 @@ constexpr int kPolishSlot = 1;       // step 3's keys, merged into E by the unit
 constexpr int kWindowsLeftSlot = 2;  // windows left by the first bounds
 constexpr int kLiveUnitsSlot = 3;    // units holding one of them
 constexpr int kSettledSlot = 4;      // of those windows, the ones step 3 settled
-constexpr int kNextUnitSlot = 5;     // the unit refinement's next live unit to hand out
-constexpr int kAfterStripSlot = 6;   // S counters: windows alive after each strip
-constexpr int kFixedSlots = 6;
+constexpr int kAfterStripSlot = 5;   // S counters: windows alive after each strip
+constexpr int kFixedSlots = 5;
 
 // sm_90's largest dynamic shared memory per block (with the opt-in).
 constexpr std::size_t kMaxBlockSharedBytes = 227 * 1024;
@@ -593,7 +592,6 @@ struct UnitArgs : PackedSearch {
   unsigned long long full_search_above;  // more live units: the full search runs instead
   Key* best;
   const Key* polish;  // merged into best here
-  Key* next_unit;     // starts at 0
   Key* after_strip;   // S counters
 };
 
@@ -617,79 +615,66 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
   if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(a.best, *a.polish);
   const unsigned long long count = *a.live_count;
   if (count > a.full_search_above) return;
-  constexpr int kUnitsPerWarp = kWarp / kPruneUnitLanes;
+  const unsigned long long unit_at =
+      (std::size_t(blockIdx.x) * kUnitThreads + threadIdx.x) / kPruneUnitLanes;
+  if (unit_at >= count) return;  // the whole group
   const int part = threadIdx.x % kPruneUnitLanes;
-  const int group_of_warp = threadIdx.x % kWarp / kPruneUnitLanes;
   const unsigned group_lanes = ((1u << kPruneUnitLanes) - 1u) << (threadIdx.x % kWarp - part);
+  const std::uint32_t unit = a.live[unit_at];
+  const int i = int(unit / unsigned(a.unit_columns));
+  const int group = int(unit % unsigned(a.unit_columns));
+  const int j0 = group * kPruneUnitWindows;
+  const std::size_t first_index = std::size_t(i) * a.s.map_width + j0;
   // Lane 0 of the group reads E (polish may not be merged into it yet); the group agrees.
   const auto limit_now = [&] {
     const Key limit = part == 0 ? sad_min(load_key(a.best), load_key(a.polish)) : 0;
     return std::uint32_t(__shfl_sync(group_lanes, limit, 0, kPruneUnitLanes) >> 32);
   };
+  std::uint32_t alive = 0;
+  const std::uint32_t first_limit = limit_now();
+#pragma unroll
+  for (int p = 0; p < kPruneUnitWindows; ++p) {
+    if (j0 + p < a.s.map_width && a.bounds[first_index + p] <= first_limit) alive |= 1u << p;
+  }
+  std::uint32_t partial[kPruneUnitWindows] = {}, total[kPruneUnitWindows];
+  const std::uint32_t* row = a.target + std::size_t(i) * a.pitch_words + group * kUnitWords;
   // Derived from the width rather than read from a.query_words: the parameter costs the kernel
   // 8 more registers (72 instead of 64: one block less per SM).
   const int query_words = words_for(a.s.query_width);
-  // One wave of warps takes the live list's units kUnitsPerWarp at a time, in order, as each
-  // warp finishes its last ones (units differ widely in how many strips they need): a grid sized
-  // for the live units, not for all of them, costs nothing when few are live, and a warp's
-  // groups walk the strips together (the per-strip count is one warp sum).
-  for (;;) {
-    unsigned long long first = 0;
-    if (threadIdx.x % kWarp == 0) first = atomicAdd(a.next_unit, Key(kUnitsPerWarp));
-    first = __shfl_sync(kAllLanes, first, 0);
-    if (first >= count) break;
-    const unsigned long long unit_at = first + group_of_warp;
-    std::uint32_t alive = 0;
-    std::size_t first_index = 0;
-    const std::uint32_t* row = nullptr;
-    if (unit_at < count) {  // the whole group
-      const std::uint32_t unit = a.live[unit_at];
-      const int i = int(unit / unsigned(a.unit_columns));
-      const int group = int(unit % unsigned(a.unit_columns));
-      const int j0 = group * kPruneUnitWindows;
-      first_index = std::size_t(i) * a.s.map_width + j0;
-      row = a.target + std::size_t(i) * a.pitch_words + group * kUnitWords;
-      const std::uint32_t first_limit = limit_now();
+  for (int k = 0; k < a.strips.count; ++k) {
+    for (int y = a.strips.begin(k) + part; y < a.strips.end(k); y += kPruneUnitLanes) {
+      accumulate_sad_row<kUnitWords>(
+          cuda::GlobalTarget<kUnitWords>{row + std::size_t(y) * a.pitch_words},
+          QueryRow{a.query + std::size_t(y) * query_words}, a.s.query_width, partial);
+    }
 #pragma unroll
-      for (int p = 0; p < kPruneUnitWindows; ++p) {
-        if (j0 + p < a.s.map_width && a.bounds[first_index + p] <= first_limit) alive |= 1u << p;
+    for (int p = 0; p < kPruneUnitWindows; ++p) {
+      total[p] = partial[p];
+#pragma unroll
+      for (int offset = kPruneUnitLanes / 2; offset > 0; offset /= 2) {
+        total[p] += __shfl_xor_sync(group_lanes, total[p], offset, kPruneUnitLanes);
       }
     }
-    std::uint32_t partial[kPruneUnitWindows] = {}, total[kPruneUnitWindows];
-    for (int k = 0; k < a.strips.count && __any_sync(kAllLanes, alive != 0); ++k) {
-      if (alive != 0) {  // the whole group
-        for (int y = a.strips.begin(k) + part; y < a.strips.end(k); y += kPruneUnitLanes) {
-          accumulate_sad_row<kUnitWords>(
-              cuda::GlobalTarget<kUnitWords>{row + std::size_t(y) * a.pitch_words},
-              QueryRow{a.query + std::size_t(y) * query_words}, a.s.query_width, partial);
-        }
+    const std::uint32_t limit = limit_now();
 #pragma unroll
-        for (int p = 0; p < kPruneUnitWindows; ++p) {
-          total[p] = partial[p];
-#pragma unroll
-          for (int offset = kPruneUnitLanes / 2; offset > 0; offset /= 2) {
-            total[p] += __shfl_xor_sync(group_lanes, total[p], offset, kPruneUnitLanes);
-          }
-        }
-        const std::uint32_t limit = limit_now();
-#pragma unroll
-        for (int p = 0; p < kPruneUnitWindows; ++p) {
-          if (total[p] > limit) alive &= ~(1u << p);
-        }
-      }
-      const unsigned left = __reduce_add_sync(kAllLanes, part == 0 ? unsigned(__popc(alive)) : 0u);
-      if (left > 0 && threadIdx.x % kWarp == 0) atomicAdd(a.after_strip + k, Key(left));
+    for (int p = 0; p < kPruneUnitWindows; ++p) {
+      if (total[p] > limit) alive &= ~(1u << p);
     }
-    if (part == 0 && alive != 0) {
-      Key key = kNoSadKey;
-#pragma unroll
-      for (int p = 0; p < kPruneUnitWindows; ++p) {
-        if (alive & (1u << p))
-          key = sad_min(key, sad_key(std::int32_t(total[p]), std::uint32_t(first_index + p)));
-      }
-      atomicMin(a.best, key);
-    }
+    // The groups still here count together, one atomic per warp.
+    const unsigned lanes = __activemask();
+    const unsigned left = __reduce_add_sync(lanes, part == 0 ? unsigned(__popc(alive)) : 0u);
+    if (left > 0 && threadIdx.x % kWarp == __ffs(lanes) - 1)
+      atomicAdd(a.after_strip + k, Key(left));
+    if (alive == 0) return;
   }
+  if (part != 0) return;
+  Key key = kNoSadKey;
+#pragma unroll
+  for (int p = 0; p < kPruneUnitWindows; ++p) {
+    if (alive & (1u << p))
+      key = sad_min(key, sad_key(std::int32_t(total[p]), std::uint32_t(first_index + p)));
+  }
+  atomicMin(a.best, key);
 }
 
 // --- runner --------------------------------------------------------------------------------------
@@ -787,9 +772,6 @@ class PrunedRunner final : public Runner<SadPruned> {
                                                          kRefineThreads, 0, 1 << 30);
     filter_grid_ = cuda::resident_blocks(filter_kernel, kFilterThreads, 0,
                                          (units_ + kFilterThreads - 1) / kFilterThreads);
-    const std::uint64_t unit_threads = units_ * kPruneUnitLanes;
-    unit_grid_ = cuda::resident_blocks(unit_refine_kernel, kUnitThreads, 0,
-                                       (unit_threads + kUnitThreads - 1) / kUnitThreads);
   }
 
   void poison(std::uint8_t byte) override {
@@ -848,7 +830,9 @@ class PrunedRunner final : public Runner<SadPruned> {
     filter_kernel<<<filter_grid_, kFilterThreads>>>(filter);
     check_launch("filter_kernel");
 
-    // One wave at most: the kernel strides over the live units, whose count is on the device.
+    // Sized for every unit; blocks past the live ones return at once. (A one-wave grid-stride
+    // loop, statically or from a device counter, costs less with few live units but more with
+    // many: perf/NOTES.md.)
     const UnitArgs units{search,
                          unit_columns_,
                          bounds_.get(),
@@ -857,9 +841,10 @@ class PrunedRunner final : public Runner<SadPruned> {
                          limit_,
                          scalars + kBestSlot,
                          scalars + kPolishSlot,
-                         scalars + kNextUnitSlot,
                          scalars + kAfterStripSlot};
-    unit_refine_kernel<<<unit_grid_, kUnitThreads>>>(units);
+    const std::uint64_t unit_threads = units_ * kPruneUnitLanes;
+    unit_refine_kernel<<<unsigned((unit_threads + kUnitThreads - 1) / kUnitThreads),
+                         kUnitThreads>>>(units);
     check_launch("unit_refine_kernel");
 
     full_.search(scalars + kBestSlot, 0, scalars + kLiveUnitsSlot, limit_);
@@ -898,7 +883,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   dim3 tiles_;
   bool shared_query_ = false;
   std::size_t list_shared_ = 0;
-  int refine_grid_ = 1, filter_grid_ = 1, unit_grid_ = 1;
+  int refine_grid_ = 1, filter_grid_ = 1;
   DeviceBuffer<std::uint32_t> strip_sums_, bounds_, live_;
   DeviceBuffer<Key> candidates_, scalars_;
 };
