@@ -3,9 +3,20 @@
 
     perf/report.py RESULTS.jsonl [--markdown report.md] [--plots DIR]
 
+    perf/report.py RESULTS.jsonl --portability    (only the Kokkos / native summary, for README)
+
 Tables, per algorithm: each case's full results; time and speedup vs the sequential reference
 per size (the reports' layout); where each parallel variant starts beating the sequential
-reference (crossover); the Kokkos/native CUDA ratio per size; the OpenMP thread sweep.
+reference (crossover); Kokkos / native per size and backend, three ways (below); the OpenMP
+thread sweep. After them, the Kokkos / native ratios of every algorithm in one summary table.
+
+Kokkos / native (issue 14): per case and backend, the best native compute-only time (native CUDA
+on the GPU, the OpenMP CPU variants on the host) against three sets of portable variants, each
+inside the one before: tuned (every portable variant), plain (kernels of standard C++ only: the
+`-plain` builds, whose kbench helpers take their C++ forms, and schedules that use no helper) and
+simple (the idiomatic first schedules: one MDRange pass, ScatterView counting). compare writes
+each portable variant's "isa" (tuned/plain) and "schedule" (tuned/simple); for results written
+before it did, simple schedules are known by name and the plain set is left empty.
 Plots (when matplotlib is installed): time and speedup vs size, one line per variant, per layer.
 sad-pruned: speedup of each pruned variant over the full search timed on the same input (the
 "sad" records of the same case), per noise σ, as a table and a plot like the paper's Fig. 6.
@@ -25,6 +36,25 @@ CEILINGS = {
     "H200": {"gb_per_s": 4300.0, "gflop_per_s": 67000.0},
     "H100": {"gb_per_s": 3000.0, "gflop_per_s": 67000.0},
 }
+
+
+# Simple schedules by name, for results written before compare printed "schedule".
+SIMPLE_SCHEDULES = ("kokkos-mdrange", "kokkos-scatterview")
+# The native variants a backend's portable variants are measured against.
+NATIVE_LAYER = {"cuda": "native_cuda", "openmp": "native_cpu"}
+
+
+def portable_sets(r):
+    """The sets of the Kokkos / native table a portable record belongs to: tuned always, plain
+    where its kernels are standard C++ only, simple for the simple schedules."""
+    simple = r.get("schedule") == "simple" if "schedule" in r else any(
+        r["variant"].startswith(name + "-") for name in SIMPLE_SCHEDULES)
+    sets = {"tuned"}
+    if r.get("isa") == "plain":
+        sets.add("plain")
+    if simple:
+        sets.add("simple")
+    return sets
 
 
 def ceiling_for(device):
@@ -160,12 +190,11 @@ def markdown(records):
             lines.append(f"| {v} | " + " | ".join(cells) + " |")
         lines.append("")
         lines += crossover(rows, cases)
-        ratio_lines = kokkos_native_ratio(rows, cases)
-        if ratio_lines:
-            lines += ratio_lines
+        lines += kokkos_native_table(rows, cases)
         lines += thread_sweep([r for r in sweep if r["algorithm"] == algo])
     lines += pruned_table(records)
     lines += cemd_table(records)
+    lines += portability_summary(main)
     return "\n".join(lines) + "\n"
 
 
@@ -283,23 +312,84 @@ def crossover(rows, cases):
     return out + [""]
 
 
-def kokkos_native_ratio(rows, cases):
-    """Best Kokkos-CUDA compute time over best native CUDA compute time, per size."""
-    out = ["### Kokkos-CUDA / native CUDA (best compute-only time of each)", "",
-           "| case | best native | ms | best Kokkos | ms | ratio |", "|---|---|---|---|---|---|"]
-    any_row = False
+def kokkos_native_ratios(rows, cases):
+    """Per case and backend with native variants: (case, backend, best native record, {set: best
+    portable record of that set or None}) from compute-only times."""
+    out = []
     for case in cases:
-        def best(layer):
-            candidates = [r for r in rows if r["case"] == case and r["backend"] == "cuda"
-                          and r["layer"] == layer and "compute_median_ms" in r]
-            return min(candidates, key=lambda r: r["compute_median_ms"], default=None)
-        native, portable = best("native_cuda"), best("portable")
-        if native and portable:
-            any_row = True
-            out.append(f"| {case} | {native['variant']} | {fmt(native['compute_median_ms'])} | "
-                       f"{portable['variant']} | {fmt(portable['compute_median_ms'])} | "
-                       f"{portable['compute_median_ms'] / native['compute_median_ms']:.2f} |")
-    return out + [""] if any_row else []
+        for backend, native_layer in NATIVE_LAYER.items():
+            timed = [r for r in rows if r["case"] == case and r["backend"] == backend
+                     and "compute_median_ms" in r]
+            native = min((r for r in timed if r["layer"] == native_layer),
+                         key=lambda r: r["compute_median_ms"], default=None)
+            portable = [r for r in timed if r["layer"] == "portable"]
+            if not native or not portable:
+                continue
+            best = {}
+            for name in ("tuned", "plain", "simple"):
+                best[name] = min((r for r in portable if name in portable_sets(r)),
+                                 key=lambda r: r["compute_median_ms"], default=None)
+            out.append((case, backend, native, best))
+    return out
+
+
+def ratio_cells(native, r):
+    """'variant', 'ms', 'ratio' cells of a portable record against the native one."""
+    if r is None:
+        return ["—", "—", "—"]
+    return [r["variant"], fmt(r["compute_median_ms"]),
+            f"{r['compute_median_ms'] / native['compute_median_ms']:.2f}×"]
+
+
+def kokkos_native_table(rows, cases):
+    """Best Kokkos compute time over best native compute time, per size and backend, for the
+    tuned, plain and simple sets of portable variants."""
+    ratios = kokkos_native_ratios(rows, cases)
+    if not ratios:
+        return []
+    out = ["### Kokkos / native: tuned, plain and simple portable variants (best compute-only "
+           "time of each)", "",
+           "Tuned: any portable variant; plain: kernels of standard C++ only (`-plain` builds and "
+           "helper-free schedules); simple: one MDRange pass or ScatterView counting. Native: "
+           "native CUDA for the cuda backend, the OpenMP CPU variants for openmp.", "",
+           "| case | backend | best native | ms | best tuned Kokkos | ms | / native | "
+           "best plain Kokkos | ms | / native | best simple Kokkos | ms | / native |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for case, backend, native, best in ratios:
+        cells = [case, backend, native["variant"], fmt(native["compute_median_ms"])]
+        for name in ("tuned", "plain", "simple"):
+            cells += ratio_cells(native, best[name])
+        out.append("| " + " | ".join(cells) + " |")
+    return out + [""]
+
+
+def portability_summary(main):
+    """The Kokkos / native ratios of every algorithm, case and backend in one table (the README's
+    portability figures): best native time, then tuned / plain / simple ratios."""
+    lines = []
+    for algo in collections.OrderedDict.fromkeys(r["algorithm"] for r in main):
+        rows = [r for r in main if r["algorithm"] == algo]
+        cases = sorted({r["case"] for r in rows}, key=case_key)
+        for case, backend, native, best in kokkos_native_ratios(rows, cases):
+            def cell(name):
+                r = best[name]
+                if r is None:
+                    return "—"
+                ratio = r["compute_median_ms"] / native["compute_median_ms"]
+                return f"{ratio:.2f}× (`{r['variant']}`)"
+            lines.append(f"| {algo} | {case} | {backend} | {fmt(native['compute_median_ms'])} "
+                         f"(`{native['variant']}`) | {cell('tuned')} | {cell('plain')} | "
+                         f"{cell('simple')} |")
+    if not lines:
+        return []
+    return ["## Kokkos / native, every algorithm: tuned, plain and simple", "",
+            "Best compute-only time of each set over the best native one (native CUDA for cuda, "
+            "the OpenMP CPU variants for openmp); the plain set is what Kokkos reaches without "
+            "target-specific instructions, the simple set what its first idiomatic schedule "
+            "reaches.", "",
+            "| algorithm | case | backend | best native ms | tuned Kokkos / native | "
+            "plain Kokkos / native | simple Kokkos / native |",
+            "|---|---|---|---|---|---|---|"] + lines + [""]
 
 
 def thread_sweep(records):
@@ -433,11 +523,16 @@ def main():
     parser.add_argument("results", help="compare --json output (JSON lines)")
     parser.add_argument("--markdown", help="write the tables here (default: stdout)")
     parser.add_argument("--plots", help="write PNG plots into this directory")
+    parser.add_argument("--portability", action="store_true",
+                        help="only the Kokkos / native summary table (tuned, plain, simple)")
     args = parser.parse_args()
     records = load(args.results)
     if not records:
         sys.exit(f"{args.results}: no results")
-    text = markdown(records)
+    if args.portability:
+        text = "\n".join(portability_summary(latest(split_runs(records)[0])))
+    else:
+        text = markdown(records)
     if args.markdown:
         tmp = args.markdown + ".partial"
         with open(tmp, "w") as f:

@@ -404,7 +404,7 @@ TEST_CASE("the median form of a cell equals the literal minimum over rotations",
     const bool equal_mass = mass_of(cf) == mass_of(cg);
     if (std::int64_t(cemd_cell_raw(f, g)) != literal ||
         (equal_mass && rotation_form(cf, cg) != literal) ||
-        cemd_prefix_raw(pf, pg) != float(literal) ||
+        cemd_prefix_raw<Isa::tuned>(pf, pg) != float(literal) ||
         prefix_cell_term<DescriptorDistance::cemd_raw>(pf, pg) != float(literal)) {
       std::string text;
       for (int i = 0; i < kCemdBins; ++i)
@@ -467,7 +467,7 @@ TEST_CASE("the median form of a cell equals the literal minimum over rotations",
       }
       const std::int64_t literal = literal_min_deviation(d);
       REQUIRE(circular_emd_of_cumulative(ints) == literal);
-      REQUIRE(median_deviation_sum(floats) == float(literal));
+      REQUIRE(median_deviation_sum<Isa::tuned>(floats) == float(literal));
     }
   }
 }
@@ -534,7 +534,7 @@ TEST_CASE("the prefix form gives the integer form's cell terms bit for bit", "[c
     prefix_cell<DescriptorDistance::cemd_normalised>(f.data(), pf);
     prefix_cell<DescriptorDistance::cemd_normalised>(g.data(), pg);
     if (std::int64_t(numerator) != exact.numerator || !same_bits(quotient, defined) ||
-        cemd_prefix_scaled(pf, pg) != float(exact.numerator) ||
+        cemd_prefix_scaled<Isa::tuned>(pf, pg) != float(exact.numerator) ||
         !same_bits(prefix_cell_term<DescriptorDistance::cemd_normalised>(pf, pg), defined)) {
       bad.add("masses " + std::to_string(mf) + ", " + std::to_string(mg) + ": numerator " +
               std::to_string(numerator) + " exact " + std::to_string(exact.numerator));

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <map>
 #include <set>
 
 #include "kbench/cemd.hpp"
@@ -36,7 +37,110 @@ void check_variant_list() {
 #endif
 }
 
+bool ends_with(const std::string& text, const std::string& end) {
+  return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
+}
+
+// Issue 14: every portable variant whose kernels reach target-specific instructions through
+// kbench's helpers (Isa::tuned) has a plain build `<schedule>-plain-<backend>` (Isa::plain, the
+// same backend and kind of schedule), every `-plain` variant is the plain build of a tuned one,
+// and each portable backend has at least one such pair. Returns the number of pairs.
+template <class Algorithm>
+int check_plain_builds() {
+  std::map<std::string, const Variant<Algorithm>*> by_name;
+  for (const auto& v : variants<Algorithm>()) by_name[v.name] = &v;
+  std::set<Backend> backends, with_pair;
+  int pairs = 0;
+  for (const auto& v : variants<Algorithm>()) {
+    if (v.layer != Layer::portable) continue;
+    INFO("variant " << v.name);
+    backends.insert(v.backend);
+    const std::string backend = std::string("-") + to_string(v.backend);
+    REQUIRE(ends_with(v.name, backend));
+    const std::string schedule = v.name.substr(0, v.name.size() - backend.size());
+    const bool plain_build = ends_with(schedule, "-plain");
+    const auto twin = by_name.find(plain_build ? schedule.substr(0, schedule.size() - 6) + backend
+                                               : schedule + "-plain" + backend);
+    if (v.isa == Isa::tuned) {
+      CHECK_FALSE(plain_build);
+      CHECK(twin != by_name.end());  // a tuned variant without its plain build
+    } else if (plain_build) {
+      CHECK(twin != by_name.end());  // a plain build without the tuned variant it is built from
+    }
+    if ((v.isa == Isa::tuned || plain_build) && twin != by_name.end()) {
+      const Variant<Algorithm>& other = *twin->second;
+      CHECK(other.isa != v.isa);
+      CHECK(other.layer == Layer::portable);
+      CHECK(other.backend == v.backend);
+      CHECK(other.simple == v.simple);
+      CHECK(other.end_to_end == v.end_to_end);
+      if (v.isa == Isa::tuned) {
+        ++pairs;
+        with_pair.insert(v.backend);
+      }
+    }
+  }
+  CHECK(with_pair == backends);
+  return pairs;
+}
+
+// The report's simple figure needs a simple schedule (one MDRange pass, ScatterView counting) on
+// every portable backend; simple schedules use no helper.
+template <class Algorithm>
+void check_simple_schedules() {
+  std::set<Backend> backends, with_simple;
+  for (const auto& v : variants<Algorithm>()) {
+    if (v.layer != Layer::portable) continue;
+    backends.insert(v.backend);
+    if (!v.simple) continue;
+    INFO("variant " << v.name);
+    CHECK(v.isa == Isa::plain);
+    with_simple.insert(v.backend);
+  }
+  CHECK_FALSE(backends.empty());
+  CHECK(with_simple == backends);
+}
+
 }  // namespace
+
+TEST_CASE("every portable variant that uses target-specific helpers has a plain build",
+          "[registry]") {
+  // The fast schedules of each algorithm, on each of this build's Kokkos backends; sad-pruned's
+  // kokkos-pruned gets its plain build separately.
+  std::set<Backend> portable_backends;
+  for (const auto& v : variants<Conv>()) {
+    if (v.layer == Layer::portable) portable_backends.insert(v.backend);
+  }
+  const int backends = int(portable_backends.size());
+  REQUIRE(backends >= 1);
+  SECTION("conv: kokkos-rowvec, kokkos-rowvec-r4, kokkos-band") {
+    CHECK(check_plain_builds<Conv>() == 3 * backends);
+  }
+  SECTION("lbp: kokkos-team-hist, kokkos-vec") {
+    CHECK(check_plain_builds<Lbp>() == 2 * backends);
+  }
+  SECTION("sad: kokkos-team, kokkos-fused") {
+    CHECK(check_plain_builds<Sad>() == 2 * backends);
+  }
+  SECTION("cemd: kokkos-team, kokkos-tiled") {
+    CHECK(check_plain_builds<Cemd>() == 2 * backends);
+  }
+}
+
+TEST_CASE("each portable backend has a simple schedule without helpers", "[registry]") {
+  SECTION("conv") {
+    check_simple_schedules<Conv>();
+  }
+  SECTION("lbp") {
+    check_simple_schedules<Lbp>();
+  }
+  SECTION("sad") {
+    check_simple_schedules<Sad>();
+  }
+  SECTION("cemd") {
+    check_simple_schedules<Cemd>();
+  }
+}
 
 TEST_CASE("the registry starts each algorithm with its plain sequential reference", "[registry]") {
   const auto& conv = variants<Conv>();

@@ -24,6 +24,9 @@ struct Row {
   std::string variant, layer, backend, status, detail, summary;
   Timing timing;
   double max_error = 0;
+  // Portable variants only: "tuned" or "plain" instructions, "simple" or "tuned" schedule
+  // (Variant::isa, Variant::simple), which perf/report.py's three Kokkos / native ratios use.
+  std::string isa, schedule;
 };
 
 template <class Algorithm>
@@ -59,7 +62,11 @@ int run(const Options& options, const Case<Algorithm>& problem) {
       continue;
     }
     if (v.backend == Backend::cuda && !have_gpu) continue;
-    Row row{v.name, to_string(v.layer), to_string(v.backend), "ok", "", "", {}, 0};
+    Row row{v.name, to_string(v.layer), to_string(v.backend), "ok", "", "", {}, 0, "", ""};
+    if (v.layer == Layer::portable) {
+      row.isa = to_string(v.isa);
+      row.schedule = v.simple ? "simple" : "tuned";
+    }
     const std::string skip_reason = problem.skip ? problem.skip(v) : std::string();
     if (!skip_reason.empty()) {
       row.status = "skipped";
@@ -73,7 +80,7 @@ int run(const Options& options, const Case<Algorithm>& problem) {
       rows.push_back(row);
       continue;
     }
-    std::printf("  %-26s checking...", v.name.c_str());
+    std::printf("  %-30s checking...", v.name.c_str());
     std::fflush(stdout);
     try {
       const auto out = run_checked(v, problem.input);
@@ -98,19 +105,19 @@ int run(const Options& options, const Case<Algorithm>& problem) {
     rows.push_back(row);
   }
 
-  std::printf("\n%-26s %-11s %-7s %10s %10s %10s %9s %9s %8s %6s\n", "variant", "layer", "backend",
+  std::printf("\n%-30s %-11s %-7s %10s %10s %10s %9s %9s %8s %6s\n", "variant", "layer", "backend",
               "median ms", "min ms", "e2e ms", "GB/s",
               (std::string("G") + work.operation_unit + "/s").c_str(), "speedup", "error");
   const std::string date = utc_timestamp();
   for (const Row& row : rows) {
     if (row.status != "ok") {
-      std::printf("%-26s %-11s %-7s %s%s%s\n", row.variant.c_str(), row.layer.c_str(),
+      std::printf("%-30s %-11s %-7s %s%s%s\n", row.variant.c_str(), row.layer.c_str(),
                   row.backend.c_str(), row.status.c_str(), row.detail.empty() ? "" : ": ",
                   row.detail.c_str());
       continue;
     }
     if (options.check_only) {
-      std::printf("%-26s %-11s %-7s checked, max error %g\n", row.variant.c_str(),
+      std::printf("%-30s %-11s %-7s checked, max error %g\n", row.variant.c_str(),
                   row.layer.c_str(), row.backend.c_str(), row.max_error);
       continue;
     }
@@ -127,13 +134,14 @@ int run(const Options& options, const Case<Algorithm>& problem) {
       std::snprintf(compute_min, sizeof compute_min, "%.4f", t.compute.min_ms);
     }
     if (t.has_end_to_end) std::snprintf(e2e, sizeof e2e, "%.4f", t.end_to_end.median_ms);
-    std::printf("%-26s %-11s %-7s %10s %10s %10s %9.2f %9.2f %8s %6.2g\n", row.variant.c_str(),
+    std::printf("%-30s %-11s %-7s %10s %10s %10s %9.2f %9.2f %8s %6.2g\n", row.variant.c_str(),
                 row.layer.c_str(), row.backend.c_str(), compute_median, compute_min, e2e, gbps,
                 gops, speedup_text, row.max_error);
     if (json.is_open()) {
       JsonObject line;
       line.add("algorithm", Algorithm::name).add("variant", row.variant).add("layer", row.layer);
       line.add("backend", row.backend).add("case", problem.name);
+      if (!row.isa.empty()) line.add("isa", row.isa).add("schedule", row.schedule);
       line.add("description", problem.description).add("reps", t.reps);
       line.add("batch", t.batch).add("rotation", t.rotation);
       if (t.has_compute) {
@@ -161,7 +169,7 @@ int run(const Options& options, const Case<Algorithm>& problem) {
     if (row.summary.empty()) continue;
     if (!summary_title) std::printf("\n");
     summary_title = true;
-    std::printf("%-26s %s\n", row.variant.c_str(), row.summary.c_str());
+    std::printf("%-30s %s\n", row.variant.c_str(), row.summary.c_str());
   }
   return failures == 0 ? 0 : 1;
 }

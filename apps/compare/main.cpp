@@ -41,11 +41,20 @@ ImageU8 load_or_generate(const Options& options, int channels, std::string* name
   return rgb;
 }
 
+// Portable variants also say whether their kernels use target-specific instructions and whether
+// their schedule is a simple one.
 void print_registry() {
-  std::printf("%-8s %-26s %-11s %-7s %s\n", "algo", "variant", "layer", "backend", "kind");
+  std::printf("%-10s %-28s %-11s %-7s %-10s %s\n", "algo", "variant", "layer", "backend", "kind",
+              "portable build");
   for (const auto& v : all_variants()) {
-    std::printf("%-8s %-26s %-11s %-7s %s\n", v.algorithm.c_str(), v.name.c_str(),
-                to_string(v.layer), to_string(v.backend), v.end_to_end ? "end-to-end" : "kernel");
+    std::string build;
+    if (v.layer == Layer::portable) {
+      build =
+          std::string(to_string(v.isa)) + " instructions" + (v.simple ? ", simple schedule" : "");
+    }
+    std::printf("%-10s %-28s %-11s %-7s %-10s %s\n", v.algorithm.c_str(), v.name.c_str(),
+                to_string(v.layer), to_string(v.backend), v.end_to_end ? "end-to-end" : "kernel",
+                build.c_str());
   }
 }
 

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "kbench/host_device.hpp"
+#include "kbench/isa.hpp"
 #include "kbench/registry.hpp"
 
 namespace kbench {
@@ -297,43 +298,46 @@ KBENCH_HOST_DEVICE float descriptor_distance(const std::uint8_t* a, const std::u
 //   the circle of 8 are more than 4 apart);
 // - raw: D(i) = F(i) − G(i), |D(i)| ≤ 2040.
 // Prefix sums turn the 8 running additions per cell and pair into work done once per descriptor.
+// The helpers below take an Isa: Isa::plain gives up CUDA's min/max, fused multiply-add and
+// division fast path for their standard C++ forms, with the same bits.
 
 // The smaller and the larger of two floats that are not NaN: one min/max instruction on CUDA
 // devices (a select's NaN rule would cost a compare and two selects per comparator there), a
 // select elsewhere (minss/maxss on x86; std::fmin would be a library call).
+template <Isa kIsa>
 KBENCH_HOST_DEVICE float float_min(float a, float b) {
 #if defined(__CUDA_ARCH__)
-  return fminf(a, b);
-#else
-  return a < b ? a : b;
+  if constexpr (kIsa == Isa::tuned) return fminf(a, b);
 #endif
+  return a < b ? a : b;
 }
+template <Isa kIsa>
 KBENCH_HOST_DEVICE float float_max(float a, float b) {
 #if defined(__CUDA_ARCH__)
-  return fmaxf(a, b);
-#else
-  return a < b ? b : a;
+  if constexpr (kIsa == Isa::tuned) return fmaxf(a, b);
 #endif
+  return a < b ? b : a;
 }
 
 // a·b − c·d for exact products and an exact difference (the prefix form's values): one multiply
 // and one fused multiply-add on CUDA devices, whatever the contraction setting.
+template <Isa kIsa>
 KBENCH_HOST_DEVICE float exact_product_difference(float a, float b, float c, float d) {
 #if defined(__CUDA_ARCH__)
-  return fmaf(a, b, -(c * d));
-#else
-  return a * b - c * d;
+  if constexpr (kIsa == Isa::tuned) return fmaf(a, b, -(c * d));
 #endif
+  return a * b - c * d;
 }
 
 // Σ_i |d(i) − median(d)| of 8 values = (sum of the 4 largest) − (sum of the 4 smallest): each half
 // sorted by a 5-comparator network; the half-cleaner then pairs a(i) with b(3 − i), whose larger
 // members are the 4 largest values, so the difference is Σ_i |a(i) − b(3 − i)|. 10 comparators
 // instead of the 19 of a full sort.
+template <Isa kIsa>
 KBENCH_HOST_DEVICE float median_deviation_sum(float (&d)[kCemdBins]) {
   const auto cx = [&](int i, int j) {
-    const float lo = float_min(d[i], d[j]);
-    const float hi = float_max(d[i], d[j]);
+    const float lo = float_min<kIsa>(d[i], d[j]);
+    const float hi = float_max<kIsa>(d[i], d[j]);
     d[i] = lo;
     d[j] = hi;
   };
@@ -344,59 +348,66 @@ KBENCH_HOST_DEVICE float median_deviation_sum(float (&d)[kCemdBins]) {
 }
 
 // Normalised-mode numerator CEMD(f·|g|, g·|f|) from the prefix sums f = F(0..7), g = G(0..7).
+template <Isa kIsa>
 KBENCH_HOST_DEVICE float cemd_prefix_scaled(const float (&f)[kCemdBins],
                                             const float (&g)[kCemdBins]) {
   const float mass_f = f[kCemdBins - 1], mass_g = g[kCemdBins - 1];
   float d[kCemdBins];
   KBENCH_UNROLL
   for (int i = 0; i < kCemdBins - 1; ++i)
-    d[i] = exact_product_difference(f[i], mass_g, g[i], mass_f);
+    d[i] = exact_product_difference<kIsa>(f[i], mass_g, g[i], mass_f);
   d[kCemdBins - 1] = 0.0f;
-  return median_deviation_sum(d);
+  return median_deviation_sum<kIsa>(d);
 }
 
 // n / d, correctly rounded, for the normalised quotient's operands: integers with 0 ≤ n < 2^24 and
 // 1 ≤ d ≤ 2040². On CUDA devices this is the division's own fast path (approximate reciprocal,
 // one Newton step, one residual correction), correctly rounded for such normal operands, without
 // the range check in front of it: that check sends a zero dividend to the slow path, and a fifth
-// of SIFT cell pairs have one (an empty cell), so nearly every warp took it. `/` elsewhere.
+// of SIFT cell pairs have one (an empty cell), so nearly every warp took it. `/` elsewhere and
+// with Isa::plain.
+template <Isa kIsa>
 KBENCH_HOST_DEVICE float quotient_of_small_integers(float n, float d) {
 #if defined(__CUDA_ARCH__)
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
-  r = fmaf(r, fmaf(-d, r, 1.0f), r);
-  const float q = n * r;
-  return fmaf(r, fmaf(-d, q, n), q);
-#else
-  return n / d;
+  if constexpr (kIsa == Isa::tuned) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
+    r = fmaf(r, fmaf(-d, r, 1.0f), r);
+    const float q = n * r;
+    return fmaf(r, fmaf(-d, q, n), q);
+  }
 #endif
+  return n / d;
 }
 
 // The normalised cell term: numerator / (|f|·|g|), 0 when either cell is empty (the numerator is
 // then 0, so dividing by 1 gives it without a select) — cemd_cell_quotient's bits.
+template <Isa kIsa>
 KBENCH_HOST_DEVICE float cemd_prefix_quotient(float numerator, float mass_f, float mass_g) {
-  return quotient_of_small_integers(numerator, float_max(mass_f * mass_g, 1.0f));
+  return quotient_of_small_integers<kIsa>(numerator, float_max<kIsa>(mass_f * mass_g, 1.0f));
 }
 
 // Raw-mode cell term from the prefix sums.
+template <Isa kIsa>
 KBENCH_HOST_DEVICE float cemd_prefix_raw(const float (&f)[kCemdBins], const float (&g)[kCemdBins]) {
   float d[kCemdBins];
   KBENCH_UNROLL
   for (int i = 0; i < kCemdBins; ++i) d[i] = f[i] - g[i];
-  return median_deviation_sum(d);
+  return median_deviation_sum<kIsa>(d);
 }
 
 // One cell's contribution to a pair's distance in the prefix form: `f`, `g` the cell's prefix
 // sums (cemd modes) or its values (l2, whose contribution is the sum of squared differences).
 // Summed over the cells in cell order from 0.0f, it gives descriptor_distance() before the l2
 // square root.
-template <DescriptorDistance kDistance>
+template <DescriptorDistance kDistance, Isa kIsa = Isa::tuned>
 KBENCH_HOST_DEVICE float prefix_cell_term(const float (&f)[kCemdBins],
                                           const float (&g)[kCemdBins]) {
   if constexpr (kDistance == DescriptorDistance::cemd_normalised) {
-    return cemd_prefix_quotient(cemd_prefix_scaled(f, g), f[kCemdBins - 1], g[kCemdBins - 1]);
+    return cemd_prefix_quotient<kIsa>(cemd_prefix_scaled<kIsa>(f, g), f[kCemdBins - 1],
+                                      g[kCemdBins - 1]);
   } else if constexpr (kDistance == DescriptorDistance::cemd_raw) {
-    return cemd_prefix_raw(f, g);
+    return cemd_prefix_raw<kIsa>(f, g);
   } else {
     float sum = 0.0f;
     KBENCH_UNROLL

@@ -17,7 +17,8 @@
 //   sqrt(|a|² + |b|² − 2·a·b) with 4-byte dot products.
 //
 // The packed helpers below use one Hopper instruction each on CUDA devices (DPX add-then-min,
-// 3-input min, dp2a/dp4a) and plain per-lane C++ elsewhere, with the same results.
+// 3-input min, dp2a/dp4a) and plain per-lane C++ elsewhere and with Isa::plain, with the same
+// results; the metrics' prepare, accumulate and end_group pass their Isa on.
 
 #include <algorithm>
 #include <cmath>
@@ -27,6 +28,7 @@
 
 #include "kbench/cemd.hpp"
 #include "kbench/host_device.hpp"
+#include "kbench/isa.hpp"
 
 namespace kbench {
 
@@ -51,67 +53,68 @@ KBENCH_HOST_DEVICE std::uint32_t greater(std::uint32_t a, std::uint32_t b) {
 }
 
 // Per lane min(a + b, c), the sum taken modulo 2^16.
+template <Isa kIsa>
 KBENCH_HOST_DEVICE std::uint32_t add_min_u16x2(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
 #if defined(__CUDA_ARCH__)
-  return __viaddmin_u16x2(a, b, c);
-#else
+  if constexpr (kIsa == Isa::tuned) return __viaddmin_u16x2(a, b, c);
+#endif
   return pack16(lesser(low16(low16(a) + low16(b)), low16(c)),
                 lesser(low16(high16(a) + high16(b)), high16(c)));
-#endif
 }
 
 // Per lane max(a + b, c), the sum taken modulo 2^16.
+template <Isa kIsa>
 KBENCH_HOST_DEVICE std::uint32_t add_max_u16x2(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
 #if defined(__CUDA_ARCH__)
-  return __viaddmax_u16x2(a, b, c);
-#else
+  if constexpr (kIsa == Isa::tuned) return __viaddmax_u16x2(a, b, c);
+#endif
   return pack16(greater(low16(low16(a) + low16(b)), low16(c)),
                 greater(low16(high16(a) + high16(b)), high16(c)));
-#endif
 }
 
+template <Isa kIsa>
 KBENCH_HOST_DEVICE std::uint32_t min_u16x2(std::uint32_t a, std::uint32_t b) {
 #if defined(__CUDA_ARCH__)
-  return __vminu2(a, b);
-#else
-  return pack16(lesser(low16(a), low16(b)), lesser(high16(a), high16(b)));
+  if constexpr (kIsa == Isa::tuned) return __vminu2(a, b);
 #endif
+  return pack16(lesser(low16(a), low16(b)), lesser(high16(a), high16(b)));
 }
 
+template <Isa kIsa>
 KBENCH_HOST_DEVICE std::uint32_t max_u16x2(std::uint32_t a, std::uint32_t b) {
 #if defined(__CUDA_ARCH__)
-  return __vmaxu2(a, b);
-#else
-  return pack16(greater(low16(a), low16(b)), greater(high16(a), high16(b)));
+  if constexpr (kIsa == Isa::tuned) return __vmaxu2(a, b);
 #endif
+  return pack16(greater(low16(a), low16(b)), greater(high16(a), high16(b)));
 }
 
+template <Isa kIsa>
 KBENCH_HOST_DEVICE std::uint32_t min3_u16x2(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
 #if defined(__CUDA_ARCH__)
-  return __vimin3_u16x2(a, b, c);
-#else
-  return min_u16x2(min_u16x2(a, b), c);
+  if constexpr (kIsa == Isa::tuned) return __vimin3_u16x2(a, b, c);
 #endif
+  return min_u16x2<kIsa>(min_u16x2<kIsa>(a, b), c);
 }
 
 // acc + 2·(low lane + high lane) of x.
+template <Isa kIsa>
 KBENCH_HOST_DEVICE std::uint32_t add_doubled_lanes(std::uint32_t x, std::uint32_t acc) {
 #if defined(__CUDA_ARCH__)
-  return __dp2a_lo(x, 0x0202u, acc);
-#else
-  return acc + 2 * (low16(x) + high16(x));
+  if constexpr (kIsa == Isa::tuned) return __dp2a_lo(x, 0x0202u, acc);
 #endif
+  return acc + 2 * (low16(x) + high16(x));
 }
 
 // acc + Σ_b a_b·b_b over the four bytes.
+template <Isa kIsa>
 KBENCH_HOST_DEVICE std::uint32_t dot4_u8(std::uint32_t a, std::uint32_t b, std::uint32_t acc) {
 #if defined(__CUDA_ARCH__)
-  return __dp4a(a, b, acc);
-#else
-  for (int shift = 0; shift < 32; shift += 8)
-    acc += ((a >> shift) & 0xFFu) * ((b >> shift) & 0xFFu);
-  return acc;
+  if constexpr (kIsa == Isa::tuned) return __dp4a(a, b, acc);
 #endif
+  std::uint32_t sum = acc;
+  for (int shift = 0; shift < 32; shift += 8)
+    sum += ((a >> shift) & 0xFFu) * ((b >> shift) & 0xFFu);
+  return sum;
 }
 
 }  // namespace packed
@@ -153,6 +156,7 @@ struct PreparedNormalised {
     float sum;
   };
 
+  template <Isa kIsa = Isa::tuned>
   KBENCH_HOST_DEVICE static void prepare(const DescriptorWords& bytes, bool,
                                          std::uint32_t (&row)[kRowWords]) {
     KBENCH_UNROLL
@@ -166,6 +170,7 @@ struct PreparedNormalised {
     }
   }
   KBENCH_HOST_DEVICE static Acc start() { return {0.0f}; }
+  template <Isa kIsa = Isa::tuned>
   KBENCH_HOST_DEVICE static void accumulate(Acc& acc, const PreparedChunk& q,
                                             const PreparedChunk& r) {
     float f[kCemdBins], g[kCemdBins];
@@ -174,8 +179,9 @@ struct PreparedNormalised {
       f[i] = float_from_bits(q.w[i]);
       g[i] = float_from_bits(r.w[i]);
     }
-    acc.sum += prefix_cell_term<DescriptorDistance::cemd_normalised>(f, g);
+    acc.sum += prefix_cell_term<DescriptorDistance::cemd_normalised, kIsa>(f, g);
   }
+  template <Isa kIsa = Isa::tuned>
   KBENCH_HOST_DEVICE static void end_group(Acc&) {}
   KBENCH_HOST_DEVICE static float finish(const Acc& acc, std::uint32_t, std::uint32_t) {
     return acc.sum;
@@ -198,6 +204,7 @@ struct PreparedRaw {
     std::uint32_t doubled;  // 2 · Σ minima of the finished groups
   };
 
+  template <Isa kIsa = Isa::tuned>
   KBENCH_HOST_DEVICE static void prepare(const DescriptorWords& bytes, bool query_role,
                                          std::uint32_t (&row)[kRowWords]) {
     int total = 0;
@@ -218,6 +225,7 @@ struct PreparedRaw {
     for (int w = kExtraWord + 1; w < kRowWords; ++w) row[w] = 0;
   }
   KBENCH_HOST_DEVICE static Acc start() { return {0, 0}; }
+  template <Isa kIsa = Isa::tuned>
   KBENCH_HOST_DEVICE static void accumulate(Acc& acc, const PreparedChunk& q,
                                             const PreparedChunk& r) {
     using namespace packed;
@@ -225,29 +233,30 @@ struct PreparedRaw {
     const std::uint32_t* n = r.w;
     // Pairs (0,1) (2,3) (4,5) (6,7) of D + 2048: one add, then the add-then-min/max forms.
     const std::uint32_t x0 = f[0] + n[0], x2 = f[2] + n[2], x4 = f[4] + n[4], x6 = f[6] + n[6];
-    const std::uint32_t lo01 = add_min_u16x2(f[1], n[1], x0);
-    const std::uint32_t hi01 = add_max_u16x2(f[1], n[1], x0);
-    const std::uint32_t lo23 = add_min_u16x2(f[3], n[3], x2);
-    const std::uint32_t hi23 = add_max_u16x2(f[3], n[3], x2);
-    const std::uint32_t lo45 = add_min_u16x2(f[5], n[5], x4);
-    const std::uint32_t hi45 = add_max_u16x2(f[5], n[5], x4);
-    const std::uint32_t lo67 = add_min_u16x2(f[7], n[7], x6);
-    const std::uint32_t hi67 = add_max_u16x2(f[7], n[7], x6);
+    const std::uint32_t lo01 = add_min_u16x2<kIsa>(f[1], n[1], x0);
+    const std::uint32_t hi01 = add_max_u16x2<kIsa>(f[1], n[1], x0);
+    const std::uint32_t lo23 = add_min_u16x2<kIsa>(f[3], n[3], x2);
+    const std::uint32_t hi23 = add_max_u16x2<kIsa>(f[3], n[3], x2);
+    const std::uint32_t lo45 = add_min_u16x2<kIsa>(f[5], n[5], x4);
+    const std::uint32_t hi45 = add_max_u16x2<kIsa>(f[5], n[5], x4);
+    const std::uint32_t lo67 = add_min_u16x2<kIsa>(f[7], n[7], x6);
+    const std::uint32_t hi67 = add_max_u16x2<kIsa>(f[7], n[7], x6);
     // Sorted halves a (bins 0-3) and b (bins 4-7): a0 = min(lo01, lo23), a1 = min(m1, m2),
     // a2 = max(m1, m2), a3 = max(hi01, hi23), and the same for b.
-    const std::uint32_t m1 = max_u16x2(lo01, lo23), m2 = min_u16x2(hi01, hi23);
-    const std::uint32_t mb1 = max_u16x2(lo45, lo67), mb2 = min_u16x2(hi45, hi67);
-    const std::uint32_t a2 = max_u16x2(m1, m2), a3 = max_u16x2(hi01, hi23);
-    const std::uint32_t b2 = max_u16x2(mb1, mb2), b3 = max_u16x2(hi45, hi67);
+    const std::uint32_t m1 = max_u16x2<kIsa>(lo01, lo23), m2 = min_u16x2<kIsa>(hi01, hi23);
+    const std::uint32_t mb1 = max_u16x2<kIsa>(lo45, lo67), mb2 = min_u16x2<kIsa>(hi45, hi67);
+    const std::uint32_t a2 = max_u16x2<kIsa>(m1, m2), a3 = max_u16x2<kIsa>(hi01, hi23);
+    const std::uint32_t b2 = max_u16x2<kIsa>(mb1, mb2), b3 = max_u16x2<kIsa>(hi45, hi67);
     // The 4 smallest: min(a0, b3), min(a1, b2), min(a2, b1), min(a3, b0).
-    const std::uint32_t s0 = min3_u16x2(lo01, lo23, b3);
-    const std::uint32_t s1 = min3_u16x2(m1, m2, b2);
-    const std::uint32_t s2 = min3_u16x2(a2, mb1, mb2);
-    const std::uint32_t s3 = min3_u16x2(a3, lo45, lo67);
+    const std::uint32_t s0 = min3_u16x2<kIsa>(lo01, lo23, b3);
+    const std::uint32_t s1 = min3_u16x2<kIsa>(m1, m2, b2);
+    const std::uint32_t s2 = min3_u16x2<kIsa>(a2, mb1, mb2);
+    const std::uint32_t s3 = min3_u16x2<kIsa>(a3, lo45, lo67);
     acc.group += s0 + s1 + s2 + s3;
   }
+  template <Isa kIsa = Isa::tuned>
   KBENCH_HOST_DEVICE static void end_group(Acc& acc) {
-    acc.doubled = packed::add_doubled_lanes(acc.group, acc.doubled);
+    acc.doubled = packed::add_doubled_lanes<kIsa>(acc.group, acc.doubled);
     acc.group = 0;
   }
   KBENCH_HOST_DEVICE static float finish(const Acc& acc, std::uint32_t query_total,
@@ -267,25 +276,28 @@ struct PreparedL2 {
     std::uint32_t dot;
   };
 
+  template <Isa kIsa = Isa::tuned>
   KBENCH_HOST_DEVICE static void prepare(const DescriptorWords& bytes, bool,
                                          std::uint32_t (&row)[kRowWords]) {
     std::uint32_t norm = 0;
     KBENCH_UNROLL
     for (int w = 0; w < kExtraWord; ++w) {
       row[w] = bytes[w];
-      norm = packed::dot4_u8(bytes[w], bytes[w], norm);
+      norm = packed::dot4_u8<kIsa>(bytes[w], bytes[w], norm);
     }
     row[kExtraWord] = norm;
     KBENCH_UNROLL
     for (int w = kExtraWord + 1; w < kRowWords; ++w) row[w] = 0;
   }
   KBENCH_HOST_DEVICE static Acc start() { return {0}; }
+  template <Isa kIsa = Isa::tuned>
   KBENCH_HOST_DEVICE static void accumulate(Acc& acc, const PreparedChunk& q,
                                             const PreparedChunk& r) {
     KBENCH_UNROLL
     for (int i = 0; i < kPreparedChunkWords; ++i)
-      acc.dot = packed::dot4_u8(q.w[i], r.w[i], acc.dot);
+      acc.dot = packed::dot4_u8<kIsa>(q.w[i], r.w[i], acc.dot);
   }
+  template <Isa kIsa = Isa::tuned>
   KBENCH_HOST_DEVICE static void end_group(Acc&) {}
   KBENCH_HOST_DEVICE static float finish(const Acc& acc, std::uint32_t query_norm,
                                          std::uint32_t row_norm) {

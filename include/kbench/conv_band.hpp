@@ -13,13 +13,15 @@
 //
 // Bytes become floats through the 2^23 mantissa trick (one byte permute and one add on GPUs,
 // instead of the quarter-rate int→float conversion); sums become bytes rounded to nearest even
-// and saturated, two at a time on GPUs (F2IP), equal to conv_to_pixel.
+// and saturated, two at a time on GPUs (F2IP), equal to conv_to_pixel. With Isa::plain every
+// step takes its plain C++ form instead (shifts and masks, int→float, conv_to_pixel per byte).
 
 #include <cmath>
 #include <cstdint>
 
 #include "kbench/conv.hpp"
 #include "kbench/host_device.hpp"
+#include "kbench/isa.hpp"
 
 namespace kbench::conv_band {
 
@@ -62,10 +64,11 @@ struct WindowSpan {
 
 // Byte `selector` nibble k picks byte k of the result from the 8 bytes y:x (CUDA's __byte_perm,
 // without its sign-replicating modes).
+template <Isa kIsa>
 KBENCH_HOST_DEVICE std::uint32_t byte_perm(std::uint32_t x, std::uint32_t y, unsigned selector) {
 #if defined(__CUDA_ARCH__)
-  return __byte_perm(x, y, selector);
-#else
+  if constexpr (kIsa == Isa::tuned) return __byte_perm(x, y, selector);
+#endif
   const std::uint64_t bytes = (std::uint64_t(y) << 32) | x;
   std::uint32_t result = 0;
   for (int k = 0; k < 4; ++k) {
@@ -73,34 +76,35 @@ KBENCH_HOST_DEVICE std::uint32_t byte_perm(std::uint32_t x, std::uint32_t y, uns
     result |= std::uint32_t((bytes >> (8 * pick)) & 0xFFu) << (8 * k);
   }
   return result;
-#endif
 }
 
-// Byte k of `word` as a float: 0x4B0000bb is 2^23 + bb.
+// Byte k of `word` as a float: on CUDA devices 0x4B0000bb is 2^23 + bb (a byte permute and an
+// add instead of the quarter-rate int→float conversion).
+template <Isa kIsa>
 KBENCH_HOST_DEVICE float byte_to_float(std::uint32_t word, int k) {
 #if defined(__CUDA_ARCH__)
-  return __uint_as_float(__byte_perm(word, 0x4B00u, 0x5440u | unsigned(k))) - 8388608.f;
-#else
-  return float((word >> (8 * k)) & 0xFFu);
+  if constexpr (kIsa == Isa::tuned)
+    return __uint_as_float(__byte_perm(word, 0x4B00u, 0x5440u | unsigned(k))) - 8388608.f;
 #endif
+  return float((word >> (8 * k)) & 0xFFu);
 }
 
 // Border::clamp at the start of a row: the kC bytes before it repeat its first pixel.
-template <int kC>
+template <int kC, Isa kIsa>
 KBENCH_HOST_DEVICE void clamp_window_start(Window& win) {
   unsigned selector = 0;  // result byte k ← byte k − 4 + kC of the first word of the row
   for (int k = 4 - kC; k < 4; ++k) selector |= unsigned(k - 4 + kC) << (4 * k);
-  win.w[0] = byte_perm(win.w[1], 0, selector);
+  win.w[0] = byte_perm<kIsa>(win.w[1], 0, selector);
 }
 
 // Border::clamp at the end of a row that ends with the thread's bytes: the word after them
 // repeats the last pixel.
-template <int kC>
+template <int kC, Isa kIsa>
 KBENCH_HOST_DEVICE void clamp_window_end(Window& win) {
   constexpr int kLastWord = kWindowLead / 4 + kBandBytes / 4 - 1;
   unsigned selector = 0;  // result byte k ← byte 4 − kC + k of the last word
   for (int k = 0; k < kC; ++k) selector |= unsigned(4 - kC + k) << (4 * k);
-  win.w[kLastWord + 1] = byte_perm(win.w[kLastWord], 0, selector);
+  win.w[kLastWord + 1] = byte_perm<kIsa>(win.w[kLastWord], 0, selector);
 }
 
 // Whether the band walk handles rows of `row_bytes` bytes: Border::clamp needs rows that end
@@ -111,72 +115,76 @@ inline bool band_handles(int row_bytes, bool clamp) {
 }
 
 // The clamped borders of a window whose bytes start at row byte b0 of a row_bytes-long row.
-template <int kC, bool kClamp>
+template <int kC, bool kClamp, Isa kIsa = Isa::tuned>
 KBENCH_HOST_DEVICE void clamp_window(Window& win, int b0, int row_bytes) {
   if (!kClamp) return;
-  if (b0 == 0) clamp_window_start<kC>(win);
-  if (b0 + kBandBytes == row_bytes) clamp_window_end<kC>(win);
+  if (b0 == 0) clamp_window_start<kC, kIsa>(win);
+  if (b0 + kBandBytes == row_bytes) clamp_window_end<kC, kIsa>(win);
 }
 
-template <int kC, bool kClamp>
+template <int kC, bool kClamp, Isa kIsa>
 KBENCH_HOST_DEVICE void window_to_floats(const Window& win,
                                          float (&v)[WindowSpan<kC, kClamp>::count]) {
   using Span = WindowSpan<kC, kClamp>;
   KBENCH_UNROLL
   for (int q = 0; q < Span::count; ++q) {
-    v[q] = byte_to_float(win.w[(Span::first + q) / 4], (Span::first + q) % 4);
+    v[q] = byte_to_float<kIsa>(win.w[(Span::first + q) / 4], (Span::first + q) % 4);
   }
 }
 
 // a · b + c: one fused instruction on GPUs; on hosts built without FMA a call to fmaf would
-// cost far more than the rounding difference is worth.
+// cost far more than the rounding difference is worth. The plain form is a * b + c, which nvcc
+// contracts to the same fused instruction (fmad is on by default).
+template <Isa kIsa>
 KBENCH_HOST_DEVICE float mul_add(float a, float b, float c) {
 #if defined(__CUDA_ARCH__)
-  return fmaf(a, b, c);
-#else
-  return a * b + c;
+  if constexpr (kIsa == Isa::tuned) return fmaf(a, b, c);
 #endif
+  return a * b + c;
 }
 
 // Mask row j over one input row; kStarts begins the sums (one multiply instead of an add to 0).
-template <int kC, bool kStarts, int kCount>
+template <int kC, bool kStarts, Isa kIsa, int kCount>
 KBENCH_HOST_DEVICE void add_mask_row(float (&sum)[kBandBytes], const float (&v)[kCount],
                                      const Taps3x3& taps, int j) {
   static_assert(kCount == kBandBytes + (kTaps - 1) * kC, "a window of the band's bytes");
   const float w0 = taps.w[kTaps * j], w1 = taps.w[kTaps * j + 1], w2 = taps.w[kTaps * j + 2];
   KBENCH_UNROLL
   for (int b = 0; b < kBandBytes; ++b) {
-    const float first = kStarts ? w0 * v[b] : mul_add(w0, v[b], sum[b]);
-    sum[b] = mul_add(w2, v[b + 2 * kC], mul_add(w1, v[b + kC], first));
+    const float first = kStarts ? w0 * v[b] : mul_add<kIsa>(w0, v[b], sum[b]);
+    sum[b] = mul_add<kIsa>(w2, v[b + 2 * kC], mul_add<kIsa>(w1, v[b + kC], first));
   }
 }
 
 // conv_to_pixel of sums 0 and 1 into bytes 0 and 1, above the low half of `high`.
+template <Isa kIsa>
 KBENCH_HOST_DEVICE std::uint32_t pack_pixel_pair(float sum1, float sum0, std::uint32_t high) {
 #if defined(__CUDA_ARCH__)
-  // ptxas fuses the three into one F2IP.
-  int int1;
-  int int0;
-  std::uint32_t packed;
-  asm("cvt.rni.s32.f32 %0, %1;" : "=r"(int1) : "f"(sum1));
-  asm("cvt.rni.s32.f32 %0, %1;" : "=r"(int0) : "f"(sum0));
-  asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(packed) : "r"(int1), "r"(int0), "r"(high));
-  return packed;
-#else
-  return (high << 16) | (std::uint32_t(conv_to_pixel(sum1)) << 8) | conv_to_pixel(sum0);
+  if constexpr (kIsa == Isa::tuned) {
+    // ptxas fuses the three into one F2IP.
+    int int1;
+    int int0;
+    std::uint32_t packed;
+    asm("cvt.rni.s32.f32 %0, %1;" : "=r"(int1) : "f"(sum1));
+    asm("cvt.rni.s32.f32 %0, %1;" : "=r"(int0) : "f"(sum0));
+    asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(packed) : "r"(int1), "r"(int0), "r"(high));
+    return packed;
+  }
 #endif
+  return (high << 16) | (std::uint32_t(conv_to_pixel(sum1)) << 8) | conv_to_pixel(sum0);
 }
 
 struct Pixels16 {
   std::uint32_t w[kBandBytes / 4];
 };
 
+template <Isa kIsa>
 KBENCH_HOST_DEVICE Pixels16 pack_pixels(const float (&sum)[kBandBytes]) {
   Pixels16 out;
   KBENCH_UNROLL
   for (int k = 0; k < kBandBytes / 4; ++k) {
-    out.w[k] = pack_pixel_pair(sum[4 * k + 1], sum[4 * k],
-                               pack_pixel_pair(sum[4 * k + 3], sum[4 * k + 2], 0));
+    out.w[k] = pack_pixel_pair<kIsa>(sum[4 * k + 1], sum[4 * k],
+                                     pack_pixel_pair<kIsa>(sum[4 * k + 3], sum[4 * k + 2], 0));
   }
   return out;
 }
@@ -195,7 +203,7 @@ inline int band_rows(int out_rows, long long segments, long long resident) {
 // `source.load(slot, n)` and read back as a Window by `source.window(slot)`; output row t goes to
 // `sink.store(t, pixels)`. Every step is taken by all threads that share the band (the native
 // source exchanges words between lanes), whatever they store.
-template <int kC, bool kClamp, class RowSource, class RowSink>
+template <int kC, bool kClamp, Isa kIsa, class RowSource, class RowSink>
 class BandWalk {
  public:
   KBENCH_HOST_DEVICE BandWalk(const RowSource& source, const RowSink& sink, const Taps3x3& taps,
@@ -222,16 +230,16 @@ class BandWalk {
   KBENCH_HOST_DEVICE void step(int n) {
     if (n - (kMaskRows - 1) >= outputs_) return;  // past the band (uniform across its threads)
     float v[kCount];
-    window_to_floats<kC, kClamp>(source_.window(slot_[kSlot]), v);
+    window_to_floats<kC, kClamp, kIsa>(source_.window(slot_[kSlot]), v);
     // Unconditional, so the slot is not copied: near the band's end this reads up to three rows
     // past it (sources clamp rows into the image), which the next band reads anyway.
     source_.load(slot_[kSlot], n + kTaps);
-    add_mask_row<kC, true>(acc_[kSlot], v, taps_, 0);
-    if (kMaskRows > 1) add_mask_row<kC, false>(acc_[(kSlot + 2) % kTaps], v, taps_, 1);
+    add_mask_row<kC, true, kIsa>(acc_[kSlot], v, taps_, 0);
+    if (kMaskRows > 1) add_mask_row<kC, false, kIsa>(acc_[(kSlot + 2) % kTaps], v, taps_, 1);
     if (kMaskRows > 2) {
       float(&done)[kBandBytes] = acc_[(kSlot + 1) % kTaps];
-      add_mask_row<kC, false>(done, v, taps_, 2);
-      sink_.store(n - 2, pack_pixels(done));
+      add_mask_row<kC, false, kIsa>(done, v, taps_, 2);
+      sink_.store(n - 2, pack_pixels<kIsa>(done));
     }
   }
 
@@ -243,10 +251,11 @@ class BandWalk {
   float acc_[kTaps][kBandBytes];
 };
 
-template <int kC, bool kClamp, class RowSource, class RowSink>
+// The source's window() clamps its rows' ends (clamp_window) with the same kIsa.
+template <int kC, bool kClamp, Isa kIsa = Isa::tuned, class RowSource, class RowSink>
 KBENCH_HOST_DEVICE void convolve_band(const RowSource& source, const RowSink& sink,
                                       const Taps3x3& taps, int outputs) {
-  BandWalk<kC, kClamp, RowSource, RowSink>(source, sink, taps, outputs).run();
+  BandWalk<kC, kClamp, kIsa, RowSource, RowSink>(source, sink, taps, outputs).run();
 }
 
 }  // namespace kbench::conv_band

@@ -39,6 +39,7 @@
 #include "kbench/conv.hpp"  // Border, parse_border, clamp_coordinate
 #include "kbench/host_device.hpp"
 #include "kbench/image.hpp"
+#include "kbench/isa.hpp"
 #include "kbench/registry.hpp"
 
 namespace kbench {
@@ -256,13 +257,15 @@ __device__ __forceinline__ std::uint32_t lbp_codes4_half(const std::uint32_t (&l
 
 // Codes of 4 horizontally adjacent pixels, byte i = code of pixel i. Row r (0 above, 1 through,
 // 2 below the centres) holds 8 samples in lo[r], hi[r], starting one column left of pixel 0.
+// Isa::plain takes the SWAR comparisons on CUDA devices too.
+template <Isa kIsa = Isa::tuned>
 KBENCH_HOST_DEVICE std::uint32_t lbp_codes4(const std::uint32_t (&lo)[3],
                                             const std::uint32_t (&hi)[3]) {
 #if defined(__CUDA_ARCH__)
-  return lbp_codes4_half(lo, hi, std::make_integer_sequence<int, 8>{});
-#else
-  return lbp_codes4(lo, hi, std::make_integer_sequence<int, 8>{});
+  if constexpr (kIsa == Isa::tuned)
+    return lbp_codes4_half(lo, hi, std::make_integer_sequence<int, 8>{});
 #endif
+  return lbp_codes4(lo, hi, std::make_integer_sequence<int, 8>{});
 }
 
 }  // namespace kbench

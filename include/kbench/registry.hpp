@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "kbench/isa.hpp"
+
 namespace kbench {
 
 // How a variant's output compares with the reference.
@@ -70,6 +72,13 @@ struct Variant {
   std::function<bool(const Input&)> supports;
   // For the user-facing calls: among the variants that can run, the highest is used.
   int preference = 0;
+  // What a portable variant is built from, for the report's three Kokkos / native figures
+  // (issue 14): Isa::tuned where its kernels reach target-specific instructions through kbench's
+  // helpers, Isa::plain where they are standard C++ only (the `-plain` build of such a schedule,
+  // or a schedule that uses no helper); `simple` for the idiomatic first schedules (one flat
+  // MDRange pass, ScatterView counting). Other layers leave both as they are.
+  Isa isa = Isa::tuned;
+  bool simple = false;
 
   bool handles(const Input& input) const { return !supports || supports(input); }
 };
@@ -105,6 +114,8 @@ struct VariantInfo {
   Layer layer;
   Backend backend;
   bool end_to_end;
+  Isa isa;
+  bool simple;
 };
 
 // All algorithms' variants, for listings.

@@ -22,6 +22,7 @@
 
 #include "kbench/host_device.hpp"
 #include "kbench/image.hpp"
+#include "kbench/isa.hpp"
 #include "kbench/registry.hpp"
 
 namespace kbench {
@@ -134,22 +135,27 @@ SadMatch match_from_key(std::uint64_t key, int map_width);
 
 // acc + Σ |a_b − b_b| over the four bytes of a and b: one packed instruction where the machine
 // has one — PTX vabsdiff4 with its accumulating add on CUDA devices (__vsadu4 + acc does not
-// fuse), psadbw on x86 hosts — and four byte differences elsewhere.
+// fuse), psadbw on x86 hosts — and four byte differences elsewhere and with Isa::plain.
+template <Isa kIsa = Isa::tuned>
 KBENCH_HOST_DEVICE std::uint32_t sad4(std::uint32_t a, std::uint32_t b, std::uint32_t acc) {
 #if defined(__CUDA_ARCH__)
-  std::uint32_t sum;
-  asm("vabsdiff4.u32.u32.u32.add %0, %1, %2, %3;" : "=r"(sum) : "r"(a), "r"(b), "r"(acc));
-  return sum;
+  if constexpr (kIsa == Isa::tuned) {
+    std::uint32_t sum;
+    asm("vabsdiff4.u32.u32.u32.add %0, %1, %2, %3;" : "=r"(sum) : "r"(a), "r"(b), "r"(acc));
+    return sum;
+  }
 #elif defined(__SSE2__)
-  const __m128i sad = _mm_sad_epu8(_mm_cvtsi32_si128(int(a)), _mm_cvtsi32_si128(int(b)));
-  return acc + std::uint32_t(_mm_cvtsi128_si32(sad));
-#else
+  if constexpr (kIsa == Isa::tuned) {
+    const __m128i sad = _mm_sad_epu8(_mm_cvtsi32_si128(int(a)), _mm_cvtsi32_si128(int(b)));
+    return acc + std::uint32_t(_mm_cvtsi128_si32(sad));
+  }
+#endif
+  std::uint32_t sum = acc;
   for (int shift = 0; shift < 32; shift += 8) {
     const int d = int((a >> shift) & 0xFFu) - int((b >> shift) & 0xFFu);
-    acc += std::uint32_t(d < 0 ? -d : d);
+    sum += std::uint32_t(d < 0 ? -d : d);
   }
-  return acc;
-#endif
+  return sum;
 }
 
 // Bytes kShift .. kShift + 3 of the little-endian pair (hi:lo), as one word.
@@ -172,7 +178,7 @@ KBENCH_HOST_DEVICE int words_for(int bytes) {
 namespace detail {
 // acc[4p + h] += SAD of query word q against window word (u + p) at byte offset h, with the
 // query's missing bytes masked off the target.
-template <int kWords>
+template <int kWords, Isa kIsa>
 KBENCH_HOST_DEVICE void add_query_word(const std::uint32_t (&window)[4][kWords], int u,
                                        std::uint32_t q, std::uint32_t mask,
                                        std::uint32_t (&acc)[4 * kWords]) {
@@ -180,7 +186,9 @@ KBENCH_HOST_DEVICE void add_query_word(const std::uint32_t (&window)[4][kWords],
   for (int p = 0; p < kWords; ++p) {
     const int at = (u + p) % kWords;
     KBENCH_UNROLL
-    for (int h = 0; h < 4; ++h) acc[4 * p + h] = sad4(window[h][at] & mask, q, acc[4 * p + h]);
+    for (int h = 0; h < 4; ++h) {
+      acc[4 * p + h] = sad4<kIsa>(window[h][at] & mask, q, acc[4 * p + h]);
+    }
   }
 }
 }  // namespace detail
@@ -194,8 +202,9 @@ KBENCH_HOST_DEVICE void add_query_word(const std::uint32_t (&window)[4][kWords],
 //
 // Register blocking: a target word, shifted to the four byte offsets, serves 4·kWords
 // accumulators; the shifted words live in a circular window of kWords slots whose slot indices
-// are compile-time constants once the inner loops unroll, so the window never moves.
-template <int kWords, class Target, class Query>
+// are compile-time constants once the inner loops unroll, so the window never moves. The SADs go
+// through sad4<kIsa>.
+template <int kWords, Isa kIsa = Isa::tuned, class Target, class Query>
 KBENCH_HOST_DEVICE void accumulate_sad_row(const Target& target, const Query& query,
                                            int query_width, std::uint32_t (&acc)[4 * kWords]) {
   const int full_words = query_width / 4;
@@ -225,9 +234,9 @@ KBENCH_HOST_DEVICE void accumulate_sad_row(const Target& target, const Query& qu
       previous = raw[u];
       const int w = w0 + u;
       if (!decltype(checked)::value || w < full_words) {
-        detail::add_query_word(window, u, query(w), ~0u, acc);
+        detail::add_query_word<kWords, kIsa>(window, u, query(w), ~0u, acc);
       } else if (w < words) {
-        detail::add_query_word(window, u, query(w), tail_mask, acc);
+        detail::add_query_word<kWords, kIsa>(window, u, query(w), tail_mask, acc);
       }
     }
   };

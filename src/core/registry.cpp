@@ -33,6 +33,16 @@ const char* to_string(Backend backend) {
   return "?";
 }
 
+const char* to_string(Isa isa) {
+  switch (isa) {
+    case Isa::tuned:
+      return "tuned";
+    case Isa::plain:
+      return "plain";
+  }
+  return "?";
+}
+
 namespace {
 
 // One list from each layer's registration function, in layer order.
@@ -105,7 +115,7 @@ namespace {
 template <class Algorithm>
 void append_infos(std::vector<VariantInfo>& infos) {
   for (const auto& v : variants<Algorithm>()) {
-    infos.push_back({Algorithm::name, v.name, v.layer, v.backend, v.end_to_end});
+    infos.push_back({Algorithm::name, v.name, v.layer, v.backend, v.end_to_end, v.isa, v.simple});
   }
 }
 

@@ -26,6 +26,11 @@
 //   bounds and tile as cuda-final; only cuda-final's cp.async staging and scratch-staged queries
 //   (Kokkos 3.4 gives a team 40 KB of scratch) are left out.
 //
+// kokkos-team and kokkos-tiled compute through cemd.hpp's and cemd_prepared.hpp's helpers (CUDA
+// min/max, the division's fast path, DPX and dp2a/dp4a lanes): they are registered twice, as
+// built with Isa::tuned and with Isa::plain (`-plain`, the helpers' standard C++ forms).
+// kokkos-mdrange computes through descriptor_distance() and is plain as it is.
+//
 // The top-2 rule is shared (cemd_key: distance, then index), and every value the prefix and
 // prepared forms compute is an exact integer below 2^24 (or an exact quotient of two), so every
 // variant gives the sequential variants' bits.
@@ -118,6 +123,8 @@ struct Top2Reducer {
 template <class Exec>
 struct MDRangeMethod {
   static constexpr const char* name = "kokkos-mdrange";
+  static constexpr Isa isa = Isa::plain;
+  static constexpr bool simple = true;
 
   explicit MDRangeMethod(const CemdInput&) {}
 
@@ -233,7 +240,7 @@ void fill_table(const Bytes<Exec>& values, int count, int stride, const Table<Ex
       });
 }
 
-template <class Exec, DescriptorDistance kDistance, bool kAllPairs>
+template <class Exec, DescriptorDistance kDistance, bool kAllPairs, Isa kIsa>
 void team_match(const TeamGeometry& g, const Table<Exec>& queries, const Table<Exec>& database,
                 const MatrixView<Exec>& matrix, const TopsView<Exec>& partial) {
   using Policy = Kokkos::TeamPolicy<Exec>;
@@ -286,7 +293,7 @@ void team_match(const TeamGeometry& g, const Table<Exec>& queries, const Table<E
             for (int lane = 0; lane < kLanes; ++lane) {
               float row[kCemdBins];
               for (int k = 0; k < kCemdBins; ++k) row[k] = cell[k * kChunkRows + lane];
-              acc[lane] += prefix_cell_term<kDistance>(f, row);
+              acc[lane] += prefix_cell_term<kDistance, kIsa>(f, row);
             }
           }
           KBENCH_LANE_LOOP
@@ -339,9 +346,11 @@ void merge_splits(const TeamGeometry& g, const TopsView<Exec>& partial,
       });
 }
 
-template <class Exec>
+template <class Exec, Isa kIsa>
 struct TeamMethod {
-  static constexpr const char* name = "kokkos-team";
+  static constexpr const char* name = kIsa == Isa::tuned ? "kokkos-team" : "kokkos-team-plain";
+  static constexpr Isa isa = kIsa;
+  static constexpr bool simple = false;
 
   explicit TeamMethod(const CemdInput& input)
       : g(team_geometry<Exec>(input.queries.count, input.database.count)),
@@ -358,12 +367,12 @@ struct TeamMethod {
       fill_table<Exec, kDistance>(b.queries, g.n, g.query_stride, query_table);
       fill_table<Exec, kDistance>(b.database, g.m, g.database_stride, database_table);
       if (input.params.all_pairs) {
-        team_match<Exec, kDistance, true>(g, query_table, database_table, b.matrix, b.tops);
+        team_match<Exec, kDistance, true, kIsa>(g, query_table, database_table, b.matrix, b.tops);
       } else if (g.splits == 1) {
-        team_match<Exec, kDistance, false>(g, query_table, database_table, b.matrix, b.tops);
+        team_match<Exec, kDistance, false, kIsa>(g, query_table, database_table, b.matrix, b.tops);
       } else {
-        team_match<Exec, kDistance, false>(g, query_table, database_table, b.matrix,
-                                           partial.view());
+        team_match<Exec, kDistance, false, kIsa>(g, query_table, database_table, b.matrix,
+                                                 partial.view());
         merge_splits<Exec>(g, partial.view(), b.tops);
       }
     });
@@ -433,7 +442,7 @@ TiledGeometry tiled_geometry(int n, int m) {
 
 // The pre-pass, one launch for both sets: each descriptor's prepared row (one work item per
 // descriptor, queries first), and in nearest-two mode the queries' global top-2s cleared.
-template <class Exec, class Metric>
+template <class Exec, class Metric, Isa kIsa>
 void prepare_sets(const Buffers<Exec>& b, int n, int m, bool clear_tops,
                   const Prepared<Exec>& query_rows, const Prepared<Exec>& database_rows) {
   const auto queries = b.queries;
@@ -454,7 +463,7 @@ void prepare_sets(const Buffers<Exec>& b, int n, int m, bool clear_tops,
           words[w] = word;
         }
         std::uint32_t row[Metric::kRowWords];
-        Metric::prepare(words, query_role, row);
+        Metric::template prepare<kIsa>(words, query_role, row);
         const Prepared<Exec>& out = query_role ? query_rows : database_rows;
         for (int u = 0; u < kRowUnits<Metric>; ++u) {
           out(std::size_t(i) * kRowUnits<Metric> + u) =
@@ -473,7 +482,7 @@ struct SlotArgs {
 
 // One slot's comparisons against a staged tile whose first row is database row `tile`, and
 // the nearest-two offers or matrix writes they make.
-template <class Metric, bool kAllPairs>
+template <class Metric, bool kAllPairs, Isa kIsa>
 KOKKOS_INLINE_FUNCTION void compare_slot(const SlotArgs& a, const Bytes16* rows, int tile, int end,
                                          int q0, int slot, Top2 (&top)[kSlotQueries]) {
   constexpr int kQ = kSlotQueries, kR = kSlotRows, kUnits = kRowUnits<Metric>;
@@ -508,13 +517,13 @@ KOKKOS_INLINE_FUNCTION void compare_slot(const SlotArgs& a, const Bytes16* rows,
       KBENCH_UNROLL
       for (int j = 0; j < kQ; ++j) {
         KBENCH_UNROLL
-        for (int k = 0; k < kR; ++k) Metric::accumulate(acc[j][k], qc[j], rc[k]);
+        for (int k = 0; k < kR; ++k) Metric::template accumulate<kIsa>(acc[j][k], qc[j], rc[k]);
       }
     }
     KBENCH_UNROLL
     for (int j = 0; j < kQ; ++j) {
       KBENCH_UNROLL
-      for (int k = 0; k < kR; ++k) Metric::end_group(acc[j][k]);
+      for (int k = 0; k < kR; ++k) Metric::template end_group<kIsa>(acc[j][k]);
     }
   }
 
@@ -547,7 +556,7 @@ KOKKOS_INLINE_FUNCTION void compare_slot(const SlotArgs& a, const Bytes16* rows,
     for (int j = 0; j < kQ; ++j) {
       float lowest = distance[j][0];
       KBENCH_UNROLL
-      for (int k = 1; k < kR; ++k) lowest = float_min(lowest, distance[j][k]);
+      for (int k = 1; k < kR; ++k) lowest = float_min<kIsa>(lowest, distance[j][k]);
       if (!(lowest > cemd_key_distance(top[j].second))) {
         KBENCH_UNROLL
         for (int k = 0; k < kR; ++k) {
@@ -571,7 +580,7 @@ KOKKOS_INLINE_FUNCTION void atomic_top2_insert(Top2& global, std::uint64_t key) 
   Kokkos::atomic_fetch_min(slots + 1, Word(key) < displaced ? displaced : Word(key));
 }
 
-template <class Exec, class Metric, bool kAllPairs>
+template <class Exec, class Metric, bool kAllPairs, Isa kIsa>
 void tiled_match(const TiledGeometry& g, const Prepared<Exec>& queries,
                  const Prepared<Exec>& database, const MatrixView<Exec>& matrix,
                  const TopsView<Exec>& tops) {
@@ -607,8 +616,8 @@ void tiled_match(const TiledGeometry& g, const Prepared<Exec>& queries,
       if (tile + kTileRows < end) stage(buffer ^ 1, tile + kTileRows);
       const Bytes16* const rows = staged + buffer * kTileRows * kStaged;
       for (int s = 0; s < kSlotsPerThread; ++s) {
-        compare_slot<Metric, kAllPairs>(args, rows, tile, end, q0,
-                                        team.team_rank() * kSlotsPerThread + s, top[s]);
+        compare_slot<Metric, kAllPairs, kIsa>(args, rows, tile, end, q0,
+                                              team.team_rank() * kSlotsPerThread + s, top[s]);
       }
       team.team_barrier();
     }
@@ -639,9 +648,11 @@ void tiled_match(const TiledGeometry& g, const Prepared<Exec>& queries,
                        kernel);
 }
 
-template <class Exec>
+template <class Exec, Isa kIsa>
 struct TiledMethod {
-  static constexpr const char* name = "kokkos-tiled";
+  static constexpr const char* name = kIsa == Isa::tuned ? "kokkos-tiled" : "kokkos-tiled-plain";
+  static constexpr Isa isa = kIsa;
+  static constexpr bool simple = false;
 
   explicit TiledMethod(const CemdInput& input) {
     with_distance(input.params.distance, [&](auto distance) {
@@ -658,11 +669,11 @@ struct TiledMethod {
     with_distance(input.params.distance, [&](auto distance) {
       using Metric = PreparedMetric<decltype(distance)::value>;
       const bool all_pairs = input.params.all_pairs;
-      prepare_sets<Exec, Metric>(b, g.n, g.m, !all_pairs, query_rows, database_rows);
+      prepare_sets<Exec, Metric, kIsa>(b, g.n, g.m, !all_pairs, query_rows, database_rows);
       if (all_pairs) {
-        tiled_match<Exec, Metric, true>(g, query_rows, database_rows, b.matrix, b.tops);
+        tiled_match<Exec, Metric, true, kIsa>(g, query_rows, database_rows, b.matrix, b.tops);
       } else {
-        tiled_match<Exec, Metric, false>(g, query_rows, database_rows, b.matrix, b.tops);
+        tiled_match<Exec, Metric, false, kIsa>(g, query_rows, database_rows, b.matrix, b.tops);
       }
     });
   }
@@ -741,7 +752,9 @@ void add_variant(VariantList<Cemd>& list, int preference) {
                   false,
                   make_runner<KokkosCemdRunner<Exec, Method>>,
                   {},
-                  preference});
+                  preference,
+                  Method::isa,
+                  Method::simple});
 }
 
 }  // namespace kbench::portable_cemd
@@ -752,8 +765,11 @@ void register_cemd_portable(VariantList<Cemd>& list) {
   portable::for_each_exec_space([&](auto exec) {
     using Exec = typename decltype(exec)::type;
     portable_cemd::add_variant<Exec, portable_cemd::MDRangeMethod<Exec>>(list, 0);
-    portable_cemd::add_variant<Exec, portable_cemd::TeamMethod<Exec>>(list, 1);
-    portable_cemd::add_variant<Exec, portable_cemd::TiledMethod<Exec>>(list, 2);
+    portable::for_each_isa([&](auto isa) {
+      constexpr Isa kIsa = decltype(isa)::value;
+      portable_cemd::add_variant<Exec, portable_cemd::TeamMethod<Exec, kIsa>>(list, 1);
+      portable_cemd::add_variant<Exec, portable_cemd::TiledMethod<Exec, kIsa>>(list, 2);
+    });
   });
 }
 

@@ -7,6 +7,11 @@
 // Masks of size 3 get compile-time unrolled code; other sizes use the run-time loop.
 // A fourth schedule, the band walk, runs the native CUDA kernel's register-level arithmetic
 // (kbench/conv_band.hpp) for 3×3 masks.
+//
+// The row-vector and band schedules turn bytes into floats and sums into bytes through
+// conv_band's helpers, which use byte permutes and paired packing on CUDA devices: they are
+// registered twice, as built with Isa::tuned and with Isa::plain (`-plain`, the helpers' C++
+// forms). The flat and team-tiled schedules use no helper and are plain C++ as they are.
 #include <memory>
 
 #include "kbench/conv.hpp"
@@ -83,6 +88,8 @@ struct ImageSource {
 template <class Exec, int kTileX = 32, int kTileY = 8>
 struct MDRangeSchedule {
   static constexpr const char* name = "kokkos-mdrange";
+  static constexpr Isa isa = Isa::plain;
+  static constexpr bool simple = true;
 
   template <int kSize, class In, class MaskView, class Out>
   static void run(const ConvShape& s, const In& in, const MaskView& mask, const Out& out) {
@@ -100,6 +107,8 @@ struct MDRangeSchedule {
 template <class Exec, int kTileX = 64, int kTileY = 8>
 struct TeamTiledSchedule {
   static constexpr const char* name = "kokkos-team-tiled";
+  static constexpr Isa isa = Isa::plain;
+  static constexpr bool simple = false;
   using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
   using Scratch = Kokkos::View<std::uint8_t*, typename Exec::scratch_memory_space,
                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -153,7 +162,7 @@ struct RowWindow {
 };
 
 // Reads windows as 32-bit words from any byte offset, realigned in registers by a funnel shift.
-template <class Window, class Words>
+template <class Window, Isa kIsa, class Words>
 struct WordRowLoader {
   static constexpr int kWords = (Window::kSpan + 3) / 4;  // after realignment; one more is read
   Words in_words;
@@ -176,14 +185,14 @@ struct WordRowLoader {
       const std::uint32_t aligned =
           offset ? (words[w] >> offset) | (words[w + 1] << (32 - offset)) : words[w];
       for (int b = 0; b < 4 && 4 * w + b < Window::kSpan; ++b)
-        v[4 * w + b] = conv_band::byte_to_float(aligned, b);
+        v[4 * w + b] = conv_band::byte_to_float<kIsa>(aligned, b);
     }
   }
 };
 
 // For rows that start on 16-byte boundaries and 16-byte runs: the run's own bytes in one 16-byte
 // load, the halo in 32-bit words that neighbouring runs have just brought into the cache.
-template <class Window, class Vectors, class Words>
+template <class Window, Isa kIsa, class Vectors, class Words>
 struct VectorRowLoader {
   static_assert(Window::kSpan - Window::kLead <= 16 + 8, "the trailing halo fits two words");
   static constexpr int kTrailWords = (Window::kSpan - Window::kLead - 16 + 3) / 4;
@@ -205,7 +214,7 @@ struct VectorRowLoader {
     for (int w = 0; w < kTrailWords; ++w) bytes[kLeadWords + 4 + w] = in_words(at / 4 + 4 + w);
     constexpr int kFirst = 4 * kLeadWords - Window::kLead;  // the window's first byte in bytes[]
     for (int t = 0; t < Window::kSpan; ++t) {
-      v[t] = conv_band::byte_to_float(bytes[(kFirst + t) / 4], (kFirst + t) % 4);
+      v[t] = conv_band::byte_to_float<kIsa>(bytes[(kFirst + t) / 4], (kFirst + t) % 4);
     }
   }
 };
@@ -214,9 +223,12 @@ struct VectorRowLoader {
 // kRows consecutive rows. It reads each of its kRows + 2 input rows once and keeps everything
 // in registers. Runs whose window leaves the row (clamped borders, row tails) take the
 // per-sample path; other mask sizes use MDRange.
-template <class Exec, int kBytes = 16, int kRows = 2, int kTileSegments = 32, int kTileRows = 4>
+template <class Exec, Isa kIsa, int kBytes = 16, int kRows = 2, int kTileSegments = 32,
+          int kTileRows = 4>
 struct RowVectorSchedule {
-  static constexpr const char* name = "kokkos-rowvec";
+  static constexpr const char* name = kIsa == Isa::tuned ? "kokkos-rowvec" : "kokkos-rowvec-plain";
+  static constexpr Isa isa = kIsa;
+  static constexpr bool simple = false;
   static_assert(kBytes % 4 == 0, "output runs are whole words");
   using Memory = typename Exec::memory_space;
   using Words = Kokkos::View<const std::uint32_t*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -256,10 +268,11 @@ struct RowVectorSchedule {
     if (kBytes == 16 && in_row_bytes % 16 == 0) {
       const Vectors in_vectors(reinterpret_cast<const Bytes16*>(in.data()), in.size() / 16);
       launch<kC, kShift>(
-          s, VectorRowLoader<Window, Vectors, Words>{in_vectors, in_words, in_row_bytes}, in, mask,
-          out);
+          s, VectorRowLoader<Window, kIsa, Vectors, Words>{in_vectors, in_words, in_row_bytes}, in,
+          mask, out);
     } else {
-      launch<kC, kShift>(s, WordRowLoader<Window, Words>{in_words, in_row_bytes}, in, mask, out);
+      launch<kC, kShift>(s, WordRowLoader<Window, kIsa, Words>{in_words, in_row_bytes}, in, mask,
+                         out);
     }
   }
 
@@ -344,9 +357,10 @@ struct RowVectorSchedule {
 
 // The row-vector schedule with four rows per item: fewer input rows read per output row, more
 // registers.
-template <class Exec>
-struct RowVectorScheduleR4 : RowVectorSchedule<Exec, 16, 4> {
-  static constexpr const char* name = "kokkos-rowvec-r4";
+template <class Exec, Isa kIsa>
+struct RowVectorScheduleR4 : RowVectorSchedule<Exec, kIsa, 16, 4> {
+  static constexpr const char* name =
+      kIsa == Isa::tuned ? "kokkos-rowvec-r4" : "kokkos-rowvec-r4-plain";
 };
 
 // Band schedule for 3×3 masks and Border::clamp: a work item is conv_band::kBandBytes bytes of a
@@ -355,9 +369,11 @@ struct RowVectorScheduleR4 : RowVectorSchedule<Exec, 16, 4> {
 // neighbouring lanes by shuffle, which Kokkos does not offer portably. Rows must be a whole
 // number of 16-byte vectors; other images, crop borders and other mask sizes take the row-vector
 // schedule.
-template <class Exec, int kThreads = 128, int kBlocksPerMultiprocessor = 5>
+template <class Exec, Isa kIsa, int kThreads = 128, int kBlocksPerMultiprocessor = 5>
 struct BandSchedule {
-  static constexpr const char* name = "kokkos-band";
+  static constexpr const char* name = kIsa == Isa::tuned ? "kokkos-band" : "kokkos-band-plain";
+  static constexpr Isa isa = kIsa;
+  static constexpr bool simple = false;
   using Memory = typename Exec::memory_space;
   using Words = Kokkos::View<const std::uint32_t*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using Vectors = Kokkos::View<const Bytes16*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -394,7 +410,7 @@ struct BandSchedule {
     KOKKOS_INLINE_FUNCTION conv_band::Window window(const Slot& slot) const {
       conv_band::Window win = {{slot.before, slot.chunk.word[0], slot.chunk.word[1],
                                 slot.chunk.word[2], slot.chunk.word[3], slot.after, 0}};
-      conv_band::clamp_window<kC, true>(win, b0, row_bytes);
+      conv_band::clamp_window<kC, true, kIsa>(win, b0, row_bytes);
       return win;
     }
   };
@@ -414,7 +430,7 @@ struct BandSchedule {
   template <int kSize, class In, class MaskView, class Out>
   static void run(const ConvShape& s, const In& in, const MaskView& mask, const Out& out) {
     if (kSize != 3 || s.shift != 0 || s.in_width * s.channels % kVectorBytes != 0) {
-      RowVectorSchedule<Exec>::template run<kSize>(s, in, mask, out);
+      RowVectorSchedule<Exec, kIsa>::template run<kSize>(s, in, mask, out);
       return;
     }
     if constexpr (kSize == 3) run_channels(s, in, out);
@@ -462,7 +478,7 @@ struct BandSchedule {
           source.b0 = segment * kVectorBytes;
           const VectorRowSink sink{out_vectors, std::size_t(y0) * segments + segment, segments};
           const int outputs = out_height - y0 < band_rows ? out_height - y0 : band_rows;
-          conv_band::convolve_band<kC, true>(source, sink, taps, outputs);
+          conv_band::convolve_band<kC, true, kIsa>(source, sink, taps, outputs);
         });
   }
 };
@@ -510,7 +526,9 @@ void add_variant(VariantList<Conv>& list, int preference) {
                   false,
                   make_runner<KokkosConvRunner<Exec, Schedule>>,
                   {},
-                  preference});
+                  preference,
+                  Schedule::isa,
+                  Schedule::simple});
 }
 
 }  // namespace kbench::portable_conv
@@ -523,9 +541,14 @@ void register_conv_portable(VariantList<Conv>& list) {
     const int base = portable::backend_of<Exec>() == Backend::cuda ? 15 : 0;
     portable_conv::add_variant<Exec, portable_conv::MDRangeSchedule<Exec>>(list, base + 1);
     portable_conv::add_variant<Exec, portable_conv::TeamTiledSchedule<Exec>>(list, base + 2);
-    portable_conv::add_variant<Exec, portable_conv::RowVectorSchedule<Exec>>(list, base + 3);
-    portable_conv::add_variant<Exec, portable_conv::RowVectorScheduleR4<Exec>>(list, base + 2);
-    portable_conv::add_variant<Exec, portable_conv::BandSchedule<Exec>>(list, base + 4);
+    portable::for_each_isa([&](auto isa) {
+      constexpr Isa kIsa = decltype(isa)::value;
+      portable_conv::add_variant<Exec, portable_conv::RowVectorSchedule<Exec, kIsa>>(list,
+                                                                                     base + 3);
+      portable_conv::add_variant<Exec, portable_conv::RowVectorScheduleR4<Exec, kIsa>>(list,
+                                                                                       base + 2);
+      portable_conv::add_variant<Exec, portable_conv::BandSchedule<Exec, kIsa>>(list, base + 4);
+    });
   });
 }
 

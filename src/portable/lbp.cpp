@@ -9,6 +9,9 @@
 //    coded from one 16-byte load per input row plus the words beside it, four codes at a time
 //    (lbp_codes4), and stored with one 16-byte store; persistent teams, as many as run at once,
 //    count into a team histogram and merge it once.
+// The team-histogram and vector schedules code through lbp_codes4, fp16 pairs on CUDA devices:
+// they are registered twice, as built with Isa::tuned and with Isa::plain (`-plain`, the SWAR
+// comparisons everywhere). ScatterView codes through the scalar lbp_code and is plain as it is.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -146,6 +149,8 @@ template <class Exec, int kTileX = 32, int kTileY = 8>
 struct ScatterViewSchedule {
   static constexpr const char* name = "kokkos-scatterview";
   static constexpr int preference_offset = 0;
+  static constexpr Isa isa = Isa::plain;
+  static constexpr bool simple = true;
 
   template <class Hist>
   using Scatter =
@@ -185,10 +190,13 @@ struct ScatterViewSchedule {
 // result. Each thread takes 4 adjacent columns and slides down the tile: per output row it reads
 // one new input row of 6 samples and codes the 4 pixels at once in 32-bit words with lbp_codes4,
 // the helper the native CUDA layer uses.
-template <class Exec, int kCols = 512, int kRows = 8, int kMaxCopies = 32>
+template <class Exec, Isa kIsa, int kCols = 512, int kRows = 8, int kMaxCopies = 32>
 struct TeamHistSchedule {
-  static constexpr const char* name = "kokkos-team-hist";
+  static constexpr const char* name =
+      kIsa == Isa::tuned ? "kokkos-team-hist" : "kokkos-team-hist-plain";
   static constexpr int preference_offset = 1;
+  static constexpr Isa isa = kIsa;
+  static constexpr bool simple = false;
   using Histogram = TeamHistogram<Exec, kMaxCopies>;
   using Team = typename Histogram::Team;
 
@@ -230,7 +238,7 @@ struct TeamHistSchedule {
         load_row(y0 + s.shift, lo[1], hi[1]);
         for (int y = y0; y < y1; ++y) {
           load_row(y + s.shift + 1, lo[2], hi[2]);
-          const std::uint32_t quad = lbp_codes4(lo, hi);
+          const std::uint32_t quad = lbp_codes4<kIsa>(lo, hi);
           for (int p = 0; p < pixels; ++p) {
             std::uint8_t value;
             int bin;
@@ -350,10 +358,12 @@ struct CodeStore {
 // at once: each takes a contiguous range of items, its threads striding through it (coalesced on
 // a GPU, one contiguous run per thread on a host), counts into a TeamHistogram and merges it once.
 // Mapped codes are looked up in a copy of the tables in team scratch.
-template <class Exec, int kTeamSize = 256, int kMaxCopies = 32>
+template <class Exec, Isa kIsa, int kTeamSize = 256, int kMaxCopies = 32>
 struct VectorSchedule {
-  static constexpr const char* name = "kokkos-vec";
+  static constexpr const char* name = kIsa == Isa::tuned ? "kokkos-vec" : "kokkos-vec-plain";
   static constexpr int preference_offset = 2;
+  static constexpr Isa isa = kIsa;
+  static constexpr bool simple = false;
   // GPU teams per multiprocessor: the launch bounds give 5 teams of 256 threads their registers
   // (48 each, as the native kernel, without spilling) and their scratch (about 36 KB each with
   // 256 bins) fits, so all of them start at once; a league larger than what is resident would run
@@ -467,7 +477,7 @@ struct VectorSchedule {
     const int valid = s.out_width - x0 < kVecBytes ? s.out_width - x0 : kVecBytes;
     // Word k holds pixels 4k to 4k + 3, one code per byte.
     std::uint32_t values[kVecWords];
-    for (int k = 0; k < kVecWords; ++k) values[k] = lbp_codes4(lo[k], hi[k]);
+    for (int k = 0; k < kVecWords; ++k) values[k] = lbp_codes4<kIsa>(lo[k], hi[k]);
     // Plain codes are their own values and bins: a separate loop keeps the lookups out of it.
     int bins[kVecBytes];
     if (s.mapped) {
@@ -558,7 +568,9 @@ void add_variant(VariantList<Lbp>& list) {
                   false,
                   make_runner<KokkosLbpRunner<Exec, Schedule>>,
                   {},
-                  backend_preference<Exec>() + Schedule::preference_offset});
+                  backend_preference<Exec>() + Schedule::preference_offset,
+                  Schedule::isa,
+                  Schedule::simple});
 }
 
 }  // namespace kbench::portable_lbp
@@ -569,8 +581,11 @@ void register_lbp_portable(VariantList<Lbp>& list) {
   portable::for_each_exec_space([&](auto exec) {
     using Exec = typename decltype(exec)::type;
     portable_lbp::add_variant<Exec, portable_lbp::ScatterViewSchedule<Exec>>(list);
-    portable_lbp::add_variant<Exec, portable_lbp::TeamHistSchedule<Exec>>(list);
-    portable_lbp::add_variant<Exec, portable_lbp::VectorSchedule<Exec>>(list);
+    portable::for_each_isa([&](auto isa) {
+      constexpr Isa kIsa = decltype(isa)::value;
+      portable_lbp::add_variant<Exec, portable_lbp::TeamHistSchedule<Exec, kIsa>>(list);
+      portable_lbp::add_variant<Exec, portable_lbp::VectorSchedule<Exec, kIsa>>(list);
+    });
   });
 }
 

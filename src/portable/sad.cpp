@@ -7,6 +7,9 @@
 //   4·kWords neighbouring positions in registers (accumulate_sad_row). The map is written and the
 //   argmin reduced in the same kernel.
 // - kokkos-fused: the team kernel without the map: only the argmin leaves the device.
+// The team and fused kernels sum through sad4 (vabsdiff4 on CUDA devices, psadbw on x86 hosts):
+// they are registered twice, as built with Isa::tuned and with Isa::plain (`-plain`, four byte
+// differences per word everywhere). kokkos-mdrange subtracts bytes itself and is plain as it is.
 //
 // The argmin is a Min reduction over 64-bit sad_key()s, not Kokkos::MinLoc: MinLoc leaves ties
 // unspecified, the packed key makes the shared (score, row, col) rule explicit.
@@ -40,6 +43,8 @@ std::uint64_t map_argmin(const MapView<Exec>& map) {
 template <class Exec>
 struct MDRangeMethod {
   static constexpr const char* name = "kokkos-mdrange";
+  static constexpr Isa isa = Isa::plain;
+  static constexpr bool simple = true;
   static constexpr bool writes_map = true;
   static bool fits(const SadShape&) { return true; }
 
@@ -118,7 +123,8 @@ void add_variant(VariantList<Sad>& list) {
                   [](const SadInput& input) {
                     return (Method::writes_map || !input.params.want_map) &&
                            Method::fits(validate_sad_input(input));
-                  }});
+                  },
+                  0, Method::isa, Method::simple});
 }
 
 }  // namespace kbench::portable_sad
@@ -129,8 +135,11 @@ void register_sad_portable(VariantList<Sad>& list) {
   portable::for_each_exec_space([&](auto exec) {
     using Exec = typename decltype(exec)::type;
     portable_sad::add_variant<Exec, portable_sad::MDRangeMethod<Exec>>(list);
-    portable_sad::add_variant<Exec, portable_sad::TeamMethod<Exec, true>>(list);
-    portable_sad::add_variant<Exec, portable_sad::TeamMethod<Exec, false>>(list);
+    portable::for_each_isa([&](auto isa) {
+      constexpr Isa kIsa = decltype(isa)::value;
+      portable_sad::add_variant<Exec, portable_sad::TeamMethod<Exec, true, kIsa>>(list);
+      portable_sad::add_variant<Exec, portable_sad::TeamMethod<Exec, false, kIsa>>(list);
+    });
   });
 }
 

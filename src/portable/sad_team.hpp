@@ -3,7 +3,8 @@
 // adaptive switch falls back to the fused full search. Teams own a tile of map positions; each
 // chunk of query rows and the target strip below the tile are staged in team scratch as packed
 // words, and every work item sums 4·kWords neighbouring positions in registers
-// (accumulate_sad_row).
+// (accumulate_sad_row, whose sad4 is one vabsdiff4 on CUDA devices with Isa::tuned and four byte
+// differences with Isa::plain).
 
 #include <memory>
 #include <string>
@@ -99,7 +100,7 @@ struct StagedQuery {
   KOKKOS_INLINE_FUNCTION std::uint32_t operator()(int w) const { return words(row_offset + w); }
 };
 
-template <class Exec, bool kWriteMap>
+template <class Exec, bool kWriteMap, Isa kIsa>
 std::uint64_t team_sad(const TeamGeometry& g,
                        const typename InputBuffer<std::uint32_t, Exec>::View& target,
                        const typename InputBuffer<std::uint32_t, Exec>::View& query,
@@ -136,7 +137,7 @@ std::uint64_t team_sad(const TeamGeometry& g,
         std::uint32_t acc[kPositions];
         for (int p = 0; p < kPositions; ++p) acc[p] = sums(p * kItems + item);
         for (int kk = 0; kk < chunk_rows; ++kk) {
-          accumulate_sad_row<kWords>(
+          accumulate_sad_row<kWords, kIsa>(
               StagedTarget<Scratch>{target_rows, (tr + kk) * g.row_stride, group * kWords},
               StagedQuery<Scratch>{query_rows, kk * g.query_words}, g.s.query_width, acc);
         }
@@ -175,9 +176,13 @@ std::uint64_t team_sad(const TeamGeometry& g,
   return best;
 }
 
-template <class Exec, bool kWriteMap>
+template <class Exec, bool kWriteMap, Isa kIsa = Isa::tuned>
 struct TeamMethod {
-  static constexpr const char* name = kWriteMap ? "kokkos-team" : "kokkos-fused";
+  static constexpr const char* name =
+      kWriteMap ? (kIsa == Isa::tuned ? "kokkos-team" : "kokkos-team-plain")
+                : (kIsa == Isa::tuned ? "kokkos-fused" : "kokkos-fused-plain");
+  static constexpr Isa isa = kIsa;
+  static constexpr bool simple = false;
   static constexpr bool writes_map = kWriteMap;
   static bool fits(const SadShape& s) { return team_geometry<Exec>(s).chunk_rows > 0; }
 
@@ -195,7 +200,7 @@ struct TeamMethod {
     query.upload();
   }
   std::uint64_t run(const SadShape&, const MapView<Exec>& map) const {
-    return team_sad<Exec, kWriteMap>(g, target.view(), query.view(), map);
+    return team_sad<Exec, kWriteMap, kIsa>(g, target.view(), query.view(), map);
   }
 
   TeamGeometry g;
