@@ -315,7 +315,7 @@ bool runs_here(const Variant& v) {
 // poisoned outputs by run_checked) on the two sets in `mode` and checks them; `also` adds a
 // case's own checks on each fused result. Returns how many variants ran.
 int check_runnable_variants(const DescriptorSet& queries, const DescriptorSet& database,
-                        DescriptorDistance mode, const NeighbourCheck& also = {}) {
+                            DescriptorDistance mode, const NeighbourCheck& also = {}) {
   CemdInput matrix_input{queries, database, {}};
   matrix_input.params.distance = mode;
   matrix_input.params.all_pairs = true;
@@ -825,8 +825,7 @@ TEST_CASE("bad cemd inputs are refused", "[cemd]") {
 
 // --- Every host variant against the reference and the definitions ---------------------------
 
-TEST_CASE("every variant matches the reference on random SIFT-like sets of odd sizes",
-          "[cemd]") {
+TEST_CASE("every variant matches the reference on random SIFT-like sets of odd sizes", "[cemd]") {
   struct Size {
     int queries, database;
   };
@@ -844,7 +843,8 @@ TEST_CASE("every variant matches the reference on random SIFT-like sets of odd s
     }
     // l2, the matcher kept for comparison, on two of the sizes: the suite stays short.
     if (s.database == 33 || s.database == 200) {
-      CHECK(check_runnable_variants(queries, database, DescriptorDistance::l2) == runnable_variant_count());
+      CHECK(check_runnable_variants(queries, database, DescriptorDistance::l2) ==
+            runnable_variant_count());
     }
   }
 }

@@ -126,7 +126,7 @@ Geometry geometry(const SadShape& s) {
   return g;
 }
 
-template <class Exec>
+template <class Exec, Isa kIsa>
 void row_sums(const Geometry& g, const WordsView<Exec>& target, const U32View<Exec>& sums) {
   const int width = g.s.map_width, c = g.s.query_width;
   const int words = c / 4;
@@ -140,8 +140,8 @@ void row_sums(const Geometry& g, const WordsView<Exec>& target, const U32View<Ex
         const int y = int(e / runs), x0 = int(e % runs) * kRunColumns;
         const std::uint32_t* row = target.data() + std::size_t(y) * g.target_pitch_words;
         // The run starts on a word: its first window is whole words and a masked tail.
-        std::uint32_t sum = sad4(row[x0 / 4 + words] & tail_mask, 0u, 0u);
-        for (int w = 0; w < words; ++w) sum = sad4(row[x0 / 4 + w], 0u, sum);
+        std::uint32_t sum = sad4<kIsa>(row[x0 / 4 + words] & tail_mask, 0u, 0u);
+        for (int w = 0; w < words; ++w) sum = sad4<kIsa>(row[x0 / 4 + w], 0u, sum);
         std::uint32_t* out = sums.data() + std::size_t(y) * width;
         const int n = width - x0 < kRunColumns ? width - x0 : kRunColumns;
         for (int x = x0; x < x0 + n; ++x) {
@@ -249,7 +249,7 @@ KOKKOS_INLINE_FUNCTION std::uint32_t limit_of(const Team& team, const View& gues
 
 // Refines the windows list(0 .. count) (indices in the low 32 bits) from their bounds, strip by
 // strip, against the shared key `guess`, a team per window.
-template <class Exec, class List>
+template <class Exec, Isa kIsa, class List>
 void refine_windows(const Geometry& g, const List& list, int count, const WordsView<Exec>& target,
                     const WordsView<Exec>& query, const WordsView<Exec>& query_strips,
                     const U32View<Exec>& bounds,
@@ -281,9 +281,9 @@ void refine_windows(const Geometry& g, const List& list, int count, const WordsV
                     unaligned_word(target.data() + std::size_t(i + y) * g.target_pitch_words,
                                    j + 4 * word) &
                     mask;
-                partial +=
-                    (std::uint64_t(sad4(t, query(std::size_t(y) * q_words + word), 0)) << 32) +
-                    sad4(t, 0, 0);
+                partial += (std::uint64_t(sad4<kIsa>(t, query(std::size_t(y) * q_words + word), 0))
+                            << 32) +
+                           sad4<kIsa>(t, 0, 0);
               },
               packed);
           bound = bound - abs_difference(query_strips(k), std::uint32_t(packed)) +
@@ -364,7 +364,7 @@ constexpr int kDeviceUnitsPerTeam = 16;
 // whose SAD so far, a lower bound of its SAD, exceeds E_guess leaves (equal stays: ties), the
 // unit with its last window; the last strip's survivors lower E_guess. alive(u, k) receives the
 // windows of live unit u still in after strip k.
-template <class Exec>
+template <class Exec, Isa kIsa>
 void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t count,
                   const WordsView<Exec>& target, const WordsView<Exec>& query,
                   const U32View<Exec>& bounds,
@@ -411,7 +411,7 @@ void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t cou
             Kokkos::parallel_reduce(
                 Kokkos::ThreadVectorRange(team, g.strips.begin(k), g.strips.end(k)),
                 [&](int y, UnitSums& sums) {
-                  accumulate_sad_row<kUnitWords>(
+                  accumulate_sad_row<kUnitWords, kIsa>(
                       RowWords{row + std::size_t(y) * g.target_pitch_words},
                       QueryWords{query.data() + std::size_t(y) * g.query_words}, g.s.query_width,
                       sums.v);
@@ -443,7 +443,7 @@ void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t cou
       });
 }
 
-template <class Exec>
+template <class Exec, Isa kIsa>
 class PrunedRunner final : public Runner<SadPruned> {
  public:
   explicit PrunedRunner(const SadInput& input)
@@ -478,10 +478,10 @@ class PrunedRunner final : public Runner<SadPruned> {
     const auto target = full_search_.target.view();
     const auto query = full_search_.query.view();
     Kokkos::deep_copy(Exec{}, guess, kNoSadKey);
-    row_sums<Exec>(g_, target, sums_.view());
+    row_sums<Exec, kIsa>(g_, target, sums_.view());
     strip_bounds<Exec>(g_, sums_.view(), query_strips_.view(), bounds_.view(), candidates_.view());
-    refine_windows<Exec>(g_, candidates_.view(), g_.candidates(), target, query,
-                         query_strips_.view(), bounds_.view(), guess);
+    refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), target, query,
+                               query_strips_.view(), bounds_.view(), guess);
     const std::uint64_t live = live_units<Exec>(g_, bounds_.view(), guess, live_.view());
     live_count_ = std::int64_t(live & 0xFFFFFFFFu);
     stats_.after_bounds = live >> 32;
@@ -490,8 +490,8 @@ class PrunedRunner final : public Runner<SadPruned> {
       best_key_ = full_search_.run(shape_, {});
       return;
     }
-    refine_units<Exec>(g_, live_.view(), live_count_, target, query, bounds_.view(), guess,
-                       alive_after_.view());
+    refine_units<Exec, kIsa>(g_, live_.view(), live_count_, target, query, bounds_.view(), guess,
+                             alive_after_.view());
     Kokkos::deep_copy(best_key_, Kokkos::subview(guess, 0));
   }
   void sync() override { Exec{}.fence(); }
@@ -517,7 +517,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   OutputBuffer<std::uint32_t, Exec> sums_, bounds_, live_;
   OutputBuffer<std::uint64_t, Exec> candidates_, guess_;
   OutputBuffer<std::uint8_t, Exec> alive_after_;
-  portable_sad::TeamMethod<Exec, false> full_search_;
+  portable_sad::TeamMethod<Exec, false, kIsa> full_search_;
   std::uint64_t best_key_ = kNoSadKey;
   std::int64_t live_count_ = 0;
   PruneStats stats_;
@@ -531,14 +531,19 @@ void register_sad_pruned_portable(VariantList<SadPruned>& list) {
   using portable::backend_of;
   portable::for_each_exec_space([&](auto exec) {
     using Exec = typename decltype(exec)::type;
-    list.push_back({std::string("kokkos-pruned-") + to_string(backend_of<Exec>()), Layer::portable,
-                    backend_of<Exec>(), false, make_runner<portable_pruned::PrunedRunner<Exec>>,
-                    [](const SadInput& input) {
-                      const SadShape s = validate_sad_pruned_input(input);
-                      return portable_pruned::geometry<Exec>(s).tile_rows > 0 &&
-                             portable_sad::TeamMethod<Exec, false>::fits(s);
-                    },
-                    backend_of<Exec>() == Backend::cuda ? 25 : 5});
+    portable::for_each_isa([&](auto isa) {
+      constexpr Isa kIsa = decltype(isa)::value;
+      const char* name = kIsa == Isa::tuned ? "kokkos-pruned-" : "kokkos-pruned-plain-";
+      list.push_back({std::string(name) + to_string(backend_of<Exec>()), Layer::portable,
+                      backend_of<Exec>(), false,
+                      make_runner<portable_pruned::PrunedRunner<Exec, kIsa>>,
+                      [](const SadInput& input) {
+                        const SadShape s = validate_sad_pruned_input(input);
+                        return portable_pruned::geometry<Exec>(s).tile_rows > 0 &&
+                               portable_sad::TeamMethod<Exec, false, kIsa>::fits(s);
+                      },
+                      backend_of<Exec>() == Backend::cuda ? 25 : 5, kIsa, false});
+    });
   });
 }
 
