@@ -57,13 +57,13 @@ constexpr int kWarp = 32;
 constexpr unsigned kAllLanes = 0xFFFFFFFFu;
 
 // The run's device scalars (64-bit each), reset by the bound kernel.
-constexpr int kBestSlot = 0;          // E
-constexpr int kPolishSlot = 1;        // step 3's keys, merged into E by the filter's last block
-constexpr int kWindowsLeftSlot = 2;   // windows left by the first bounds
-constexpr int kLiveUnitsSlot = 3;     // units holding one of them
-constexpr int kSettledSlot = 4;       // of those windows, the ones step 3 settled
-constexpr int kFilterBlocksSlot = 5;  // filter blocks done
-constexpr int kAfterStripSlot = 6;    // S counters: windows alive after each strip
+constexpr int kBestSlot = 0;         // E
+constexpr int kPolishSlot = 1;       // step 3's keys, merged into E by the unit refinement
+constexpr int kWindowsLeftSlot = 2;  // windows left by the first bounds
+constexpr int kLiveUnitsSlot = 3;    // units holding one of them
+constexpr int kSettledSlot = 4;      // of those windows, the ones step 3 settled
+constexpr int kFilterSlot = 5;       // the filter's limit (high word) and neighbourhood centre
+constexpr int kAfterStripSlot = 6;   // S counters: windows alive after each strip
 constexpr int kFixedSlots = 6;
 
 // sm_90's largest dynamic shared memory per block (with the opt-in).
@@ -506,13 +506,13 @@ struct FilterArgs {
   SadShape s;
   int unit_columns;          // units per map row
   unsigned long long units;  // map_height · unit_columns
-  Key* best;                 // E after step 2: the polish neighbourhood's centre
+  const Key* best;           // E after step 2: the polish neighbourhood's centre
   const Key* polish;
   std::uint32_t* live;  // the units holding a window with bound ≤ min(E, polish)
   Key* live_count;
   Key* windows_left;  // PruneStats::after_bounds
   Key* settled;       // the windows left that the polish neighbourhood holds
-  Key* blocks_done;
+  Key* filter;        // kFilterSlot, for the unit refinement
 };
 
 // The windows of a unit (bits) in the polish neighbourhood of the window `centre`.
@@ -526,8 +526,8 @@ __device__ __forceinline__ unsigned settled_windows(std::uint32_t centre, int ma
 }
 
 // A thread per unit, grid-stride: each warp appends its live units in order with one atomicAdd;
-// the block counts the windows left with one more. E is written only by the last block to finish
-// (it merges polish), so every block sees the same neighbourhood centre.
+// the block counts the windows left with one more. E is not written while it runs (the unit
+// refinement merges polish into it), so every block sees the same neighbourhood centre.
 __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
   static_assert(kPruneUnitWindows < 32, "a unit's windows are bits of a word");
   __shared__ unsigned warp_windows[kFilterThreads / kWarp], warp_settled[kFilterThreads / kWarp];
@@ -536,6 +536,7 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
   const Key polish_key = *a.polish;
   const std::uint32_t limit = std::uint32_t(sad_min(centre_key, polish_key) >> 32);
   const std::uint32_t centre = std::uint32_t(centre_key);  // the key's low word: the window
+  if (blockIdx.x == 0 && threadIdx.x == 0) *a.filter = (Key(limit) << 32) | centre;
   unsigned windows = 0, settled = 0;
   const unsigned long long stride = std::size_t(gridDim.x) * kFilterThreads;
   // The loop's bound depends on the warp's first unit only: the warp iterates as one.
@@ -580,8 +581,6 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
     }
     if (total > 0) atomicAdd(a.windows_left, Key(total));
     if (total_settled > 0) atomicAdd(a.settled, Key(total_settled));
-    // Every block read E before it got here: the last one may lower it.
-    if (atomicAdd(a.blocks_done, Key(1)) == gridDim.x - 1) atomicMin(a.best, polish_key);
   }
 }
 
@@ -596,7 +595,9 @@ struct UnitArgs : PackedSearch {
   const Key* live_count;
   unsigned long long full_search_above;  // more live units: the full search runs instead
   Key* best;
-  Key* after_strip;  // S counters
+  const Key* polish;  // merged into best here
+  const Key* filter;  // the filter's limit and neighbourhood centre
+  Key* after_strip;   // S counters
 };
 
 // Query words of one row through the read-only cache; every lane of a warp reads the same word
@@ -615,6 +616,8 @@ static_assert(kWarp % kPruneUnitLanes == 0 && kUnitThreads % kPruneUnitLanes == 
               "unit groups tile warps and blocks");
 
 __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
+  // E only falls here, and any E at or above the final one is a valid limit meanwhile.
+  if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(a.best, *a.polish);
   const unsigned long long count = *a.live_count;
   if (count > a.full_search_above) return;
   const unsigned long long unit_at =
@@ -632,12 +635,15 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
     const Key limit = part == 0 ? load_key(a.best) : 0;
     return std::uint32_t(__shfl_sync(group_lanes, limit, 0, kPruneUnitLanes) >> 32);
   };
+  // The filter's windows: bound within its limit, outside the settled neighbourhood.
+  const Key filter = *a.filter;
+  const std::uint32_t first_limit = std::uint32_t(filter >> 32);
   std::uint32_t alive = 0;
-  const std::uint32_t first_limit = limit_now();
 #pragma unroll
   for (int p = 0; p < kPruneUnitWindows; ++p) {
     if (j0 + p < a.s.map_width && a.bounds[first_index + p] <= first_limit) alive |= 1u << p;
   }
+  alive &= ~settled_windows(std::uint32_t(filter), a.s.map_width, i, j0);
   std::uint32_t partial[kPruneUnitWindows] = {}, total[kPruneUnitWindows];
   const std::uint32_t* row = a.target + std::size_t(i) * a.pitch_words + group * kUnitWords;
   // Derived from the width rather than read from a.query_words: the parameter costs the kernel
@@ -829,7 +835,7 @@ class PrunedRunner final : public Runner<SadPruned> {
                             scalars + kLiveUnitsSlot,
                             scalars + kWindowsLeftSlot,
                             scalars + kSettledSlot,
-                            scalars + kFilterBlocksSlot};
+                            scalars + kFilterSlot};
     filter_kernel<<<filter_grid_, kFilterThreads>>>(filter);
     check_launch("filter_kernel");
 
@@ -843,6 +849,8 @@ class PrunedRunner final : public Runner<SadPruned> {
                          scalars + kLiveUnitsSlot,
                          limit_,
                          scalars + kBestSlot,
+                         scalars + kPolishSlot,
+                         scalars + kFilterSlot,
                          scalars + kAfterStripSlot};
     const std::uint64_t unit_threads = units_ * kPruneUnitLanes;
     unit_refine_kernel<<<unsigned((unit_threads + kUnitThreads - 1) / kUnitThreads),
