@@ -190,11 +190,17 @@ ImageHeader png_header(const HeaderBytes& in) {
                  " bytes, before the IEND chunk");
 }
 
-// stb_image 2.27 builds a Huffman table (DHT) into 256-entry arrays without checking that its 16
-// code counts add up to at most 256: a table claiming more writes past them (heap overflow, found
-// by fuzz_image_reader). stb meets a DHT only at a 0xFF 0xC4 marker outside the segments it
-// skips by length, so every such marker is found and its tables checked here, as stb reads them.
-void check_jpeg_huffman_tables(const HeaderBytes& in) {
+// Two holes in stb_image 2.27's JPEG decoder, both found by fuzz_image_reader, are closed by
+// walking the file's segments as stb does before it decodes:
+// - a Huffman table (DHT) whose 16 code counts add up to over 256 makes stb write past its
+//   256-entry tables (heap overflow);
+// - a scan (SOS) that uses a Huffman table no DHT has defined makes stb decode with the table's
+//   uninitialised memory and index far outside it (out-of-bounds read).
+// stb meets a marker only after a 0xFF byte outside the segments it skips by their lengths, so
+// every marker stb can act on is seen here, with the tables defined before it.
+void check_jpeg_tables(const HeaderBytes& in) {
+  bool defined[2][4] = {};  // [DC, AC][table id]
+  bool progressive = false;
   std::size_t at = 2;
   while (in.has(at, 2)) {
     if (in.u8(at) != 0xFF) {  // entropy-coded data, or junk stb skips
@@ -203,21 +209,40 @@ void check_jpeg_huffman_tables(const HeaderBytes& in) {
     }
     while (in.has(at, 1) && in.u8(at) == 0xFF) ++at;  // fill bytes
     if (!in.has(at, 3)) return;
+    const std::size_t marker_at = at - 1;
     const unsigned marker = in.u8(at++);
     if (marker == 0xD9) return;  // end of image: stb reads no further
     if (marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) continue;
     const std::size_t length = in.be16(at);
+    const std::string where = " at byte " + std::to_string(marker_at);
+    if (marker == 0xC2) progressive = true;
     if (marker == 0xC4) {
       std::size_t table = at + 2;
       for (std::ptrdiff_t left = std::ptrdiff_t(length) - 2; left > 0;) {
+        const unsigned kind = in.u8(table) >> 4, id = in.u8(table) & 15;
         std::size_t codes = 0;
         for (int i = 0; i < 16; ++i) codes += in.u8(table + 1 + i);
         if (codes > 256) {
-          throw in.corrupt("a Huffman table (DHT at byte " + std::to_string(at - 2) + ") has " +
-                           std::to_string(codes) + " codes, more than 256");
+          throw in.corrupt("a Huffman table (DHT" + where + ") has " + std::to_string(codes) +
+                           " codes, more than 256");
         }
+        if (kind <= 1 && id <= 3) defined[kind][id] = true;
         table += 17 + codes;
         left -= std::ptrdiff_t(17 + codes);
+      }
+    } else if (marker == 0xDA) {
+      // A sequential scan decodes with both tables of each component; a progressive one with
+      // the DC table (first DC scan), none (DC refinement) or the AC table (AC scans).
+      const unsigned components = in.u8(at + 2);
+      const unsigned spectral_start = in.u8(at + 3 + 2 * components);
+      const unsigned approximation_high = in.u8(at + 5 + 2 * components) >> 4;
+      const bool needs_dc = !progressive || (spectral_start == 0 && approximation_high == 0);
+      const bool needs_ac = !progressive || spectral_start != 0;
+      for (unsigned c = 0; c < components; ++c) {
+        const unsigned tables = in.u8(at + 4 + 2 * c), dc = tables >> 4, ac = tables & 15;
+        if ((needs_dc && dc <= 3 && !defined[0][dc]) || (needs_ac && ac <= 3 && !defined[1][ac])) {
+          throw in.corrupt("its scan" + where + " uses a Huffman table that no DHT defines");
+        }
       }
     }
     at += length;
@@ -225,7 +250,7 @@ void check_jpeg_huffman_tables(const HeaderBytes& in) {
 }
 
 ImageHeader jpeg_header(const HeaderBytes& in) {
-  check_jpeg_huffman_tables(in);
+  check_jpeg_tables(in);
   ImageHeader header;
   header.format = "JPEG";
   header.data_kind = "entropy-coded data";
@@ -316,6 +341,7 @@ ImageHeader pnm_header(const HeaderBytes& in, bool colour) {
     while (in.has(at, 1) && std::isdigit(in.u8(at))) {
       value = saturating_add(saturating_mul(value, 10), std::uint64_t(in.u8(at++) - '0'));
     }
+    if (value == saturated) throw in.corrupt(std::string("its ") + field + " has too many digits");
     return value;
   };
   header.width = number("width");
@@ -408,8 +434,12 @@ ImageU8 read_image_from_memory(const void* data, std::size_t size, const std::st
   std::unique_ptr<unsigned char, void (*)(void*)> pixels(
       stbi_load_from_memory(bytes, int(size), &width, &height, &channels, 0), &stbi_image_free);
   if (!pixels) {
-    throw Error("'" + name + "' is a corrupt or truncated " + header.format + " file (" +
-                stbi_failure_reason() + ")");
+    const std::string reason = stbi_failure_reason();
+    if (reason == "outofmem") {
+      throw Error("'" + name + "': not enough memory to decode it (" + claims + ")");
+    }
+    throw Error("'" + name + "' is a corrupt or truncated " + header.format + " file (" + reason +
+                ")");
   }
   // The header parser and stb must agree: a disagreement would let a crafted file pass the checks
   // above with one size and be decoded with another.
