@@ -47,9 +47,10 @@ build() {
   cmake --build "$repo/build/$preset" -j "$jobs"
 }
 
-# Runs each fuzz target for $1 seconds on a copy of its committed corpus (so the run's new inputs
-# do not touch the source tree). A finding stops the run with the target's report; its input is
-# kept under build/fuzz/findings/<target>/ to reproduce with `build/fuzz/bin/<target> FILE`.
+# Runs each fuzz target for $1 seconds on its committed corpus plus what earlier runs here added
+# (kept in build/fuzz/corpus/, so the source tree is left alone and long runs build on each
+# other). A finding stops the run with the target's report; its input is kept under
+# build/fuzz/findings/<target>/ to reproduce with `build/fuzz/bin/fuzz_<target> FILE`.
 fuzz() {
   local seconds=$1 target status=0
   [[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || {
@@ -59,7 +60,6 @@ fuzz() {
   build fuzz
   for target in image_reader descriptor_reader; do
     local work="$repo/build/fuzz/corpus/$target" findings="$repo/build/fuzz/findings/$target"
-    rm -rf "$work"
     mkdir -p "$work" "$findings"
     cp "$repo/tests/fuzz/corpus/$target/"* "$work/"
     echo "dev.sh fuzz: fuzz_$target for ${seconds} s"

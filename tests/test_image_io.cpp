@@ -271,9 +271,10 @@ TEST_CASE("unknown, cut and empty headers say so", "[io]") {
                     Catch::Contains("is truncated: it ends after 10 bytes, inside its PNG header"));
   std::string cut = png_claiming(8, 8, 40);
   cut.resize(cut.size() - 20);  // IDAT cut short, no IEND
-  CHECK_THROWS_WITH(read_bytes_as_image(cut), Catch::Contains("before the IEND chunk"));
+  CHECK_THROWS_WITH(read_bytes_as_image(cut), Catch::Contains("is truncated: it ends after") &&
+                                                  Catch::Contains("before the IEND chunk"));
   CHECK_THROWS_WITH(read_bytes_as_image(png_claiming(0, 5, 40)),
-                    Catch::Contains("0x0 image") && Catch::Contains("claims 0 x 5 pixels"));
+                    Catch::Contains("has no pixels") && Catch::Contains("claims 0 x 5 pixels"));
 }
 
 TEST_CASE("the fuzzers' seeds read and their findings are refused", "[io]") {

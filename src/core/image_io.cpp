@@ -185,9 +185,9 @@ ImageHeader png_header(const HeaderBytes& in) {
     if (type == 0x49444154u) header.data_bytes += length;  // "IDAT"
     at += 12 + length;
   }
-  throw in.error("is truncated: its last PNG chunk (at byte " + std::to_string(at) +
-                 ") ends past the file's " + std::to_string(in.size()) +
-                 " bytes, before the IEND chunk");
+  throw in.error("is truncated: it ends after " + std::to_string(in.size()) +
+                 " bytes, inside the PNG chunk at byte " + std::to_string(at) +
+                 " and before the IEND chunk");
 }
 
 // Two holes in stb_image 2.27's JPEG decoder, both found by fuzz_image_reader, are closed by
@@ -406,7 +406,7 @@ ImageU8 read_image_from_memory(const void* data, std::size_t size, const std::st
                              std::to_string(header.width) + " x " + std::to_string(header.height) +
                              " pixels";
   if (header.width == 0 || header.height == 0) {
-    throw Error("'" + name + "' is a 0x0 image: " + claims);
+    throw Error("'" + name + "' has no pixels: " + claims);
   }
   if (header.data_bytes < header.least_data_bytes) {
     throw Error("'" + name + "' is truncated or corrupt: " + claims + ", which need at least " +
