@@ -66,7 +66,8 @@ fuzz() {
     # One process: the machine's other cores are for the builds beside it. -timeout: an input
     # that takes 10 s is a finding too (a hang).
     if ! "$repo/build/fuzz/bin/fuzz_$target" -max_total_time="$seconds" -timeout=10 \
-        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/" "$work" \
+        -rss_limit_mb=2048 -print_final_stats=1 -dict="$repo/tests/fuzz/$target.dict" \
+        -artifact_prefix="$findings/" "$work" \
         2>"$repo/build/fuzz/$target.log"; then
       tail -n 60 "$repo/build/fuzz/$target.log" >&2
       echo "dev.sh fuzz: fuzz_$target found a problem; its input: $(ls -t "$findings" | head -n 1)" \
