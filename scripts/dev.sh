@@ -63,8 +63,9 @@ fuzz() {
     mkdir -p "$work" "$findings"
     cp "$repo/tests/fuzz/corpus/$target/"* "$work/"
     echo "dev.sh fuzz: fuzz_$target for ${seconds} s"
-    # One process: the machine's other cores are for the builds beside it. -timeout: an input
-    # that takes 10 s is a finding too (a hang).
+    # One process, so SECONDS costs one core for that long. An input that runs 10 s (a hang)
+    # or makes the process pass 2 GB is a finding too. libFuzzer also prints a small finding's
+    # bytes (Base64) in the log tail shown below, so a CI log alone can reproduce it.
     if ! "$repo/build/fuzz/bin/fuzz_$target" -max_total_time="$seconds" -timeout=10 \
         -rss_limit_mb=2048 -print_final_stats=1 -dict="$repo/tests/fuzz/$target.dict" \
         -artifact_prefix="$findings/" "$work" \

@@ -256,7 +256,7 @@ ImageHeader jpeg_header(const HeaderBytes& in) {
   header.data_kind = "entropy-coded data";
   std::size_t at = 2;
   for (;;) {
-    if (in.u8(at) != 0xFF) throw in.corrupt("no marker at byte " + std::to_string(at));
+    while (in.u8(at) != 0xFF) ++at;  // junk between segments, which stb skips too
     while (in.u8(at) == 0xFF) ++at;  // fill bytes
     const unsigned marker = in.u8(at++);
     if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) continue;  // no length field
