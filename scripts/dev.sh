@@ -4,7 +4,8 @@
 #   scripts/dev.sh test          install what is missing, build the host configuration, run the tests
 #   scripts/dev.sh run [ARGS]    build the best configuration this machine has (cuda with a GPU,
 #                                else host) and run compare (default: --algo conv --size 1080p)
-#   scripts/dev.sh build PRESET  install what is missing and build one configuration (host, cuda)
+#   scripts/dev.sh build PRESET  install what is missing and build one configuration (host, cuda,
+#                                asan, fuzz)
 #   scripts/dev.sh sanitize      build the asan configuration (AddressSanitizer + UBSan) and run
 #                                the tests in it
 #   scripts/dev.sh fuzz [SECONDS] build the readers' libFuzzer targets (clang) and run each for
