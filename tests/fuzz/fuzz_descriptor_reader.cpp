@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -17,13 +18,25 @@
 
 namespace {
 
-// The readers take paths, so each input is written to a file in a directory of this process.
+const char* const extensions[] = {".npy", ".key", ".csv"};
+
+// The readers take paths, so each input is written to a file in a directory of this process,
+// removed when the run ends.
 const std::string& scratch_directory() {
   static const std::string directory = [] {
     char pattern[] = "/tmp/kbench-fuzz-XXXXXX";
     if (!mkdtemp(pattern)) __builtin_trap();
     return std::string(pattern);
   }();
+  static const bool removed_at_exit = [] {
+    return std::atexit([] {
+             for (const char* extension : extensions) {
+               std::remove((scratch_directory() + "/input" + extension).c_str());
+             }
+             rmdir(scratch_directory().c_str());
+           }) == 0;
+  }();
+  (void)removed_at_exit;
   return directory;
 }
 
@@ -40,7 +53,6 @@ std::string write_input(const char* extension, const std::uint8_t* data, std::si
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  static const char* const extensions[] = {".npy", ".key", ".csv"};
   const std::string path = write_input(extensions[data[0] % 3], data + 1, size - 1);
   try {
     const std::int64_t count = kbench::count_descriptors(path);
