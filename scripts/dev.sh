@@ -4,7 +4,13 @@
 #   scripts/dev.sh test          install what is missing, build the host configuration, run the tests
 #   scripts/dev.sh run [ARGS]    build the best configuration this machine has (cuda with a GPU,
 #                                else host) and run compare (default: --algo conv --size 1080p)
-#   scripts/dev.sh build PRESET  install what is missing and build one configuration (host, cuda)
+#   scripts/dev.sh build PRESET  install what is missing and build one configuration (host, cuda,
+#                                asan, fuzz)
+#   scripts/dev.sh sanitize      build the asan configuration (AddressSanitizer + UBSan) and run
+#                                the tests in it
+#   scripts/dev.sh fuzz [SECONDS] build the readers' libFuzzer targets (clang) and run each for
+#                                SECONDS (default 60) from tests/fuzz/corpus; a crash exits
+#                                non-zero and leaves its input in build/fuzz/findings
 #   scripts/dev.sh setup         only install the Debian packages the project needs
 set -euo pipefail
 
@@ -12,10 +18,12 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 jobs=${KBENCH_JOBS:-$(nproc)}
 packages=(g++ make cmake patch tar ca-certificates catch2 libcli11-dev libstb-dev libopenmpi-dev
   openmpi-bin python3 python3-matplotlib)
+# Only for `fuzz`: clang with its libFuzzer and sanitizer runtimes.
+fuzz_packages=(clang-14 libclang-rt-14-dev)
 
 setup() {
   local missing=() p
-  for p in "${packages[@]}"; do
+  for p in "${packages[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
   done
   [[ ${#missing[@]} -eq 0 ]] && return 0
@@ -35,9 +43,44 @@ setup() {
 
 build() {
   local preset=$1
-  setup
+  if [[ $preset == fuzz ]]; then setup "${fuzz_packages[@]}"; else setup; fi
   cmake --preset "$preset" -S "$repo" >/dev/null
   cmake --build "$repo/build/$preset" -j "$jobs"
+}
+
+# Runs each fuzz target for $1 seconds on its committed corpus plus what earlier runs here added
+# (kept in build/fuzz/corpus/, so the source tree is left alone and long runs build on each
+# other). A finding stops the run with the target's report; its input is kept under
+# build/fuzz/findings/<target>/ to reproduce with `build/fuzz/bin/fuzz_<target> FILE`.
+fuzz() {
+  local seconds=$1 target status=0
+  [[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || {
+    echo "dev.sh fuzz: SECONDS must be a positive whole number, not '$seconds'" >&2
+    exit 2
+  }
+  build fuzz
+  for target in image_reader descriptor_reader; do
+    local work="$repo/build/fuzz/corpus/$target" findings="$repo/build/fuzz/findings/$target"
+    mkdir -p "$work" "$findings"
+    cp "$repo/tests/fuzz/corpus/$target/"* "$work/"
+    echo "dev.sh fuzz: fuzz_$target for ${seconds} s"
+    # One process, so SECONDS costs one core for that long. An input that runs 10 s (a hang)
+    # or makes the process pass 2 GB is a finding too. libFuzzer also prints a small finding's
+    # bytes (Base64) in the log tail shown below, so a CI log alone can reproduce it.
+    if ! "$repo/build/fuzz/bin/fuzz_$target" -max_total_time="$seconds" -timeout=10 \
+        -rss_limit_mb=2048 -print_final_stats=1 -dict="$repo/tests/fuzz/$target.dict" \
+        -artifact_prefix="$findings/" "$work" \
+        2>"$repo/build/fuzz/$target.log"; then
+      tail -n 60 "$repo/build/fuzz/$target.log" >&2
+      echo "dev.sh fuzz: fuzz_$target found a problem; its input: $(ls -t "$findings" | head -n 1)" \
+        "in $findings (full log: build/fuzz/$target.log)" >&2
+      status=1
+    else
+      grep -E '^stat::(number_of_executed_units|new_units_added)' "$repo/build/fuzz/$target.log" |
+        sed "s/^/  fuzz_$target /"
+    fi
+  done
+  return "$status"
 }
 
 has_gpu() {
@@ -54,6 +97,12 @@ case "${1:-}" in
     build host
     OMP_PROC_BIND=false ctest --test-dir "$repo/build/host" --output-on-failure
     ;;
+  sanitize)
+    build asan
+    OMP_PROC_BIND=false UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
+      ctest --test-dir "$repo/build/asan" --output-on-failure
+    ;;
+  fuzz) fuzz "${2:-60}" ;;
   run)
     shift
     preset=host
@@ -63,7 +112,7 @@ case "${1:-}" in
     "$repo/build/$preset/bin/compare" "$@"
     ;;
   *)
-    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

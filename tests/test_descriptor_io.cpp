@@ -294,6 +294,8 @@ TEST_CASE("bad .key files are refused with the reason", "[descriptor_io]") {
       {"fraction.key", key_text(set, {1, 5, "7.5"}), "row 1, column 5 (0-based) holds 7.5"},
       {"word.key", word, "'north', not a number"},
       {"empty.key", "", "must begin"},
+      // Found by fuzz_descriptor_reader: the reader allocated the promised 68 GB first.
+      {"huge.key", "532434233 128\n10 0.2 ", "promises 532434233 keypoints, which need at least"},
   };
   for (const auto& bad : cases) {
     INFO(bad.name);
@@ -459,4 +461,25 @@ TEST_CASE("failed writes leave no file and keep an older one", "[descriptor_io]"
   write_matches_csv(dir.file("old.csv"), result, 0.8f);
   CHECK(read_bytes(dir.file("old.csv")) ==
         "query,index,distance,second_index,second_distance,accepted\n0,0,1,-1,,0\n");
+}
+
+TEST_CASE("the fuzzer's descriptor findings stay refused", "[descriptor_io]") {
+  // tests/fuzz/corpus/descriptor_reader/finding-*: reproducers of fixed findings, whose first byte
+  // picks the extension as in fuzz_descriptor_reader (0 .npy, 1 .key, 2 .csv).
+  TempDir dir;
+  int findings = 0;
+  for (const auto& entry : fs::directory_iterator(KBENCH_FUZZ_CORPUS "/descriptor_reader")) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("finding-", 0) != 0) continue;
+    INFO(name);
+    const std::string bytes = read_bytes(entry.path().string());
+    REQUIRE_FALSE(bytes.empty());
+    const char* extensions[] = {".npy", ".key", ".csv"};
+    const std::string path =
+        dir.file("input" + std::string(extensions[static_cast<unsigned char>(bytes[0]) % 3]));
+    write_bytes(path, bytes.substr(1));
+    CHECK_THROWS_AS(read_descriptors(path), Error);
+    ++findings;
+  }
+  CHECK(findings >= 1);
 }

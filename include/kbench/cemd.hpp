@@ -136,8 +136,11 @@ void validate_cemd_input(const CemdInput& input);
 // machine offer (the user call behind cemd-match).
 CemdResult match_descriptors(const CemdInput& input);
 
-// Lowe's ratio test on a query's neighbours; false when there is no second neighbour.
-bool ratio_accepted(const CemdNeighbours& n, float ratio);
+// Lowe's ratio test on a query's neighbours; false when there is no second neighbour. Inline so
+// that descriptor_io.cpp (its one user outside the engine) links without the CEMD engine.
+inline bool ratio_accepted(const CemdNeighbours& n, float ratio) {
+  return n.second_index >= 0 && n.best_distance < ratio * n.second_distance;
+}
 
 // One pair's distance as the reference computes it, in double: per cell the literal minimum over
 // the 8 rotations k of Σ_i |D(i) − D(k)| (normalised: the exact numerator over the exact

@@ -387,10 +387,6 @@ CemdNeighbours neighbours_from(const Top2& t) {
   return n;
 }
 
-bool ratio_accepted(const CemdNeighbours& n, float ratio) {
-  return n.second_index >= 0 && n.best_distance < ratio * n.second_distance;
-}
-
 CemdResult match_descriptors(const CemdInput& input) {
   validate_cemd_input(input);
   return run_once(best_variant<Cemd>(input, gpu_available()), input);

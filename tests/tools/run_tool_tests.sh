@@ -72,3 +72,25 @@ expect_refusal "variant of another backend" "runs on the serial backend, not ope
 expect_refusal "pruned method with a full-search variant" "is not a pruned" /dev/null/none \
   "$bin/match" target.pgm query.pgm --method pruned --variant seq
 pass "refused choices: one line, status 1, no file"
+
+# Hostile images: a PNG whose header claims 60000 × 60000 pixels and holds 20 bytes of data, and
+# a PPM over the reader's limits; each tool says what is wrong, with status 1 and no file.
+python3 - <<'PY'
+import struct, zlib
+def chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+header = struct.pack(">IIBBBBB", 60000, 60000, 8, 2, 0, 0, 0)
+with open("huge.png", "wb") as f:
+    f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", bytes(20)) +
+            chunk(b"IEND", b""))
+with open("wide.ppm", "wb") as f:
+    f.write(b"P6\n16777217 1\n255\n" + bytes(3 * 16777217))
+PY
+expect_refusal "huge PNG header" \
+  "^filter: 'huge.png' is truncated or corrupt: its PNG header claims 60000 x 60000 pixels" \
+  out.png "$bin/filter" huge.png out.png
+expect_refusal "huge PNG header" "^lbp: 'huge.png' is truncated or corrupt" out.pgm \
+  "$bin/lbp" huge.png out.pgm
+expect_refusal "side over the limit" "^match: 'wide.ppm' is too large: .* 16777216 pixels a side" \
+  /dev/null/none "$bin/match" wide.ppm query.pgm
+pass "hostile images: what is wrong, status 1, no file"
