@@ -5,6 +5,15 @@ variants.
 
     perf/peers.py --algo cemd --size 4Mi --json results.jsonl [--bin build/cuda/bin]
 
+conv: the 3x3 gaussian on an RGB u8 image with a replicated border — OpenCV `filter2D` and
+`GaussianBlur` on the host's threads, and PyTorch `conv2d` on the GPU (u8 in, u8 out, rounded;
+end to end from pinned host memory). lbp: scikit-image `local_binary_pattern` (P 8, R 1; its
+diagonal neighbours are interpolated, so its codes are not kbench's) plus a 256-bin histogram.
+The images are seeded photo-like frames of the case's size made here (these operations take the
+same time whatever the pixels are); max_error is the largest difference in grey levels from a
+float64 NumPy evaluation of the same mask (conv), or blank where the peer computes another
+definition (lbp).
+
 cemd: the circular EMD of include/kbench/cemd.hpp (normalised: each cell as a distribution; or
 raw) with the nearest two per query, written as whole-array operations — PyTorch on the GPU
 (`torch-cuda`), PyTorch on the CPU threads (`torch-cpu`) and NumPy (`numpy`). The descriptors come
@@ -239,7 +248,168 @@ def cemd_peers(args):
     return records
 
 
-PEERS = {"cemd": cemd_peers}
+IMAGE_SIZES = {"480p": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080),
+               "4k": (3840, 2160), "8k": (7680, 4320)}
+GAUSSIAN_3X3 = np.array([[1, 2, 1], [2, 4, 2], [1, 2, 1]], dtype=np.float32) / 16
+
+
+def image_size(case):
+    if case in IMAGE_SIZES:
+        return IMAGE_SIZES[case]
+    m = re.fullmatch(r"(\d+)x(\d+)", case)
+    if not m:
+        raise SystemExit(f"peers.py: cannot read the size '{case}'")
+    return int(m.group(1)), int(m.group(2))
+
+
+def photo_like(width, height, channels, seed=1):
+    """Smooth shading, a few hard-edged shapes and mild noise, u8."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
+    planes = []
+    for c in range(channels):
+        fx, fy = rng.uniform(1, 4, 2)
+        base = 128 + 60 * np.sin(2 * np.pi * fx * x / width + c) * np.cos(2 * np.pi * fy * y / height)
+        for _ in range(8):
+            x0, y0 = rng.integers(0, width), rng.integers(0, height)
+            base[y0:y0 + height // 6, x0:x0 + width // 6] += rng.uniform(-50, 50)
+        planes.append(base + rng.normal(0, 4, (height, width)))
+    img = np.stack(planes, -1) if channels > 1 else planes[0]
+    return np.clip(np.rint(img), 0, 255).astype(np.uint8)
+
+
+def conv_reference(img):
+    """float64 3x3 gaussian with a replicated border, before rounding."""
+    p = np.pad(img.astype(np.float64), ((1, 1), (1, 1), (0, 0)), mode="edge")
+    h, w = img.shape[:2]
+    out = np.zeros(img.shape, np.float64)
+    for dy in range(3):
+        for dx in range(3):
+            out += GAUSSIAN_3X3[dy, dx] * p[dy:dy + h, dx:dx + w]
+    return out
+
+
+def torch_conv_peer(img, reps, budget_s):
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("torch has no CUDA device")
+    device = torch.device("cuda")
+    h, w, c = img.shape
+    weight = torch.from_numpy(np.repeat(GAUSSIAN_3X3[None, None], c, 0)).to(device)
+    pinned = torch.from_numpy(img).pin_memory()
+    out_host = torch.empty_like(pinned).pin_memory()
+
+    def filtered(u8):
+        x = u8.permute(2, 0, 1)[None].float()
+        x = torch.nn.functional.pad(x, (1, 1, 1, 1), mode="replicate")
+        y = torch.nn.functional.conv2d(x, weight, groups=c)
+        return y[0].permute(1, 2, 0).round().clamp(0, 255).to(torch.uint8)
+
+    resident = pinned.to(device)
+
+    def compute():
+        r = filtered(resident)
+        torch.cuda.synchronize()
+        return r
+
+    def end_to_end():
+        out_host.copy_(filtered(pinned.to(device, non_blocking=True)), non_blocking=True)
+        torch.cuda.synchronize()
+        return out_host
+
+    result = compute().cpu().numpy()
+    return (result, time_peer(compute, reps, budget_s), time_peer(end_to_end, reps, budget_s),
+            machine_threads(), f"torch {torch.__version__}", torch.cuda.get_device_name())
+
+
+def opencv_peer(name, img, reps, budget_s):
+    import cv2
+
+    if name == "opencv-filter2d":
+        def run():
+            return cv2.filter2D(img, -1, GAUSSIAN_3X3, borderType=cv2.BORDER_REPLICATE)
+    else:
+        def run():
+            return cv2.GaussianBlur(img, (3, 3), 0, borderType=cv2.BORDER_REPLICATE)
+    return (run(), time_peer(run, reps, budget_s), None, cv2.getNumThreads(),
+            f"opencv {cv2.__version__}", cpu_name())
+
+
+def image_record(algorithm, name, backend, case, description, img, timing, e2e, threads,
+                 version, device, err):
+    med, lo, hi, reps = timing
+    pixels = float(img.shape[0] * img.shape[1])
+    record = {
+        "algorithm": algorithm, "variant": name, "layer": "peer", "backend": backend,
+        "case": case, "description": f"{description}; {version}", "reps": reps, "batch": 1,
+        "rotation": 1, "compute_min_ms": lo * 1e3, "compute_median_ms": med * 1e3,
+        "compute_max_ms": hi * 1e3, "bytes": 2.0 * img.size, "operations": pixels,
+        "operation_unit": "px", "gb_per_s": 2.0 * img.size / med / 1e9,
+        "gops_per_s": pixels / med / 1e9, "threads": threads, "device": device,
+        "commit": version,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    if err is not None:
+        record["max_error"] = err
+    if e2e:
+        record.update({"e2e_median_ms": e2e[0] * 1e3, "e2e_min_ms": e2e[1] * 1e3,
+                       "e2e_max_ms": e2e[2] * 1e3})
+    print(f"{name:26s} peer        {backend:8s} {med * 1e3:10.3f} ms "
+          f"{pixels / med / 1e9:8.3f} G px/s" + ("" if err is None else f"  error {err:.2g}"))
+    return record
+
+
+def conv_peers(args):
+    width, height = image_size(args.size)
+    img = photo_like(width, height, 3)
+    expected = conv_reference(img)
+    description = f"{width}x{height}x3 gaussian 3x3 clamp, photo-like frame made by perf/peers.py"
+    records = []
+    for name, backend in [("opencv-filter2d", "openmp"), ("opencv-gaussianblur", "openmp"),
+                          ("torch-conv2d-cuda", "cuda")]:
+        if args.peer and name not in args.peer:
+            continue
+        try:
+            if name.startswith("opencv"):
+                got = opencv_peer(name, img, args.reps, args.budget_s)
+            else:
+                got = torch_conv_peer(img, args.reps, args.budget_s)
+        except Exception as error:  # a missing library or device: skipped, with a note
+            print(f"peers.py: {name} skipped: {error}", file=sys.stderr)
+            continue
+        out, timing, e2e, threads, version, device = got
+        err = float(np.max(np.abs(out.astype(np.float64) - expected)))
+        records.append(image_record("conv", name, backend, args.size, description, img, timing,
+                                    e2e, threads, version, device, err))
+    return records
+
+
+def lbp_peers(args):
+    width, height = image_size(args.size)
+    img = photo_like(width, height, 1)
+    description = (f"{width}x{height} gray, 8 neighbours radius 1 (interpolated diagonals), "
+                   "256-bin histogram, photo-like frame made by perf/peers.py")
+    if args.peer and "skimage-lbp" not in args.peer:
+        return []
+    try:
+        from skimage.feature import local_binary_pattern
+        import skimage
+    except Exception as error:
+        print(f"peers.py: skimage-lbp skipped: {error}", file=sys.stderr)
+        return []
+
+    def run():
+        codes = local_binary_pattern(img, 8, 1, method="default")
+        return np.bincount(codes.astype(np.int64).ravel(), minlength=256)
+
+    run()
+    timing = time_peer(run, args.reps, args.budget_s)
+    return [image_record("lbp", "skimage-lbp", "serial", args.size, description, img, timing,
+                         None, 1, f"scikit-image {skimage.__version__}", cpu_name(), None)]
+
+
+PEERS = {"conv": conv_peers, "lbp": lbp_peers, "cemd": cemd_peers}
 
 
 def main():

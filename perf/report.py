@@ -112,6 +112,11 @@ def speedup(r):
     return "-" if value is None else f"{value:.1f}"
 
 
+def error_text(r):
+    """The record's max error; "other definition" for a peer that computes something else."""
+    return f"{r['max_error']:g}" if "max_error" in r else "other definition"
+
+
 def split_runs(records):
     """Main runs (all threads; peers, perf/peers.py, always) apart from the OpenMP thread sweep's
     reduced-thread runs."""
@@ -173,7 +178,7 @@ def markdown(records):
                     f"{fmt(r.get('compute_median_ms'))} | {fmt(r.get('compute_min_ms'))} | "
                     f"{fmt(r.get('e2e_median_ms'))} | {r['gb_per_s']:.1f} | "
                     f"{r['gops_per_s']:.1f} | {speedup(r)} | {peak} | "
-                    f"{r['max_error']:g} |")
+                    f"{error_text(r)} |")
             lines.append("")
         # Reports' layout: time (speedup) per size.
         variants = list(collections.OrderedDict.fromkeys(r["variant"] for r in rows))
