@@ -121,12 +121,18 @@ KBENCH_HOST_DEVICE void window_to_floats(const Window& win,
 template <int kC, bool kClamp>
 KBENCH_HOST_DEVICE void clamp_row_end(float (&v)[WindowSpan<kC, kClamp>::count], int bytes_left) {
   using Span = WindowSpan<kC, kClamp>;
-  // v[q] is window byte Span::first + q, row byte b0 − kWindowLead + Span::first + q.
-  const int end = bytes_left + kWindowLead - Span::first;
-  if (!kClamp || end >= Span::count) return;
-  KBENCH_UNROLL
-  for (int q = kC; q < Span::count; ++q) {
-    if (q >= end) v[q] = v[q - kC];
+  if constexpr (kClamp) {
+    // v[q] is window byte Span::first + q, row byte b0 − kWindowLead + Span::first + q.
+    const int end = bytes_left + kWindowLead - Span::first;
+    if (end < Span::count) {
+      KBENCH_UNROLL
+      for (int q = kC; q < Span::count; ++q) {
+        if (q >= end) v[q] = v[q - kC];
+      }
+    }
+  } else {
+    (void)v;
+    (void)bytes_left;
   }
 }
 

@@ -307,7 +307,8 @@ struct VectorRows {
       const std::uint32_t u[kVecWords + 2] = {before,    v.word[0], v.word[1],
                                               v.word[2], v.word[3], after};
       for (int k = 0; k < kWindowWords; ++k) w[k] = lbp_bytes_at(u[k], u[k + 1], 3);
-      if (width - x0 <= kVecBytes) clamp_end(w, width - x0 + 1);
+      // Window byte t is sample x0 − 1 + t: the sample past the row is byte width − x0 + 1.
+      if (width - x0 + 1 < kWindowBytes) clamp_end(w, width - x0 + 1);
     }
   }
 
