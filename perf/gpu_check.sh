@@ -10,8 +10,9 @@
 #   report.md       the Markdown tables made from compare.jsonl
 #
 #   perf/gpu_check.sh OUTDIR [ALGO...]      (default: every algorithm in the build)
-# KBENCH_STEPS picks steps (default "tests sanitizer compare threads sweep noise peers": threads is the
-# OpenMP thread sweep, sweep the LBP size sweep, noise the sad-pruned noise sweep against full
+# KBENCH_STEPS picks steps (default "tests sanitizer compare threads sweep widths noise peers": threads
+# is the OpenMP thread sweep, sweep the LBP size sweep, widths throughput against image width
+# (perf/width_sweep.sh into OUTDIR/widths), noise the sad-pruned noise sweep against full
 # search, the paper's Fig. 6; "profile" adds the ncu summary, "cemd-sweep" cemd's throughput
 # against size, the paper's Fig. 1; "peers" times perf/peers.py's libraries on the same cases);
 # the binaries come from
@@ -23,7 +24,7 @@ shift
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${KBENCH_BUILD:-$repo/build/cuda}
 bin=$build/bin
-steps=" ${KBENCH_STEPS:-tests sanitizer compare threads sweep noise peers} "
+steps=" ${KBENCH_STEPS:-tests sanitizer compare threads sweep widths noise peers} "
 mkdir -p "$out"
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
 # The CUDA runtime the binaries link against, where the toolkit keeps it.
@@ -35,10 +36,11 @@ if [[ ${#algorithms[@]} -eq 0 ]]; then
   mapfile -t algorithms < <("$bin/compare" --list | awk 'NR > 1 {print $1}' | uniq)
 fi
 
-# Small inputs for the sanitizer runs: each algorithm's argument lists, separated by ';'.
+# Small inputs for the sanitizer runs: each algorithm's argument lists, separated by ';'. Odd
+# widths run the pitched images' row tails (issue 12).
 declare -A sanitizer_cases=(
-  [conv]="--size 320x240"
-  [lbp]="--size 320x240"
+  [conv]="--size 320x240;--size 301x37;--size 301x37 --border crop;--size 7x5 --channels 1"
+  [lbp]="--size 320x240;--size 301x37;--size 301x37 --border crop;--size 7x5"
   [sad]="--size 320x240;--size 320x240 --no-map"
   [sad-pruned]="--size 320x240 --query-size 40x36;--size 320x240 --query-size 40x36 --noise 70"
   [cemd]="--size 96x200;--size 96x200-raw;--size 40x70-all"
@@ -110,6 +112,19 @@ if [[ $steps == *" threads "* ]]; then
         --backend openmp --reps 5 --json "$out/compare.jsonl" >>"$out/compare.log" 2>&1 || status=1
     done
   done
+fi
+
+if [[ $steps == *" widths "* ]]; then
+  echo "== throughput against width"
+  widths=()
+  for algo in conv lbp sad; do
+    [[ " ${algorithms[*]} " == *" $algo "* ]] && widths+=("$algo")
+  done
+  if [[ ${#widths[@]} -gt 0 ]]; then
+    KBENCH_BUILD=$build "$repo/perf/width_sweep.sh" "$out/widths" "${widths[@]}" \
+      >"$out/widths.log" 2>&1 || status=1
+    tail -40 "$out/widths.log"
+  fi
 fi
 
 if [[ $steps == *" noise "* && " ${algorithms[*]} " == *" sad-pruned "* ]]; then

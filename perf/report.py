@@ -5,6 +5,9 @@
 
     perf/report.py RESULTS.jsonl --portability    (only the Kokkos / native summary, for README)
 
+    perf/report.py WIDTHS.jsonl --widths [--markdown widths.md] [--plots DIR]
+                                                  (perf/width_sweep.sh's results, issue 12)
+
 Tables, per algorithm: each case's full results; time and speedup vs the sequential reference
 per size (the reports' layout); where each parallel variant starts beating the sequential
 reference (crossover); Kokkos / native per size and backend, three ways (below); the OpenMP
@@ -522,6 +525,96 @@ def pruned_plot(records, directory, plt):
     save_plot(fig, plt, directory, "sad_pruned_noise.png")
 
 
+WIDTH_REFERENCE = 3840
+
+
+def case_pixels(case):
+    match = re.fullmatch(r"(\d+)x(\d+)", case)
+    return (int(match.group(1)), int(match.group(1)) * int(match.group(2))) if match else None
+
+
+def width_series(records):
+    """Per algorithm and series (native / Kokkos CUDA, compute-only / end to end): width -> (best
+    variant, pixels per second). The best variant of a layer at each width, by median time."""
+    series = collections.defaultdict(dict)
+    for r in latest(split_runs(records)[0]):
+        size = case_pixels(r["case"])
+        if r.get("backend") != "cuda" or size is None:
+            continue
+        layer = {"native_cuda": "native", "portable": "kokkos"}.get(r["layer"])
+        if layer is None:
+            continue
+        width, pixels = size
+        for kind, key in (("compute", "compute_median_ms"), ("e2e", "e2e_median_ms")):
+            if key not in r:
+                continue
+            rate = pixels / (r[key] * 1e-3)
+            best = series[(r["algorithm"], f"{layer} {kind}")]
+            if width not in best or rate > best[width][1]:
+                best[width] = (r["variant"], rate)
+    return series
+
+
+def width_tables(records):
+    """Per algorithm: pixels per second against width, each series' ratio to its 3840 width."""
+    series = width_series(records)
+    lines = ["# Throughput against image width (issue 12)", "",
+             f"Best CUDA variant per layer at each width, Gpixel/s; (×) is the time per pixel over "
+             f"the same series' at width {WIDTH_REFERENCE} (target ≤ 1.15)."]
+    for algo in sorted({a for a, _ in series}):
+        names = sorted(n for a, n in series if a == algo)
+        widths = sorted({w for n in names for w in series[(algo, n)]})
+        lines += ["", f"## {algo}", "",
+                  "| width | " + " | ".join(names) + " | Kokkos / native, compute |",
+                  "|---:|" + "---|" * (len(names) + 1)]
+        for w in widths:
+            cells = []
+            for n in names:
+                points = series[(algo, n)]
+                if w not in points:
+                    cells.append("—")
+                    continue
+                variant, rate = points[w]
+                ref = points.get(WIDTH_REFERENCE)
+                ratio = f" ({ref[1] / rate:.2f}×)" if ref else ""
+                cells.append(f"{rate / 1e9:.2f}{ratio} `{variant}`")
+            native, kokkos = (series[(algo, f"{layer} compute")].get(w)
+                              for layer in ("native", "kokkos"))
+            cells.append(f"{native[1] / kokkos[1]:.2f}×" if native and kokkos else "—")
+            lines.append(f"| {w} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def width_plot(records, directory):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("report.py: matplotlib is not installed; no plots", file=sys.stderr)
+        return
+    series = width_series(records)
+    os.makedirs(directory, exist_ok=True)
+    styles = {"native compute": "-", "kokkos compute": "--", "native e2e": "-.",
+              "kokkos e2e": ":"}
+    for algo in sorted({a for a, _ in series}):
+        fig, ax = plt.subplots(figsize=(9, 5))
+        for name in sorted(n for a, n in series if a == algo):
+            points = series[(algo, name)]
+            widths = sorted(points)
+            ax.plot(widths, [points[w][1] / 1e9 for w in widths], styles.get(name, "-"),
+                    marker="o", label=name)
+        ax.axvline(WIDTH_REFERENCE, color="grey", alpha=0.4)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("image width (pixels)")
+        ax.set_ylabel("Gpixel/s (best CUDA variant of the layer)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.suptitle(f"{algo}: throughput against width")
+        save_plot(fig, plt, directory, f"{algo}_widths.png")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -530,12 +623,16 @@ def main():
     parser.add_argument("--plots", help="write PNG plots into this directory")
     parser.add_argument("--portability", action="store_true",
                         help="only the Kokkos / native summary table (tuned, plain, simple)")
+    parser.add_argument("--widths", action="store_true",
+                        help="throughput against width (perf/width_sweep.sh's results)")
     args = parser.parse_args()
     records = load(args.results)
     if not records:
         sys.exit(f"{args.results}: no results")
     if args.portability:
         text = "\n".join(portability_summary(latest(split_runs(records)[0])))
+    elif args.widths:
+        text = width_tables(records)
     else:
         text = markdown(records)
     if args.markdown:
@@ -546,7 +643,7 @@ def main():
     else:
         sys.stdout.write(text)
     if args.plots:
-        plots(records, args.plots)
+        (width_plot if args.widths else plots)(records, args.plots)
 
 
 if __name__ == "__main__":

@@ -28,13 +28,25 @@ Mask random_mask(int n, std::uint64_t seed) {
   return mask;
 }
 
-// Runs every runnable variant on `input` and checks it; returns how many ran.
-int check_all_variants(const ConvInput& input) {
+bool any_variant(const Variant<Conv>&) {
+  return true;
+}
+
+// The variants that run pitched device images: portable (not Serial, too slow for camera frames
+// on the host) and native CUDA.
+bool pitched_variant(const Variant<Conv>& v) {
+  return (v.layer == Layer::portable && v.backend != Backend::serial) ||
+         v.layer == Layer::native_cuda;
+}
+
+// Runs every runnable variant that `chosen` accepts on `input` and checks it; returns how many
+// ran.
+int check_all_variants(const ConvInput& input, bool (*chosen)(const Variant<Conv>&) = any_variant) {
   const Conv::Reference reference = Conv::reference(input);
   const bool gpu = gpu_available();
   int ran = 0;
   for (const auto& v : variants<Conv>()) {
-    if ((v.backend == Backend::cuda && !gpu) || !v.handles(input)) continue;
+    if ((v.backend == Backend::cuda && !gpu) || !v.handles(input) || !chosen(v)) continue;
     INFO("variant " << v.name);
     const ImageU8 out = run_checked(v, input);
     const CheckResult check = Conv::check(input, reference, out);
@@ -107,6 +119,42 @@ TEST_CASE("every variant matches the reference on random images", "[conv]") {
         }
       }
     }
+  }
+}
+
+// Pitched device images (issue 12): every width 1..130, so a row's last 16-byte vector holds
+// every possible number of its bytes, with each border, 1 to 4 channels (each a specialisation of
+// the band walks, whose clamp works at any row end) and 3×3 and 5×5 masks.
+TEST_CASE("conv: every variant matches the reference at every width 1..130", "[conv][widths]") {
+  const Mask masks[] = {builtin_mask("sharpen"), random_mask(5, 3)};
+  std::uint64_t seed = 2000;
+  for (int w = 1; w <= 130; ++w) {
+    const int h = 3 + w % 5;
+    for (const int channels : {1, 2, 3, 4}) {
+      for (const Border border : {Border::crop, Border::clamp}) {
+        for (const Mask& mask : masks) {
+          if (mask.size > w || mask.size > h) continue;
+          const ConvInput input{random_image(w, h, channels, ++seed), mask, border};
+          INFO(describe(input));
+          CHECK(check_all_variants(input) >= 5);
+        }
+      }
+    }
+  }
+}
+
+// Camera frames (DESIGN.md's standard sizes) and the issue's 3001×2001, on the pitched variants.
+TEST_CASE("conv: pitched variants match the reference on camera frame sizes", "[conv][camera]") {
+  struct Frame {
+    int w, h, channels;
+  };
+  std::uint64_t seed = 3000;
+  for (const Frame f : {Frame{3001, 2001, 3}, Frame{2306, 1535, 3}, Frame{3000, 2000, 1},
+                        Frame{4032, 3024, 1}, Frame{3072, 2304, 1}, Frame{6000, 4000, 1}}) {
+    const ConvInput input{random_image(f.w, f.h, f.channels, ++seed), builtin_mask("sharpen"),
+                          Border::clamp};
+    INFO(describe(input));
+    CHECK(check_all_variants(input, pitched_variant) >= 1);
   }
 }
 

@@ -54,15 +54,26 @@ std::string describe(const LbpInput& in) {
          to_string(in.params.border) + " " + to_string(in.params.mapping);
 }
 
-// Runs every runnable variant on `input`, checks it against the reference and checks that its
-// histogram counts every coded pixel once; returns how many variants ran.
-int check_all_variants(const LbpInput& input) {
+bool any_variant(const Variant<Lbp>&) {
+  return true;
+}
+
+// The variants that run pitched device images: portable (not Serial, too slow for camera frames
+// on the host) and native CUDA.
+bool pitched_variant(const Variant<Lbp>& v) {
+  return (v.layer == Layer::portable && v.backend != Backend::serial) ||
+         v.layer == Layer::native_cuda;
+}
+
+// Runs every runnable variant that `chosen` accepts on `input`, checks it against the reference
+// and checks that its histogram counts every coded pixel once; returns how many variants ran.
+int check_all_variants(const LbpInput& input, bool (*chosen)(const Variant<Lbp>&) = any_variant) {
   const LbpResult reference = Lbp::reference(input);
   REQUIRE(histogram_sum(reference) == coded_pixels(input));
   const bool gpu = gpu_available();
   int ran = 0;
   for (const auto& v : variants<Lbp>()) {
-    if ((v.backend == Backend::cuda && !gpu) || !v.handles(input)) continue;
+    if ((v.backend == Backend::cuda && !gpu) || !v.handles(input) || !chosen(v)) continue;
     INFO("variant " << v.name);
     const LbpResult out = run_checked(v, input);
     const CheckResult check = Lbp::check(input, reference, out);
@@ -301,6 +312,33 @@ TEST_CASE("every variant matches the reference on random images of many sizes", 
         Shape{16, 16}, Shape{48, 5}, Shape{64, 33}, Shape{4096, 3}}) {
     INFO(s.w << "x" << s.h);
     CHECK(check_all_params(random_gray(s.w, s.h, ++seed)) >= 6 * kMinHostVariants);
+  }
+}
+
+// Pitched device images (issue 12): every width 1..130, so a row's last 16-byte vector holds
+// every possible number of its pixels, every border and mapping.
+TEST_CASE("lbp: every variant matches the reference at every width 1..130", "[lbp][widths]") {
+  std::uint64_t seed = 2000;
+  for (int w = 1; w <= 130; ++w) {
+    const int h = 3 + w % 5;
+    INFO(w << "x" << h);
+    CHECK(check_all_params(random_gray(w, h, ++seed, w % 2 ? 256 : 3)) >= 3 * kMinHostVariants);
+  }
+}
+
+// Camera frames (DESIGN.md's standard sizes) and the issue's 3001×2001, on the pitched variants.
+TEST_CASE("lbp: pitched variants match the reference on camera frame sizes", "[lbp][camera]") {
+  struct Frame {
+    int w, h;
+  };
+  std::uint64_t seed = 3000;
+  for (const Frame f : {Frame{3001, 2001}, Frame{3000, 2000}, Frame{4032, 3024}, Frame{6000, 4000},
+                        Frame{2306, 1535}, Frame{3072, 2304}}) {
+    for (const Border border : {Border::crop, Border::clamp}) {
+      const LbpInput input{random_gray(f.w, f.h, ++seed), {border, LbpMapping::uniform}};
+      INFO(describe(input));
+      CHECK(check_all_variants(input, pitched_variant) >= 1);
+    }
   }
 }
 

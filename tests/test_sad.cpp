@@ -90,6 +90,20 @@ TEST_CASE("every variant matches the reference on random sizes", "[sad]") {
   }
 }
 
+// Pitched (packed) target rows at every width 1..130 (issue 12), queries of 1, 5 and 16 columns
+// where they fit.
+TEST_CASE("sad: every variant matches the reference at every width 1..130", "[sad][widths]") {
+  std::uint64_t seed = 2000;
+  for (int w = 1; w <= 130; ++w) {
+    for (const int qw : {1, 5, 16}) {
+      if (qw > w) continue;
+      SadInput input{random_gray(w, 6, ++seed), random_gray(qw, 3, ++seed), {}};
+      INFO(describe(input));
+      CHECK(check_all_variants(input) >= expected_host_runs(true));
+    }
+  }
+}
+
 TEST_CASE("random shapes with few grey levels (many ties) match the reference", "[sad]") {
   SplitMix64 random(77);
   for (int n = 0; n < 12; ++n) {

@@ -97,29 +97,11 @@ KBENCH_HOST_DEVICE void clamp_window_start(Window& win) {
   win.w[0] = byte_perm<kIsa>(win.w[1], 0, selector);
 }
 
-// Border::clamp at the end of a row that ends with the thread's bytes: the word after them
-// repeats the last pixel.
-template <int kC, Isa kIsa>
-KBENCH_HOST_DEVICE void clamp_window_end(Window& win) {
-  constexpr int kLastWord = kWindowLead / 4 + kBandBytes / 4 - 1;
-  unsigned selector = 0;  // result byte k ← byte 4 − kC + k of the last word
-  for (int k = 0; k < kC; ++k) selector |= unsigned(4 - kC + k) << (4 * k);
-  win.w[kLastWord + 1] = byte_perm<kIsa>(win.w[kLastWord], 0, selector);
-}
-
-// Whether the band walk handles rows of `row_bytes` bytes: Border::clamp needs rows that end
-// with a thread's bytes, so the last pixel is replicated in registers (Border::crop never reads
-// past a row for a kept output).
-inline bool band_handles(int row_bytes, bool clamp) {
-  return !clamp || row_bytes % kBandBytes == 0;
-}
-
-// The clamped borders of a window whose bytes start at row byte b0 of a row_bytes-long row.
+// The clamped start of a row, for a window whose bytes start at row byte b0 (the end is
+// clamped on the window's floats, clamp_row_end, where a row may end at any byte).
 template <int kC, bool kClamp, Isa kIsa = Isa::tuned>
-KBENCH_HOST_DEVICE void clamp_window(Window& win, int b0, int row_bytes) {
-  if (!kClamp) return;
-  if (b0 == 0) clamp_window_start<kC, kIsa>(win);
-  if (b0 + kBandBytes == row_bytes) clamp_window_end<kC, kIsa>(win);
+KBENCH_HOST_DEVICE void clamp_window(Window& win, int b0) {
+  if (kClamp && b0 == 0) clamp_window_start<kC, kIsa>(win);
 }
 
 template <int kC, bool kClamp, Isa kIsa>
@@ -129,6 +111,28 @@ KBENCH_HOST_DEVICE void window_to_floats(const Window& win,
   KBENCH_UNROLL
   for (int q = 0; q < Span::count; ++q) {
     v[q] = byte_to_float<kIsa>(win.w[(Span::first + q) / 4], (Span::first + q) % 4);
+  }
+}
+
+// Border::clamp where a row ends within the taps' reach of a thread whose bytes start
+// `bytes_left` bytes before the row's end: the values past the row repeat its last pixel, as
+// clamp_coordinate does, whatever the padding after the row holds. Only the threads at a row's
+// end take the branch, so the others pay one comparison per row.
+template <int kC, bool kClamp>
+KBENCH_HOST_DEVICE void clamp_row_end(float (&v)[WindowSpan<kC, kClamp>::count], int bytes_left) {
+  using Span = WindowSpan<kC, kClamp>;
+  if constexpr (kClamp) {
+    // v[q] is window byte Span::first + q, row byte b0 − kWindowLead + Span::first + q.
+    const int end = bytes_left + kWindowLead - Span::first;
+    if (end < Span::count) {
+      KBENCH_UNROLL
+      for (int q = kC; q < Span::count; ++q) {
+        if (q >= end) v[q] = v[q - kC];
+      }
+    }
+  } else {
+    (void)v;
+    (void)bytes_left;
   }
 }
 
@@ -198,8 +202,10 @@ inline int band_rows(int out_rows, long long segments, long long resident) {
   return int(rows < kMaxBandRows ? rows : kMaxBandRows);
 }
 
-// Convolves one thread's band of `outputs` output rows. Input row n of the band (n = 0 is the
-// row above the first output for Border::clamp, the first output's own for crop) is loaded by
+// Convolves one thread's band of `outputs` output rows, its bytes starting `bytes_left` bytes
+// before the end of a row (any row length; the bytes past it are never stored where they are
+// kept). Input row n of the band (n = 0 is the row above the first output for Border::clamp, the
+// first output's own for crop) is loaded by
 // `source.load(slot, n)` and read back as a Window by `source.window(slot)`; output row t goes to
 // `sink.store(t, pixels)`. Every step is taken by all threads that share the band (the native
 // source exchanges words between lanes), whatever they store.
@@ -207,8 +213,8 @@ template <int kC, bool kClamp, Isa kIsa, class RowSource, class RowSink>
 class BandWalk {
  public:
   KBENCH_HOST_DEVICE BandWalk(const RowSource& source, const RowSink& sink, const Taps3x3& taps,
-                              int outputs)
-      : source_(source), sink_(sink), taps_(taps), outputs_(outputs) {}
+                              int outputs, int bytes_left)
+      : source_(source), sink_(sink), taps_(taps), outputs_(outputs), bytes_left_(bytes_left) {}
 
   KBENCH_HOST_DEVICE void run() {
     for (int n = 0; n < kTaps; ++n) source_.load(slot_[n], n);
@@ -231,6 +237,7 @@ class BandWalk {
     if (n - (kMaskRows - 1) >= outputs_) return;  // past the band (uniform across its threads)
     float v[kCount];
     window_to_floats<kC, kClamp, kIsa>(source_.window(slot_[kSlot]), v);
+    clamp_row_end<kC, kClamp>(v, bytes_left_);
     // Unconditional, so the slot is not copied: near the band's end this reads up to three rows
     // past it (sources clamp rows into the image), which the next band reads anyway.
     source_.load(slot_[kSlot], n + kTaps);
@@ -247,15 +254,16 @@ class BandWalk {
   const RowSink& sink_;
   const Taps3x3& taps_;
   int outputs_;
+  int bytes_left_;
   typename RowSource::Slot slot_[kTaps];
   float acc_[kTaps][kBandBytes];
 };
 
-// The source's window() clamps its rows' ends (clamp_window) with the same kIsa.
+// The source's window() clamps its rows' starts (clamp_window) with the same kIsa.
 template <int kC, bool kClamp, Isa kIsa = Isa::tuned, class RowSource, class RowSink>
 KBENCH_HOST_DEVICE void convolve_band(const RowSource& source, const RowSink& sink,
-                                      const Taps3x3& taps, int outputs) {
-  BandWalk<kC, kClamp, kIsa, RowSource, RowSink>(source, sink, taps, outputs).run();
+                                      const Taps3x3& taps, int outputs, int bytes_left) {
+  BandWalk<kC, kClamp, kIsa, RowSource, RowSink>(source, sink, taps, outputs, bytes_left).run();
 }
 
 }  // namespace kbench::conv_band

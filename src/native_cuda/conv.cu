@@ -25,6 +25,7 @@ using cuda::check;
 using cuda::check_launch;
 using cuda::DeviceBuffer;
 using cuda::PinnedBuffer;
+using cuda::round_up;
 using cuda::Stream;
 
 constexpr int kWarpSize = 32;
@@ -95,10 +96,6 @@ unsigned row_blocks(int rows, int rows_per_block) {
                 " rows is too tall for the CUDA conv kernels");
   }
   return blocks;
-}
-
-std::size_t round_up(std::size_t value, std::size_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -224,11 +221,14 @@ void launch_tiled(const ConvLaunch& p, cudaStream_t stream) {
 // loads in flight and pays a first load's latency only once, where short-lived warps spent much of
 // their life waiting for it.
 //
-// Requires 16-byte aligned rows and pitches that are multiples of 16: the padding after a row
-// lets every thread load and store whole uint4s; padding bytes of the output are garbage.
+// Requires 16-byte aligned rows and pitches that are multiples of 16 (cuda::kRowAlignBytes): the
+// padding after a row lets every thread load and store whole uint4s at any width; padding bytes
+// of the output are garbage that the 2D copies leave behind, and Border::clamp replicates a row's
+// last pixel in registers (conv_band::clamp_row_end), never reading the padding for a kept output.
 
 using conv_band::kBandBytes;
 using conv_band::Taps3x3;
+static_assert(cuda::kRowAlignBytes % kBandBytes == 0, "a pitched row holds whole uint4s");
 
 // A launch shape of the banded kernel: the resident warps per SM that its register budget must
 // allow (__launch_bounds__; 20 warps leave 102 registers a thread, 16 leave 128). Blocks are one
@@ -260,7 +260,6 @@ class ShuffledRows {
         b0_(b0),
         first_row_(first_row),
         in_pitch_(unsigned(p.in_pitch)),
-        row_bytes_(p.g.width * kChannels),
         // Lanes past the padded row load its last chunk instead: only the lane before them
         // reads it, for bytes that no kept output uses. The halo loads are clamped into the row
         // the same way where it starts or ends, and their words then go unused (or are
@@ -298,7 +297,7 @@ class ShuffledRows {
       const std::uint32_t after2 = __shfl_down_sync(kFullWarp, c.y, 1);
       win.w[6] = lane_ == kWarpSize - 1 ? slot.halo[kHaloWords - 1] : after2;
     }
-    conv_band::clamp_window<kChannels, kClamp>(win, b0_, row_bytes_);
+    conv_band::clamp_window<kChannels, kClamp>(win, b0_);
     return win;
   }
 
@@ -308,7 +307,6 @@ class ShuffledRows {
   int b0_;
   int first_row_;
   unsigned in_pitch_;
-  int row_bytes_;
   const std::uint8_t* __restrict__ chunk_base_;
   const std::uint8_t* __restrict__ halo_base_;
 };
@@ -336,8 +334,8 @@ __global__ void __launch_bounds__(kWarpSize, Shape::min_blocks_per_sm)
   const ShuffledRows<kChannels, kClamp> source(p, lane, b0, y0 + p.g.shift);
   const PitchedRowSink sink{p.out + std::size_t(unsigned(y0)) * unsigned(p.out_pitch) + b0,
                             unsigned(p.out_pitch), b0 < p.g.out_width * kChannels};
-  conv_band::convolve_band<kChannels, kClamp>(source, sink, taps,
-                                              min(band_rows, p.out_row_end - y0));
+  conv_band::convolve_band<kChannels, kClamp>(
+      source, sink, taps, min(band_rows, p.out_row_end - y0), p.g.width * kChannels - b0);
 }
 
 template <class Shape, int kChannels, bool kClamp>
@@ -390,13 +388,13 @@ class DeviceMask {
   Taps3x3 taps_3x3_{};
 };
 
-// The fastest u8 kernel for the launch: the banded kernel for 3×3 masks where it handles the
-// rows (conv_band::band_handles), in the given shape; the tiled one otherwise, after filling
-// c_conv_mask on the same stream (launches on other streams that fill it at the same time write
-// the same taps). The banded kernel needs rows padded to kBandBytes.
+// The fastest u8 kernel for the launch: the banded kernel for 3×3 masks, at any width, in the
+// given shape; the tiled one for other masks, after filling c_conv_mask on the same stream
+// (launches on other streams that fill it at the same time write the same taps). The banded
+// kernel needs rows padded to kBandBytes.
 template <class Shape = DefaultVecShape>
 void launch_u8_conv(const ConvLaunch& p, const DeviceMask& mask, cudaStream_t stream) {
-  if (!mask.is_3x3() || !conv_band::band_handles(p.g.width * p.g.channels, p.clamp)) {
+  if (!mask.is_3x3()) {
     mask.to_constant(stream);
     launch_tiled(p, stream);
     return;
@@ -418,18 +416,16 @@ void launch_u8_conv(const ConvLaunch& p, const DeviceMask& mask, cudaStream_t st
 }
 
 // Interleaved input and output images on the device, rows padded to a multiple of `row_align`
-// bytes.
+// bytes (kTightRows for the naive kernel, which indexes tight rows).
+constexpr std::size_t kTightRows = 1;
+
 class DeviceImages {
  public:
   DeviceImages(const ConvInput& input, std::size_t row_align)
       : input_(input),
         g_(make_geometry(input)),
-        in_row_bytes_(std::size_t(g_.width) * g_.channels),
-        out_row_bytes_(std::size_t(g_.out_width) * g_.channels),
-        in_pitch_(round_up(in_row_bytes_, row_align)),
-        out_pitch_(round_up(out_row_bytes_, row_align)),
-        in_(in_pitch_ * g_.height),
-        out_(out_pitch_ * g_.out_height) {}
+        in_(std::size_t(g_.width) * g_.channels, g_.height, row_align),
+        out_(std::size_t(g_.out_width) * g_.channels, g_.out_height, row_align) {}
 
   const ConvGeometry& geometry() const { return g_; }
   const std::uint8_t* in() const { return in_.get(); }
@@ -437,27 +433,19 @@ class DeviceImages {
 
   ConvLaunch launch() const {
     return {g_,         input_.border == Border::clamp,
-            in_.get(),  in_pitch_,
+            in_.get(),  in_.pitch(),
             0,          g_.height,
-            out_.get(), out_pitch_,
+            out_.get(), out_.pitch(),
             0,          g_.out_height};
   }
 
-  void poison(std::uint8_t byte) {
-    check(cudaMemset(out_.get(), byte, out_.bytes()), "cudaMemset (conv output)");
-  }
-
-  void upload() {
-    check(cudaMemcpy2D(in_.get(), in_pitch_, input_.image.data.data(), in_row_bytes_, in_row_bytes_,
-                       g_.height, cudaMemcpyHostToDevice),
-          "cudaMemcpy2D (conv input)");
-  }
+  void poison(std::uint8_t byte) { out_.fill(byte, 0); }
+  void upload() { in_.upload(input_.image.data.data(), 0); }
 
   // Copies the output into `dst`, out_width × channels bytes a row; waits for it.
   void copy_out(std::uint8_t* dst) const {
-    check(cudaMemcpy2D(dst, out_row_bytes_, out_.get(), out_pitch_, out_row_bytes_, g_.out_height,
-                       cudaMemcpyDeviceToHost),
-          "cudaMemcpy2D (conv output)");
+    out_.download(dst, 0);
+    synchronize_device();
   }
 
   void download(ImageU8& out) const {
@@ -466,14 +454,14 @@ class DeviceImages {
   }
 
  private:
+  static void synchronize_device() {
+    check(cudaStreamSynchronize(0), "cudaStreamSynchronize (conv output)");
+  }
+
   const ConvInput& input_;
   ConvGeometry g_;
-  std::size_t in_row_bytes_;
-  std::size_t out_row_bytes_;
-  std::size_t in_pitch_;
-  std::size_t out_pitch_;
-  DeviceBuffer<std::uint8_t> in_;
-  DeviceBuffer<std::uint8_t> out_;
+  cuda::PitchedImage in_;
+  cuda::PitchedImage out_;
 };
 
 void synchronize_device() {
@@ -485,7 +473,7 @@ void synchronize_device() {
 
 class NaiveAosRunner final : public Runner<Conv> {
  public:
-  explicit NaiveAosRunner(const ConvInput& input) : images_(input, 1), mask_(input.mask) {}
+  explicit NaiveAosRunner(const ConvInput& input) : images_(input, kTightRows), mask_(input.mask) {}
 
   void poison(std::uint8_t byte) override { images_.poison(byte); }
   void upload() override { images_.upload(); }
@@ -544,7 +532,7 @@ class NaiveSoaRunner final : public Runner<Conv> {
 template <int kW, int kH>
 class TiledRunner final : public Runner<Conv> {
  public:
-  explicit TiledRunner(const ConvInput& input) : images_(input, 1), mask_(input.mask) {}
+  explicit TiledRunner(const ConvInput& input) : images_(input, kTightRows), mask_(input.mask) {}
 
   void poison(std::uint8_t byte) override { images_.poison(byte); }
   void upload() override { images_.upload(); }
@@ -565,7 +553,8 @@ class TiledRunner final : public Runner<Conv> {
 template <class Shape = DefaultVecShape>
 class U8VecRunner final : public Runner<Conv> {
  public:
-  explicit U8VecRunner(const ConvInput& input) : images_(input, kBandBytes), mask_(input.mask) {}
+  explicit U8VecRunner(const ConvInput& input)
+      : images_(input, cuda::kRowAlignBytes), mask_(input.mask) {}
 
   void poison(std::uint8_t byte) override { images_.poison(byte); }
   void upload() override { images_.upload(); }
@@ -582,7 +571,9 @@ class U8VecRunner final : public Runner<Conv> {
 class E2eSyncRunner final : public Runner<Conv> {
  public:
   explicit E2eSyncRunner(const ConvInput& input)
-      : images_(input, kBandBytes), mask_(input.mask), host_out_(make_conv_output(input)) {}
+      : images_(input, cuda::kRowAlignBytes),
+        mask_(input.mask),
+        host_out_(make_conv_output(input)) {}
 
   void poison(std::uint8_t byte) override {
     images_.poison(byte);
@@ -616,8 +607,8 @@ class E2eStreamsRunner final : public Runner<Conv> {
   explicit E2eStreamsRunner(const ConvInput& input)
       : input_(input),
         g_(make_geometry(input)),
-        in_pitch_(round_up(std::size_t(g_.width), kBandBytes)),
-        out_pitch_(round_up(std::size_t(g_.out_width), kBandBytes)),
+        in_pitch_(round_up(std::size_t(g_.width), cuda::kRowAlignBytes)),
+        out_pitch_(round_up(std::size_t(g_.out_width), cuda::kRowAlignBytes)),
         host_in_(std::size_t(g_.width) * g_.height * g_.channels),
         host_out_(std::size_t(g_.out_width) * g_.out_height * g_.channels),
         mask_(input.mask) {

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -55,6 +56,58 @@ class DeviceBuffer {
  private:
   T* data_ = nullptr;
   std::size_t count_ = 0;
+};
+
+// Rows of pitched device images start this many bytes apart at least, so that kernels load and
+// store whole 16-byte vectors at any width: a row's last vector runs into the padding, whose
+// bytes no result reads.
+constexpr std::size_t kRowAlignBytes = 16;
+
+inline std::size_t round_up(std::size_t value, std::size_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+// A u8 image on the device with rows pitch() bytes apart; the host image keeps the user's tight
+// rows and moves by 2D copies. The padding starts as zeros, so loads that run into it never see
+// uninitialised memory.
+class PitchedImage {
+ public:
+  PitchedImage() = default;
+  PitchedImage(std::size_t row_bytes, int rows, std::size_t row_align = kRowAlignBytes)
+      : row_bytes_(row_bytes),
+        rows_(rows),
+        pitch_(round_up(row_bytes, row_align)),
+        data_(pitch_ * std::size_t(rows)) {
+    check(cudaMemset(data_.get(), 0, data_.bytes()), "cudaMemset (pitched image)");
+  }
+
+  std::uint8_t* get() const { return data_.get(); }
+  std::size_t pitch() const { return pitch_; }
+  std::size_t row_bytes() const { return row_bytes_; }
+  std::size_t bytes() const { return data_.bytes(); }
+
+  // Tight host rows in, queued on `stream`.
+  void upload(const std::uint8_t* host, cudaStream_t stream) const {
+    check(cudaMemcpy2DAsync(data_.get(), pitch_, host, row_bytes_, row_bytes_, rows_,
+                            cudaMemcpyHostToDevice, stream),
+          "cudaMemcpy2DAsync (pitched image in)");
+  }
+  // Tight host rows out, queued on `stream`.
+  void download(std::uint8_t* host, cudaStream_t stream) const {
+    check(cudaMemcpy2DAsync(host, row_bytes_, data_.get(), pitch_, row_bytes_, rows_,
+                            cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpy2DAsync (pitched image out)");
+  }
+  void fill(std::uint8_t byte, cudaStream_t stream) const {
+    check(cudaMemsetAsync(data_.get(), byte, data_.bytes(), stream),
+          "cudaMemsetAsync (pitched image)");
+  }
+
+ private:
+  std::size_t row_bytes_ = 0;
+  int rows_ = 0;
+  std::size_t pitch_ = 0;
+  DeviceBuffer<std::uint8_t> data_;
 };
 
 // Page-locked host memory, so copies can overlap kernels.

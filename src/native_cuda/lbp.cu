@@ -29,8 +29,10 @@ using cuda::check_launch;
 using cuda::DeviceBuffer;
 using cuda::resident_blocks;
 
-// Bytes per vector load/store in cuda-vec, and the row alignment of the device images.
+// Bytes per vector load/store in cuda-vec: the pitched rows (cuda::kRowAlignBytes) hold whole
+// vectors.
 constexpr int kVecBytes = 16;
+static_assert(cuda::kRowAlignBytes % kVecBytes == 0, "a pitched row holds whole vectors");
 
 struct Geometry {
   int in_width, in_height, in_pitch;
@@ -40,18 +42,14 @@ struct Geometry {
   bool mapped;  // false for the plain mapping: the tables are the identity and are skipped
 };
 
-int round_up(int value, int multiple) {
-  return (value + multiple - 1) / multiple * multiple;
-}
-
 Geometry geometry_of(const LbpInput& input) {
   const ImageSize out = lbp_output_size(input.gray.width, input.gray.height, input.params.border);
   return {input.gray.width,
           input.gray.height,
-          round_up(input.gray.width, kVecBytes),
+          int(cuda::round_up(std::size_t(input.gray.width), cuda::kRowAlignBytes)),
           out.width,
           out.height,
-          round_up(out.width, kVecBytes),
+          int(cuda::round_up(std::size_t(out.width), cuda::kRowAlignBytes)),
           input.params.border == Border::crop ? 1 : 0,
           lbp_bin_count(input.params.mapping),
           input.params.mapping != LbpMapping::plain};
@@ -335,13 +333,10 @@ class DeviceLbp {
  public:
   explicit DeviceLbp(const LbpInput& input)
       : g_(geometry_of(input)),
-        in_(std::size_t(g_.in_pitch) * g_.in_height),
-        out_(std::size_t(g_.out_pitch) * g_.out_height),
+        in_(std::size_t(g_.in_width), g_.in_height),
+        out_(std::size_t(g_.out_width), g_.out_height),
         hist_(std::size_t(g_.bins)),
         tables_(2 * kLbpCodes) {
-    // Row padding is read (never used) by vector loads; zero it once so no load sees
-    // uninitialised memory.
-    check(cudaMemsetAsync(in_.get(), 0, in_.bytes(), stream()), "cudaMemsetAsync(lbp input)");
     const LbpTables t = lbp_tables(input.params.mapping);
     check(cudaMemcpyAsync(tables_.get(), t.value, kLbpCodes, cudaMemcpyHostToDevice, stream()),
           "cudaMemcpyAsync(lbp tables)");
@@ -356,15 +351,11 @@ class DeviceLbp {
   void sync() const { check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize"); }
 
   void poison(std::uint8_t byte) {
-    check(cudaMemsetAsync(out_.get(), byte, out_.bytes(), stream()), "cudaMemsetAsync(lbp codes)");
+    out_.fill(byte, stream());
     check(cudaMemsetAsync(hist_.get(), byte, hist_.bytes(), stream()),
           "cudaMemsetAsync(lbp histogram)");
   }
-  void upload(const ImageU8& gray) {
-    check(cudaMemcpy2DAsync(in_.get(), g_.in_pitch, gray.data.data(), g_.in_width, g_.in_width,
-                            g_.in_height, cudaMemcpyHostToDevice, stream()),
-          "cudaMemcpy2DAsync(lbp input)");
-  }
+  void upload(const ImageU8& gray) { in_.upload(gray.data.data(), stream()); }
   template <class Kernel>
   void compute(const Kernel& kernel) {
     check(cudaMemsetAsync(hist_.get(), 0, hist_.bytes(), stream()),
@@ -373,9 +364,7 @@ class DeviceLbp {
   }
   // Queues the copies into `out`, which must already have the output's shape.
   void download(LbpResult& out) {
-    check(cudaMemcpy2DAsync(out.codes.data.data(), g_.out_width, out_.get(), g_.out_pitch,
-                            g_.out_width, g_.out_height, cudaMemcpyDeviceToHost, stream()),
-          "cudaMemcpy2DAsync(lbp codes)");
+    out_.download(out.codes.data.data(), stream());
     check(cudaMemcpyAsync(out.histogram.data(), hist_.get(), hist_.bytes(), cudaMemcpyDeviceToHost,
                           stream()),
           "cudaMemcpyAsync(lbp histogram)");
@@ -383,7 +372,7 @@ class DeviceLbp {
 
  private:
   Geometry g_;
-  DeviceBuffer<std::uint8_t> in_, out_;
+  cuda::PitchedImage in_, out_;  // the pitches of g_
   DeviceBuffer<std::uint32_t> hist_;
   DeviceBuffer<std::uint8_t> tables_;
 };

@@ -25,25 +25,30 @@ namespace kbench::portable_conv {
 using portable::backend_of;
 using portable::Bytes16;
 using portable::InputBuffer;
-using portable::OutputBuffer;
+using portable::PitchedImage;
 
-// Output (x, y) reads the window centred on input (x + shift, y + shift). A 3×3 mask also
-// travels as values, which kernels receive as launch arguments.
+// Output (x, y) reads the window centred on input (x + shift, y + shift). Images are pitched
+// (portable::PitchedImage): input row y starts at byte y · in_pitch, output row y at y ·
+// out_pitch. A 3×3 mask also travels as values, which kernels receive as launch arguments.
 struct ConvShape {
   int in_width, in_height, out_width, out_height, channels, shift, mask_size;
+  int in_pitch, out_pitch;
   conv_band::Taps3x3 taps;
 };
 
 ConvShape shape_of(const ConvInput& input) {
   const ImageSize out =
       conv_output_size(input.image.width, input.image.height, input.mask, input.border);
+  const int channels = input.image.channels;
   return {input.image.width,
           input.image.height,
           out.width,
           out.height,
-          input.image.channels,
+          channels,
           input.border == Border::crop ? input.mask.radius() : 0,
           input.mask.size,
+          int(portable::row_pitch(std::size_t(input.image.width) * channels)),
+          int(portable::row_pitch(std::size_t(out.width) * channels)),
           input.mask.size == 3 ? conv_band::taps_of(input.mask) : conv_band::Taps3x3{}};
 }
 
@@ -67,7 +72,7 @@ KOKKOS_INLINE_FUNCTION void conv_pixel(const ConvShape& s, const Source& source,
       }
     }
   }
-  const std::size_t base = (std::size_t(y) * s.out_width + x) * s.channels;
+  const std::size_t base = std::size_t(y) * s.out_pitch + std::size_t(x) * s.channels;
   for (int c = 0; c < kMaxChannels; ++c) {
     if (c < s.channels) out(base + c) = conv_to_pixel(sum[c]);
   }
@@ -79,7 +84,7 @@ struct ImageSource {
   In in;
   KOKKOS_INLINE_FUNCTION std::uint8_t operator()(int x, int y, int c) const {
     const int cx = clamp_coordinate(x, s.in_width), cy = clamp_coordinate(y, s.in_height);
-    return in((std::size_t(cy) * s.in_width + cx) * s.channels + c);
+    return in(std::size_t(cy) * s.in_pitch + std::size_t(cx) * s.channels + c);
   }
 };
 
@@ -161,37 +166,8 @@ struct RowWindow {
   static constexpr int kSpan = kBytes + 2 * kC;
 };
 
-// Reads windows as 32-bit words from any byte offset, realigned in registers by a funnel shift.
-template <class Window, Isa kIsa, class Words>
-struct WordRowLoader {
-  static constexpr int kWords = (Window::kSpan + 3) / 4;  // after realignment; one more is read
-  Words in_words;
-  int in_row_bytes;
-
-  // Whether the windows of a run starting at byte k0, up to input row last_row, are all inside
-  // their rows and inside the image's whole words.
-  KOKKOS_INLINE_FUNCTION bool covers(int k0, int last_row) const {
-    return k0 >= Window::kLead && k0 - Window::kLead + Window::kSpan <= in_row_bytes &&
-           (std::size_t(last_row) * in_row_bytes + k0 - Window::kLead) / 4 + kWords + 1 <=
-               in_words.size();
-  }
-  KOKKOS_INLINE_FUNCTION void load(int row, int k0, float (&v)[Window::kSpan]) const {
-    const std::size_t start = std::size_t(row) * in_row_bytes + k0 - Window::kLead;
-    const std::size_t first = start / 4;
-    const int offset = int(start % 4) * 8;
-    std::uint32_t words[kWords + 1];
-    for (int w = 0; w <= kWords; ++w) words[w] = in_words(first + w);
-    for (int w = 0; w < kWords; ++w) {
-      const std::uint32_t aligned =
-          offset ? (words[w] >> offset) | (words[w + 1] << (32 - offset)) : words[w];
-      for (int b = 0; b < 4 && 4 * w + b < Window::kSpan; ++b)
-        v[4 * w + b] = conv_band::byte_to_float<kIsa>(aligned, b);
-    }
-  }
-};
-
-// For rows that start on 16-byte boundaries and 16-byte runs: the run's own bytes in one 16-byte
-// load, the halo in 32-bit words that neighbouring runs have just brought into the cache.
+// Pitched rows (16-byte aligned) and 16-byte runs: the run's own bytes in one 16-byte load, the
+// halo in 32-bit words that neighbouring runs have just brought into the cache.
 template <class Window, Isa kIsa, class Vectors, class Words>
 struct VectorRowLoader {
   static_assert(Window::kSpan - Window::kLead <= 16 + 8, "the trailing halo fits two words");
@@ -199,13 +175,14 @@ struct VectorRowLoader {
   static constexpr int kLeadWords = Window::kLead > 0 ? 1 : 0;
   Vectors in_vectors;
   Words in_words;
-  int in_row_bytes;
+  int in_row_bytes, in_pitch;
 
-  KOKKOS_INLINE_FUNCTION bool covers(int k0, int) const {
+  // Whether the windows of a run starting at byte k0 are inside their rows.
+  KOKKOS_INLINE_FUNCTION bool covers(int k0) const {
     return k0 >= 4 * kLeadWords && k0 + 16 + 4 * kTrailWords <= in_row_bytes;
   }
   KOKKOS_INLINE_FUNCTION void load(int row, int k0, float (&v)[Window::kSpan]) const {
-    const std::size_t at = std::size_t(row) * in_row_bytes + k0;
+    const std::size_t at = std::size_t(row) * in_pitch + k0;
     // bytes[0] is input byte k0 − 4·kLeadWords.
     std::uint32_t bytes[kLeadWords + 4 + kTrailWords];
     if (kLeadWords) bytes[0] = in_words(at / 4 - 1);
@@ -219,17 +196,17 @@ struct VectorRowLoader {
   }
 };
 
-// Row-vector schedule for 3×3 masks: a work item produces kBytes consecutive output bytes of
-// kRows consecutive rows. It reads each of its kRows + 2 input rows once and keeps everything
+// Row-vector schedule for 3×3 masks: a work item produces 16 consecutive output bytes of kRows
+// consecutive rows. It reads each of its kRows + 2 input rows once and keeps everything
 // in registers. Runs whose window leaves the row (clamped borders, row tails) take the
 // per-sample path; other mask sizes use MDRange.
-template <class Exec, Isa kIsa, int kBytes = 16, int kRows = 2, int kTileSegments = 32,
-          int kTileRows = 4>
+template <class Exec, Isa kIsa, int kRows = 2, int kTileSegments = 32, int kTileRows = 4>
 struct RowVectorSchedule {
   static constexpr const char* name = kIsa == Isa::tuned ? "kokkos-rowvec" : "kokkos-rowvec-plain";
   static constexpr Isa isa = kIsa;
   static constexpr bool simple = false;
-  static_assert(kBytes % 4 == 0, "output runs are whole words");
+  static constexpr int kBytes = sizeof(Bytes16);
+  static_assert(portable::kRowAlignBytes % kBytes == 0, "pitched rows start on a vector");
   using Memory = typename Exec::memory_space;
   using Words = Kokkos::View<const std::uint32_t*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using Vectors = Kokkos::View<const Bytes16*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -262,18 +239,12 @@ struct RowVectorSchedule {
   template <int kC, int kShift, class In, class MaskView, class Out>
   static void run_fixed(const ConvShape& s, const In& in, const MaskView& mask, const Out& out) {
     using Window = RowWindow<kC, kShift, kBytes>;
-    const int in_row_bytes = s.in_width * kC;
-    // Whole words (vectors) only: the image's last 1-15 bytes are never read as part of one.
     const Words in_words(reinterpret_cast<const std::uint32_t*>(in.data()), in.size() / 4);
-    if (kBytes == 16 && in_row_bytes % 16 == 0) {
-      const Vectors in_vectors(reinterpret_cast<const Bytes16*>(in.data()), in.size() / 16);
-      launch<kC, kShift>(
-          s, VectorRowLoader<Window, kIsa, Vectors, Words>{in_vectors, in_words, in_row_bytes}, in,
-          mask, out);
-    } else {
-      launch<kC, kShift>(s, WordRowLoader<Window, kIsa, Words>{in_words, in_row_bytes}, in, mask,
-                         out);
-    }
+    const Vectors in_vectors(reinterpret_cast<const Bytes16*>(in.data()), in.size() / kBytes);
+    launch<kC, kShift>(s,
+                       VectorRowLoader<Window, kIsa, Vectors, Words>{in_vectors, in_words,
+                                                                     s.in_width * kC, s.in_pitch},
+                       in, mask, out);
   }
 
   template <int kC, int kShift, class Loader, class In, class MaskView, class Out>
@@ -294,8 +265,7 @@ struct RowVectorSchedule {
         "conv_rowvec", Policy({0, 0}, {segments, groups}, {kTileSegments, kTileRows}),
         KOKKOS_LAMBDA(int segment, int group) {
           const int k0 = segment * kBytes, y0 = group * kRows;
-          const int last_row = clamp_coordinate(y0 + kRows + kShift, s.in_height);
-          if (k0 + kBytes > out_row_bytes || !loader.covers(k0, last_row)) {
+          if (k0 + kBytes > out_row_bytes || !loader.covers(k0)) {
             edge(s, source, mask, out, k0, y0);
             return;
           }
@@ -318,17 +288,14 @@ struct RowVectorSchedule {
             }
           }
           for (int r = 0; r < kRows && y0 + r < s.out_height; ++r) {
-            const std::size_t at = std::size_t(y0 + r) * out_row_bytes + k0;
-            if (at % 4 == 0) {
-              for (int w = 0; w < kBytes / 4; ++w) {
-                std::uint32_t packed = 0;
-                for (int b = 0; b < 4; ++b) {
-                  packed |= std::uint32_t(conv_to_pixel(sum[r][4 * w + b])) << (8 * b);
-                }
-                out_words(at / 4 + w) = packed;
+            // Pitched rows: the run starts on a word.
+            const std::size_t at = std::size_t(y0 + r) * s.out_pitch + k0;
+            for (int w = 0; w < kBytes / 4; ++w) {
+              std::uint32_t packed = 0;
+              for (int b = 0; b < 4; ++b) {
+                packed |= std::uint32_t(conv_to_pixel(sum[r][4 * w + b])) << (8 * b);
               }
-            } else {
-              for (int t = 0; t < kBytes; ++t) out(at + t) = conv_to_pixel(sum[r][t]);
+              out_words(at / 4 + w) = packed;
             }
           }
         });
@@ -349,7 +316,7 @@ struct RowVectorSchedule {
                 mask(j * 3 + i) * float(source(x + s.shift + i - 1, y0 + r + s.shift + j - 1, c));
           }
         }
-        out(std::size_t(y0 + r) * out_row_bytes + k) = conv_to_pixel(sum);
+        out(std::size_t(y0 + r) * s.out_pitch + k) = conv_to_pixel(sum);
       }
     }
   }
@@ -358,7 +325,7 @@ struct RowVectorSchedule {
 // The row-vector schedule with four rows per item: fewer input rows read per output row, more
 // registers.
 template <class Exec, Isa kIsa>
-struct RowVectorScheduleR4 : RowVectorSchedule<Exec, kIsa, 16, 4> {
+struct RowVectorScheduleR4 : RowVectorSchedule<Exec, kIsa, 4> {
   static constexpr const char* name =
       kIsa == Isa::tuned ? "kokkos-rowvec-r4" : "kokkos-rowvec-r4-plain";
 };
@@ -366,8 +333,8 @@ struct RowVectorScheduleR4 : RowVectorSchedule<Exec, kIsa, 16, 4> {
 // Band schedule for 3×3 masks and Border::clamp: a work item is conv_band::kBandBytes bytes of a
 // row and a band of rows, walked as the native CUDA kernel walks them (conv_band::convolve_band).
 // It loads the words beside its bytes itself, where the native kernel takes them from the
-// neighbouring lanes by shuffle, which Kokkos does not offer portably. Rows must be a whole
-// number of 16-byte vectors; other images, crop borders and other mask sizes take the row-vector
+// neighbouring lanes by shuffle, which Kokkos does not offer portably. Pitched rows make every
+// width a whole number of vectors; crop borders and other mask sizes take the row-vector
 // schedule.
 template <class Exec, Isa kIsa, int kThreads = 128, int kBlocksPerMultiprocessor = 5>
 struct BandSchedule {
@@ -393,15 +360,16 @@ struct BandSchedule {
 
     Vectors in_vectors;
     Words in_words;
-    int row_bytes, in_height;
+    int row_bytes, in_pitch, in_height;
     int first_row;  // band input row 0
     int b0;
 
     KOKKOS_INLINE_FUNCTION void load(Slot& slot, int n) const {
       const std::size_t at =
-          std::size_t(clamp_coordinate(first_row + n, in_height)) * row_bytes + b0;
+          std::size_t(clamp_coordinate(first_row + n, in_height)) * in_pitch + b0;
       slot.chunk = in_vectors(at / kVectorBytes);
-      // Clamped into the image; the words outside the row are replaced by clamp_window.
+      // Clamped into the image; the words outside the row are replaced by clamp_window and
+      // clamp_row_end.
       const std::size_t word = at / 4;
       slot.before = in_words(word > 0 ? word - 1 : 0);
       slot.after = in_words(word + 4 < in_words.size() ? word + 4 : in_words.size() - 1);
@@ -410,7 +378,7 @@ struct BandSchedule {
     KOKKOS_INLINE_FUNCTION conv_band::Window window(const Slot& slot) const {
       conv_band::Window win = {{slot.before, slot.chunk.word[0], slot.chunk.word[1],
                                 slot.chunk.word[2], slot.chunk.word[3], slot.after, 0}};
-      conv_band::clamp_window<kC, true, kIsa>(win, b0, row_bytes);
+      conv_band::clamp_window<kC, true, kIsa>(win, b0);
       return win;
     }
   };
@@ -429,7 +397,7 @@ struct BandSchedule {
 
   template <int kSize, class In, class MaskView, class Out>
   static void run(const ConvShape& s, const In& in, const MaskView& mask, const Out& out) {
-    if (kSize != 3 || s.shift != 0 || s.in_width * s.channels % kVectorBytes != 0) {
+    if (kSize != 3 || s.shift != 0) {
       RowVectorSchedule<Exec, kIsa>::template run<kSize>(s, in, mask, out);
       return;
     }
@@ -452,8 +420,9 @@ struct BandSchedule {
 
   template <int kC, class In, class Out>
   static void run_fixed(const ConvShape& s, const In& in, const Out& out) {
+    static_assert(portable::kRowAlignBytes % kVectorBytes == 0, "pitched rows hold whole vectors");
     const int row_bytes = s.in_width * kC;
-    const int segments = row_bytes / kVectorBytes;
+    const int segments = (row_bytes + kVectorBytes - 1) / kVectorBytes;
     const int band_rows = conv_band::band_rows(
         s.out_height, segments, portable::resident_items<Exec>(kThreads, kBlocksPerMultiprocessor));
     const int bands = (s.out_height + band_rows - 1) / band_rows;
@@ -461,11 +430,13 @@ struct BandSchedule {
         Vectors(reinterpret_cast<const Bytes16*>(in.data()), in.size() / kVectorBytes),
         Words(reinterpret_cast<const std::uint32_t*>(in.data()), in.size() / 4),
         row_bytes,
+        s.in_pitch,
         s.in_height,
         0,
         0};
     const OutVectors out_vectors(reinterpret_cast<Bytes16*>(out.data()), out.size() / kVectorBytes);
     const int out_height = s.out_height;
+    const int out_row_vectors = s.out_pitch / kVectorBytes;
     const conv_band::Taps3x3 taps = s.taps;
     using Policy =
         Kokkos::RangePolicy<Exec, Kokkos::LaunchBounds<kThreads, kBlocksPerMultiprocessor>>;
@@ -476,9 +447,11 @@ struct BandSchedule {
           LoadedRows<kC> source = rows;
           source.first_row = y0 - 1;  // Border::clamp: the row above the first output
           source.b0 = segment * kVectorBytes;
-          const VectorRowSink sink{out_vectors, std::size_t(y0) * segments + segment, segments};
+          const VectorRowSink sink{out_vectors, std::size_t(y0) * out_row_vectors + segment,
+                                   out_row_vectors};
           const int outputs = out_height - y0 < band_rows ? out_height - y0 : band_rows;
-          conv_band::convolve_band<kC, true, kIsa>(source, sink, taps, outputs);
+          conv_band::convolve_band<kC, true, kIsa>(source, sink, taps, outputs,
+                                                   row_bytes - source.b0);
         });
   }
 };
@@ -488,20 +461,21 @@ class KokkosConvRunner final : public Runner<Conv> {
  public:
   explicit KokkosConvRunner(const ConvInput& input)
       : shape_(shape_of(input)),
-        in_(input.image.data.data(), input.image.sample_count(), "conv input"),
+        image_(input.image),
+        in_(shape_.in_width * shape_.channels, shape_.in_height, "conv input"),
         mask_(input.mask.weights.data(), input.mask.weights.size(), "conv mask"),
-        out_(std::size_t(shape_.out_width) * shape_.out_height * shape_.channels, "conv output") {}
+        out_(shape_.out_width * shape_.channels, shape_.out_height, "conv output") {}
 
   void poison(std::uint8_t byte) override { out_.poison(byte); }
   void upload() override {
-    in_.upload();
+    in_.upload(image_.data.data());
     mask_.upload();
   }
   void compute() override {
     if (shape_.mask_size == 3) {
-      Schedule::template run<3>(shape_, in_.view(), mask_.view(), out_.view());
+      Schedule::template run<3>(shape_, in_.input(), mask_.view(), out_.view());
     } else {
-      Schedule::template run<0>(shape_, in_.view(), mask_.view(), out_.view());
+      Schedule::template run<0>(shape_, in_.input(), mask_.view(), out_.view());
     }
   }
   void sync() override { Exec{}.fence(); }
@@ -512,9 +486,10 @@ class KokkosConvRunner final : public Runner<Conv> {
 
  private:
   ConvShape shape_;
-  InputBuffer<std::uint8_t, Exec> in_;
+  const ImageU8& image_;
+  PitchedImage<Exec> in_;
   InputBuffer<float, Exec> mask_;
-  OutputBuffer<std::uint8_t, Exec> out_;
+  PitchedImage<Exec> out_;
 };
 
 // Preference: a GPU backend before the host ones; the team-tiled schedule before the flat one.

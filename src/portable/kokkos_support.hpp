@@ -87,6 +87,15 @@ struct alignas(16) Bytes16 {
   std::uint32_t word[4];
 };
 
+// Rows of every pitched image in Exec's memory start this many bytes apart at least, so that
+// kernels load and store whole 16-byte vectors at any width: a row's last vector runs into the
+// padding, whose bytes no result reads.
+constexpr std::size_t kRowAlignBytes = 16;
+
+inline std::size_t row_pitch(std::size_t row_bytes) {
+  return (row_bytes + kRowAlignBytes - 1) / kRowAlignBytes * kRowAlignBytes;
+}
+
 template <class T>
 using HostView = Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
@@ -154,6 +163,104 @@ class OutputBuffer {
 
  private:
   View view_;
+};
+
+// A u8 image in Exec's memory with rows pitch() bytes apart (row_pitch), while the host image
+// keeps the user's tight rows. upload() and download() move it through a tight staging array in
+// Exec's memory (the host array itself where Exec reads host memory) and a kernel that spreads or
+// gathers the rows: Kokkos 3.4's deep_copy moves only contiguous views between memory spaces.
+template <class Exec>
+class PitchedImage {
+ public:
+  using Memory = typename Exec::memory_space;
+  using View = Kokkos::View<std::uint8_t*, Memory>;
+
+  // The padding starts as zeros (the view is initialised) and stays so for inputs.
+  PitchedImage(int row_bytes, int rows, const char* label)
+      : row_bytes_(row_bytes),
+        rows_(rows),
+        pitch_(row_pitch(std::size_t(row_bytes))),
+        label_(label),
+        view_(allocate<std::uint8_t>(pitch_ * std::size_t(rows), true)) {
+    if constexpr (!reads_host_memory<Exec>()) {
+      staging_ = allocate<std::uint8_t>(std::size_t(row_bytes) * std::size_t(rows), false);
+    }
+  }
+
+  void upload(const std::uint8_t* host) {
+    const Tight tight = tight_view(host);
+    if constexpr (!reads_host_memory<Exec>()) {
+      Kokkos::deep_copy(staging_, HostView<const std::uint8_t>(host, staging_.size()));
+    }
+    const View pitched = view_;
+    const std::size_t row_bytes = std::size_t(row_bytes_), pitch = pitch_;
+    Kokkos::parallel_for(
+        "spread_rows", Kokkos::RangePolicy<Exec, std::size_t>(0, tight.size()),
+        KOKKOS_LAMBDA(std::size_t i) {
+          pitched(i / row_bytes * pitch + i % row_bytes) = tight(i);
+        });
+    Exec{}.fence();
+  }
+
+  void download(std::uint8_t* host) const {
+    const Tight tight = tight_view(host);
+    const View pitched = view_;
+    const std::size_t row_bytes = std::size_t(row_bytes_), pitch = pitch_;
+    Kokkos::parallel_for(
+        "gather_rows", Kokkos::RangePolicy<Exec, std::size_t>(0, tight.size()),
+        KOKKOS_LAMBDA(std::size_t i) {
+          tight(i) = pitched(i / row_bytes * pitch + i % row_bytes);
+        });
+    Exec{}.fence();
+    if constexpr (!reads_host_memory<Exec>()) {
+      Kokkos::deep_copy(HostView<std::uint8_t>(host, staging_.size()), staging_);
+    }
+  }
+
+  void poison(std::uint8_t byte) {
+    Kokkos::deep_copy(Exec{}, view_, byte);
+    Exec{}.fence();
+  }
+
+  const View& view() const { return view_; }
+  // The image as kernels read an input.
+  Kokkos::View<const std::uint8_t*, Memory, Kokkos::MemoryTraits<Kokkos::RandomAccess>> input()
+      const {
+    return view_;
+  }
+  std::size_t pitch() const { return pitch_; }
+
+ private:
+  using Tight = Kokkos::View<std::uint8_t*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+  // The tight rows in Exec's memory: `host` itself, or the staging array.
+  Tight tight_view(const std::uint8_t* host) const {
+    if constexpr (reads_host_memory<Exec>()) {
+      return Tight(const_cast<std::uint8_t*>(host), std::size_t(row_bytes_) * std::size_t(rows_));
+    } else {
+      (void)host;
+      return Tight(staging_.data(), staging_.size());
+    }
+  }
+
+  template <class T>
+  Kokkos::View<T*, Memory> allocate(std::size_t count, bool zeroed) const {
+    try {
+      return zeroed
+                 ? Kokkos::View<T*, Memory>(std::string(label_), count)
+                 : Kokkos::View<T*, Memory>(
+                       Kokkos::view_alloc(std::string(label_), Kokkos::WithoutInitializing), count);
+    } catch (const std::exception& e) {
+      throw Error(std::string("cannot allocate ") + std::to_string(count * sizeof(T)) +
+                  " bytes for " + label_ + " in " + Exec::name() + " memory: " + e.what());
+    }
+  }
+
+  int row_bytes_, rows_;
+  std::size_t pitch_;
+  const char* label_;
+  View view_;
+  View staging_;
 };
 
 }  // namespace kbench::portable

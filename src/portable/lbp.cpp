@@ -30,12 +30,15 @@ using portable::backend_of;
 using portable::Bytes16;
 using portable::InputBuffer;
 using portable::OutputBuffer;
+using portable::PitchedImage;
 
-// Output (x, y) is centred on input (x + shift, y + shift). `mapped` is false for the plain
-// mapping, whose table is the identity.
+// Output (x, y) is centred on input (x + shift, y + shift). Images are pitched
+// (portable::PitchedImage): input row y starts at y · in_pitch, output row y at y · out_pitch.
+// `mapped` is false for the plain mapping, whose table is the identity.
 struct LbpShape {
   int in_width, in_height, out_width, out_height, shift, bins;
   bool mapped;
+  int in_pitch, out_pitch;
 };
 
 LbpShape shape_of(const LbpInput& input) {
@@ -46,7 +49,9 @@ LbpShape shape_of(const LbpInput& input) {
           out.height,
           input.params.border == Border::crop ? 1 : 0,
           lbp_bin_count(input.params.mapping),
-          input.params.mapping != LbpMapping::plain};
+          input.params.mapping != LbpMapping::plain,
+          int(portable::row_pitch(std::size_t(input.gray.width))),
+          int(portable::row_pitch(std::size_t(out.width)))};
 }
 
 // The mapping tables in one array: value of code c at c, its bin at kLbpCodes + c.
@@ -67,7 +72,7 @@ template <class In>
 KOKKOS_INLINE_FUNCTION std::uint8_t code_clamped(const LbpShape& s, const In& in, int x, int y) {
   const int cx = x + s.shift, cy = y + s.shift;
   return lbp_code([&](int dx, int dy) {
-    return in(std::size_t(clamp_coordinate(cy + dy, s.in_height)) * s.in_width +
+    return in(std::size_t(clamp_coordinate(cy + dy, s.in_height)) * s.in_pitch +
               clamp_coordinate(cx + dx, s.in_width));
   });
 }
@@ -178,7 +183,7 @@ struct ScatterViewSchedule {
           std::uint8_t value;
           int bin;
           map_code(s, tables, code_clamped(s, in, x, y), value, bin);
-          codes(std::size_t(y) * s.out_width + x) = value;
+          codes(std::size_t(y) * s.out_pitch + x) = value;
           auto counts = scatter.access();
           counts(bin) += 1u;
         });
@@ -228,7 +233,7 @@ struct TeamHistSchedule {
         }
         // One input row's samples as lbp_codes4 takes them: columns 0..3 in lo, 4..5 in hi.
         const auto load_row = [&](int row, std::uint32_t& lo, std::uint32_t& hi) {
-          const std::size_t base = std::size_t(clamp_coordinate(row, s.in_height)) * s.in_width;
+          const std::size_t base = std::size_t(clamp_coordinate(row, s.in_height)) * s.in_pitch;
           lo = hi = 0;
           for (int k = 0; k < 4; ++k) lo |= std::uint32_t(in(base + columns[k])) << (8 * k);
           for (int k = 4; k < 6; ++k) hi |= std::uint32_t(in(base + columns[k])) << (8 * k - 32);
@@ -243,7 +248,7 @@ struct TeamHistSchedule {
             std::uint8_t value;
             int bin;
             map_code(s, tables, std::uint8_t(quad >> (8 * p)), value, bin);
-            codes(std::size_t(y) * s.out_width + x + p) = value;
+            codes(std::size_t(y) * s.out_pitch + x + p) = value;
             counts.count(bin);
           }
           lo[0] = lo[1];
@@ -277,22 +282,23 @@ constexpr int kVecWords = kVecBytes / 4;
 constexpr int kWindowBytes = kVecBytes + 2;
 constexpr int kWindowWords = kVecWords + 1;
 
-// Windows of rows that start on 16-byte boundaries (widths that are multiples of 16): the item's
-// own samples in one vector load, plus the word after it and, for clamp (kShift 0, whose window
-// starts in the previous word), the word before it; neighbouring items load those words too, so
-// they come from the cache. At a row's ends the missing word repeats the edge sample, as clamping
-// does.
+// Windows of pitched rows (16-byte aligned at any width): the item's own samples in one vector
+// load, plus the word after it and, for clamp (kShift 0, whose window starts in the previous
+// word), the word before it; neighbouring items load those words too, so they come from the
+// cache. Where the row starts or ends within the window, the sample beyond it repeats the edge
+// sample, as clamping does (crop's kept outputs never read past the row).
 template <int kShift, class Vectors, class Words>
 struct VectorRows {
+  static_assert(portable::kRowAlignBytes % kVecBytes == 0, "pitched rows hold whole vectors");
   Vectors vectors;
   Words words;
-  int width;
+  int width, pitch;
 
   KOKKOS_INLINE_FUNCTION void window(int row, int x0, std::uint32_t (&w)[kWindowWords]) const {
-    const std::size_t at = std::size_t(row) * width + x0;
+    const std::size_t at = std::size_t(row) * pitch + x0;
     const Bytes16 v = vectors(at / kVecBytes);
-    const std::uint32_t after =
-        x0 + kVecBytes < width ? words(at / 4 + kVecWords) : v.word[3] >> 24;
+    // Past the pitch the word is never a kept sample: clamp_end replaces it where it would be.
+    const std::uint32_t after = x0 + kVecBytes < pitch ? words(at / 4 + kVecWords) : 0u;
     if constexpr (kShift == 1) {
       for (int k = 0; k < kVecWords; ++k) w[k] = v.word[k];
       w[kVecWords] = after;
@@ -301,59 +307,45 @@ struct VectorRows {
       const std::uint32_t u[kVecWords + 2] = {before,    v.word[0], v.word[1],
                                               v.word[2], v.word[3], after};
       for (int k = 0; k < kWindowWords; ++k) w[k] = lbp_bytes_at(u[k], u[k + 1], 3);
+      // Window byte t is sample x0 − 1 + t: the sample past the row is byte width − x0 + 1.
+      if (width - x0 + 1 < kWindowBytes) clamp_end(w, width - x0 + 1);
     }
   }
-};
 
-// Windows of any row layout: each sample read on its own, through clamped columns.
-template <int kShift, class In>
-struct GatherRows {
-  In in;
-  int width;
-
-  KOKKOS_INLINE_FUNCTION void window(int row, int x0, std::uint32_t (&w)[kWindowWords]) const {
-    const std::size_t base = std::size_t(row) * width;
-    for (int k = 0; k < kWindowWords; ++k) w[k] = 0;
-    for (int t = 0; t < kWindowBytes; ++t) {
-      const int column = clamp_coordinate(x0 + kShift - 1 + t, width);
-      w[t / 4] |= std::uint32_t(in(base + column)) << (8 * (t % 4));
+  // Window byte `end` (the sample just past the row) repeats byte end − 1 (its last sample); a
+  // loop over the words, so the window stays in registers.
+  KOKKOS_INLINE_FUNCTION static void clamp_end(std::uint32_t (&w)[kWindowWords], int end) {
+    std::uint32_t last = 0;
+    for (int k = 0; k < kWindowWords; ++k) {
+      if (k == (end - 1) / 4) last = (w[k] >> (8 * ((end - 1) % 4))) & 0xFFu;
     }
-  }
-};
-
-// The codes image as bytes, words and 16-byte vectors (whole ones: a trailing part is left out).
-template <class Codes>
-struct CodeStore {
-  using Memory = typename Codes::memory_space;
-  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-  Codes bytes;
-  Kokkos::View<std::uint32_t*, Memory, Unmanaged> words;
-  Kokkos::View<Bytes16*, Memory, Unmanaged> vectors;
-
-  explicit CodeStore(const Codes& codes)
-      : bytes(codes),
-        words(reinterpret_cast<std::uint32_t*>(codes.data()), codes.size() / 4),
-        vectors(reinterpret_cast<Bytes16*>(codes.data()), codes.size() / kVecBytes) {}
-
-  // An item's first `valid` values at output byte `at`: one vector store where the item is whole
-  // and 16-byte aligned (rows of a multiple of 16 pixels), words where it is word-aligned, else
-  // bytes.
-  KOKKOS_INLINE_FUNCTION void store(std::size_t at, const std::uint32_t (&values)[kVecWords],
-                                    int valid) const {
-    if (valid == kVecBytes && at % kVecBytes == 0) {
-      vectors(at / kVecBytes) = Bytes16{{values[0], values[1], values[2], values[3]}};
-    } else if (valid == kVecBytes && at % 4 == 0) {
-      for (int k = 0; k < kVecWords; ++k) words(at / 4 + k) = values[k];
-    } else {
-      for (int j = 0; j < kVecBytes; ++j) {
-        if (j < valid) bytes(at + j) = std::uint8_t(values[j / 4] >> (8 * (j % 4)));
+    for (int k = 0; k < kWindowWords; ++k) {
+      if (k == end / 4) {
+        const int shift = 8 * (end % 4);
+        w[k] = (w[k] & ~(0xFFu << shift)) | (last << shift);
       }
     }
   }
 };
 
+// The codes image as 16-byte vectors: pitched rows hold whole ones, so an item stores all its
+// values, those past the row's end into the padding.
+template <class Codes>
+struct CodeStore {
+  using Memory = typename Codes::memory_space;
+  Kokkos::View<Bytes16*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>> vectors;
+
+  explicit CodeStore(const Codes& codes)
+      : vectors(reinterpret_cast<Bytes16*>(codes.data()), codes.size() / kVecBytes) {}
+
+  KOKKOS_INLINE_FUNCTION void store(std::size_t at,
+                                    const std::uint32_t (&values)[kVecWords]) const {
+    vectors(at / kVecBytes) = Bytes16{{values[0], values[1], values[2], values[3]}};
+  }
+};
+
 // The native cuda-vec kernel's scheme: each work item codes kVecBytes pixels of one row from one
-// window per input row (VectorRows where rows are 16-byte aligned, else GatherRows), four at a
+// window per input row (VectorRows), four at a
 // time with lbp_codes4, and stores them through CodeStore. Teams are persistent, as many as run
 // at once: each takes a contiguous range of items, its threads striding through it (coalesced on
 // a GPU, one contiguous run per thread on a host), counts into a TeamHistogram and merges it once.
@@ -394,19 +386,13 @@ struct VectorSchedule {
   template <int kShift, class In, class Tables, class Codes, class Hist>
   static void run_border(const LbpShape& s, const In& in, const Tables& tables, const Codes& codes,
                          const Hist& hist) {
-    // Whole rows of vectors; the input pointer is host memory on host backends, so check it too.
-    if (s.in_width % kVecBytes == 0 &&
-        reinterpret_cast<std::uintptr_t>(in.data()) % alignof(Bytes16) == 0) {
-      using Vectors = Kokkos::View<const Bytes16*, Memory, Unmanaged>;
-      using Words = Kokkos::View<const std::uint32_t*, Memory, Unmanaged>;
-      const VectorRows<kShift, Vectors, Words> rows{
-          Vectors(reinterpret_cast<const Bytes16*>(in.data()), in.size() / kVecBytes),
-          Words(reinterpret_cast<const std::uint32_t*>(in.data()), in.size() / 4), s.in_width};
-      launch<kShift>(s, rows, tables, CodeStore<Codes>(codes), hist);
-    } else {
-      launch<kShift>(s, GatherRows<kShift, In>{in, s.in_width}, tables, CodeStore<Codes>(codes),
-                     hist);
-    }
+    using Vectors = Kokkos::View<const Bytes16*, Memory, Unmanaged>;
+    using Words = Kokkos::View<const std::uint32_t*, Memory, Unmanaged>;
+    const VectorRows<kShift, Vectors, Words> rows{
+        Vectors(reinterpret_cast<const Bytes16*>(in.data()), in.size() / kVecBytes),
+        Words(reinterpret_cast<const std::uint32_t*>(in.data()), in.size() / 4), s.in_width,
+        s.in_pitch};
+    launch<kShift>(s, rows, tables, CodeStore<Codes>(codes), hist);
   }
 
   template <int kShift, class Rows, class Tables, class Out, class Hist>
@@ -498,7 +484,7 @@ struct VectorSchedule {
     } else {
       for (int j = 0; j < kVecBytes; ++j) counts.count_if(j < valid, bins[j]);
     }
-    out.store(std::size_t(y) * s.out_width + x0, values, valid);
+    out.store(std::size_t(y) * s.out_pitch + x0, values);
   }
 };
 
@@ -508,9 +494,10 @@ class KokkosLbpRunner final : public Runner<Lbp> {
   explicit KokkosLbpRunner(const LbpInput& input)
       : shape_(shape_of(input)),
         tables_(table_bytes(input.params.mapping)),
-        in_(input.gray.data.data(), input.gray.sample_count(), "lbp input"),
+        gray_(input.gray),
+        in_(shape_.in_width, shape_.in_height, "lbp input"),
         tables_buffer_(tables_.data(), tables_.size(), "lbp tables"),
-        codes_(std::size_t(shape_.out_width) * shape_.out_height, "lbp codes"),
+        codes_(shape_.out_width, shape_.out_height, "lbp codes"),
         hist_(std::size_t(shape_.bins), "lbp histogram"),
         state_(hist_.view()) {}
 
@@ -519,11 +506,11 @@ class KokkosLbpRunner final : public Runner<Lbp> {
     hist_.poison(byte);
   }
   void upload() override {
-    in_.upload();
+    in_.upload(gray_.data.data());
     tables_buffer_.upload();
   }
   void compute() override {
-    Schedule::run(shape_, in_.view(), tables_buffer_.view(), codes_.view(), hist_.view(), state_);
+    Schedule::run(shape_, in_.input(), tables_buffer_.view(), codes_.view(), hist_.view(), state_);
   }
   void sync() override { Exec{}.fence(); }
   void download(LbpResult& out) override {
@@ -538,9 +525,10 @@ class KokkosLbpRunner final : public Runner<Lbp> {
 
   LbpShape shape_;
   TableBytes tables_;
-  InputBuffer<std::uint8_t, Exec> in_;
+  const ImageU8& gray_;
+  PitchedImage<Exec> in_;
   InputBuffer<std::uint8_t, Exec> tables_buffer_;
-  OutputBuffer<std::uint8_t, Exec> codes_;
+  PitchedImage<Exec> codes_;
   OutputBuffer<std::uint32_t, Exec> hist_;
   typename Schedule::template State<Hist> state_;
 };
