@@ -7,7 +7,9 @@
 #   perf/width_sweep.sh OUTDIR [ALGO...]         (default: conv lbp sad)
 # WIDTH_SWEEP_WIDTHS="..." and WIDTH_SWEEP_ROWS=N (default 2160) change the images; sad uses
 # WIDTH_SWEEP_SAD_ROWS (default 512) rows and a WIDTH_SWEEP_SAD_QUERY query (default 16x16, cut
-# to the width where the target is narrower). Writes OUTDIR/widths.jsonl, OUTDIR/widths.log,
+# to the width where the target is narrower); WIDTH_SWEEP_VARIANTS_<algo> (e.g.
+# WIDTH_SWEEP_VARIANTS_conv="cuda-u8-vec kokkos-band-cuda") limits an algorithm to those variants
+# (default: all its CUDA variants). Writes OUTDIR/widths.jsonl, OUTDIR/widths.log,
 # OUTDIR/widths.md and OUTDIR/<algo>_widths.png. The binaries come from KBENCH_BUILD (default
 # build/cuda); nothing is built here.
 set -uo pipefail
@@ -37,6 +39,9 @@ for algo in "${algorithms[@]}"; do
         size=(--size "${w}x${sad_rows}" --query-size "$((qw < w ? qw : w))x${qh}") ;;
       *) size=(--size "${w}x${rows}") ;;
     esac
+    only_name="WIDTH_SWEEP_VARIANTS_${algo}"
+    read -r -a only <<<"${!only_name:-}"
+    [[ ${#only[@]} -gt 0 ]] && size+=(--variant "${only[@]}")
     echo "== $algo ${size[*]}"
     # Many reps keep the small images' medians steady; compare's time budget caps large ones.
     "$bin/compare" --algo "$algo" "${size[@]}" --backend cuda --reps 30 \
