@@ -8,6 +8,7 @@
 #   compare.jsonl   JSON lines from compare (perf/report.py turns them into tables and plots)
 #   compare.log     compare's tables as printed
 #   report.md       the Markdown tables made from compare.jsonl
+#   widths/         throughput against image width (perf/width_sweep.sh: widths.md, *_widths.png)
 #
 #   perf/gpu_check.sh OUTDIR [ALGO...]      (default: every algorithm in the build)
 # KBENCH_STEPS picks steps (default "tests sanitizer compare threads sweep widths noise peers": threads
