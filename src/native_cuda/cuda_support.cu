@@ -2,6 +2,35 @@
 
 namespace kbench::cuda {
 
+namespace {
+
+constexpr int kCopyThreads = 256;
+constexpr int kMaxCopyRowBlocks = 65535;  // CUDA's largest grid y
+
+// Rows over blockIdx.y (grid-stride), a row's bytes over the threads of blockIdx.x.
+__global__ void __launch_bounds__(kCopyThreads)
+    copy_rows_kernel(const std::uint8_t* __restrict__ from, std::size_t from_pitch,
+                     std::uint8_t* __restrict__ to, std::size_t to_pitch, std::size_t row_bytes,
+                     int rows) {
+  const std::size_t x = std::size_t(blockIdx.x) * kCopyThreads + threadIdx.x;
+  if (x >= row_bytes) return;
+  for (int y = blockIdx.y; y < rows; y += gridDim.y) {
+    to[std::size_t(y) * to_pitch + x] = from[std::size_t(y) * from_pitch + x];
+  }
+}
+
+}  // namespace
+
+void copy_rows(const std::uint8_t* from, std::size_t from_pitch, std::uint8_t* to,
+               std::size_t to_pitch, std::size_t row_bytes, int rows, cudaStream_t stream) {
+  if (rows == 0 || row_bytes == 0) return;
+  const dim3 grid(unsigned((row_bytes + kCopyThreads - 1) / kCopyThreads),
+                  unsigned(rows < kMaxCopyRowBlocks ? rows : kMaxCopyRowBlocks));
+  copy_rows_kernel<<<grid, kCopyThreads, 0, stream>>>(from, from_pitch, to, to_pitch, row_bytes,
+                                                      rows);
+  check(cudaGetLastError(), "copy_rows_kernel");
+}
+
 std::string unavailable_reason() {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
