@@ -434,13 +434,21 @@ def save_plot(fig, plt, directory, name):
     print(f"report.py: wrote {path}")
 
 
-def plots(records, directory):
+def pyplot():
+    """matplotlib's pyplot without a display, or None (with a note) where it is not installed."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         print("report.py: matplotlib is not installed; no plots", file=sys.stderr)
+        return None
+    return plt
+
+
+def plots(records, directory):
+    plt = pyplot()
+    if plt is None:
         return
     main, _ = split_runs(records)
     main = latest(main)
@@ -586,12 +594,8 @@ def width_tables(records):
 
 
 def width_plot(records, directory):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("report.py: matplotlib is not installed; no plots", file=sys.stderr)
+    plt = pyplot()
+    if plt is None:
         return
     series = width_series(records)
     os.makedirs(directory, exist_ok=True)
