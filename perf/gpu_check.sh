@@ -54,7 +54,8 @@ declare -A profile_cases=(
   [cemd]="--size 4Kix64Ki"
 )
 # The cases perf/peers.py times per algorithm.
-declare -A peer_cases=([conv]="480p 1080p 4k" [lbp]="480p 1080p 4k" [cemd]="4Mi 4Mi-raw")
+declare -A peer_cases=([conv]="480p 1080p 4k" [lbp]="480p 1080p 4k" [sad]="test1 test2 test3"
+  [cemd]="4Mi 4Mi-raw")
 # sad-pruned's noise sweep (the paper's σ values) on the paper's photo sizes.
 noise_levels=(0 5 10 20 40 70)
 noise_cases=(photo3072-q128 photo2306-q64)

@@ -12,7 +12,8 @@ diagonal neighbours are interpolated, so its codes are not kbench's) plus a 256-
 The images are seeded photo-like frames of the case's size made here (these operations take the
 same time whatever the pixels are); max_error is the largest difference in grey levels from a
 float64 NumPy evaluation of the same mask (conv), or blank where the peer computes another
-definition (lbp).
+definition (lbp). sad: OpenCV `matchTemplate` with `TM_SQDIFF` (squared differences, what a user
+would pick; another definition than SAD) and its minimum.
 
 cemd: the circular EMD of include/kbench/cemd.hpp (normalised: each cell as a distribution; or
 raw) with the nearest two per query, written as whole-array operations — PyTorch on the GPU
@@ -409,7 +410,64 @@ def lbp_peers(args):
                          None, 1, f"scikit-image {skimage.__version__}", cpu_name(), None)]
 
 
-PEERS = {"conv": conv_peers, "lbp": lbp_peers, "cemd": cemd_peers}
+SAD_CASES = {"test1": (1500, 150), "test2": (2000, 200), "test3": (2500, 250)}
+
+
+def sad_peers(args):
+    """OpenCV matchTemplate with TM_SQDIFF (squared differences, FFT-based: what a user picks for
+    template matching; another definition than SAD) and its minimum, on a query cut from the
+    target with small noise."""
+    if args.peer and "opencv-matchtemplate-sqdiff" not in args.peer:
+        return []
+    try:
+        import cv2
+    except Exception as error:
+        print(f"peers.py: opencv-matchtemplate-sqdiff skipped: {error}", file=sys.stderr)
+        return []
+    if args.size in SAD_CASES:
+        side, q = SAD_CASES[args.size]
+        width = height = side
+        qw = qh = q
+    else:
+        m = re.fullmatch(r"(\d+)x(\d+)/(\d+)x(\d+)", args.size)
+        if not m:
+            raise SystemExit(f"peers.py: cannot read the sad size '{args.size}' (testN or WxH/wxh)")
+        width, height, qw, qh = map(int, m.groups())
+    target = photo_like(width, height, 1)
+    rng = np.random.default_rng(2)
+    y0, x0 = int(rng.integers(0, height - qh + 1)), int(rng.integers(0, width - qw + 1))
+    query = np.clip(target[y0:y0 + qh, x0:x0 + qw].astype(np.int16) +
+                    rng.integers(-2, 3, (qh, qw)), 0, 255).astype(np.uint8)
+
+    def run():
+        return cv2.minMaxLoc(cv2.matchTemplate(target, query, cv2.TM_SQDIFF))[2]
+
+    found = run()
+    timing = time_peer(run, args.reps, args.budget_s)
+    positions = float((height - qh + 1) * (width - qw + 1))
+    med, lo, hi, reps = timing
+    operations = positions * qw * qh
+    print(f"{'opencv-matchtemplate-sqdiff':26s} peer        openmp   {med * 1e3:10.3f} ms "
+          f"{operations / med / 1e9:8.1f} G pixel-differences/s, found {found[::-1]} "
+          f"(cut at {(y0, x0)})")
+    return [{
+        "algorithm": "sad", "variant": "opencv-matchtemplate-sqdiff", "layer": "peer",
+        "backend": "openmp", "case": args.size,
+        "description": f"{width}x{height} target, {qw}x{qh} query cut at (row {y0}, col {x0}) "
+                       f"with noise ±2, squared differences (FFT), minimum found at (row "
+                       f"{found[1]}, col {found[0]}); photo-like frame made by perf/peers.py; "
+                       f"opencv {cv2.__version__}",
+        "reps": reps, "batch": 1, "rotation": 1, "compute_min_ms": lo * 1e3,
+        "compute_median_ms": med * 1e3, "compute_max_ms": hi * 1e3,
+        "bytes": float(target.size + query.size), "operations": operations,
+        "operation_unit": "sad", "gb_per_s": (target.size + query.size) / med / 1e9,
+        "gops_per_s": operations / med / 1e9, "threads": cv2.getNumThreads(),
+        "device": cpu_name(), "commit": f"opencv {cv2.__version__}",
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }]
+
+
+PEERS = {"conv": conv_peers, "lbp": lbp_peers, "sad": sad_peers, "cemd": cemd_peers}
 
 
 def main():

@@ -371,6 +371,14 @@ def kokkos_native_table(rows, cases):
     return out + [""]
 
 
+def best_peer(rows, case, backend):
+    """The fastest peer (perf/peers.py) of a case on the same kind of device: GPU peers for cuda,
+    host peers (any thread count) otherwise; None without one."""
+    peers = [r for r in rows if r["layer"] == "peer" and r["case"] == case and
+             (r["backend"] == "cuda") == (backend == "cuda") and "compute_median_ms" in r]
+    return min(peers, key=lambda r: r["compute_median_ms"], default=None)
+
+
 def portability_summary(main):
     """The Kokkos / native ratios of every algorithm, case and backend in one table (the README's
     portability figures): best native time, then tuned / plain / simple ratios."""
@@ -385,19 +393,24 @@ def portability_summary(main):
                     return "—"
                 ratio = r["compute_median_ms"] / native["compute_median_ms"]
                 return f"{ratio:.2f}× (`{r['variant']}`)"
+            peer = best_peer(rows, case, backend)
+            peer_cell = "—" if peer is None else (
+                f"{peer['compute_median_ms'] / native['compute_median_ms']:.2f}× "
+                f"(`{peer['variant']}`)")
             lines.append(f"| {algo} | {case} | {backend} | {fmt(native['compute_median_ms'])} "
                          f"(`{native['variant']}`) | {cell('tuned')} | {cell('plain')} | "
-                         f"{cell('simple')} |")
+                         f"{cell('simple')} | {peer_cell} |")
     if not lines:
         return []
     return ["## Kokkos / native, every algorithm: tuned, plain and simple", "",
             "Best compute-only time of each set over the best native one (native CUDA for cuda, "
             "the OpenMP CPU variants for openmp); the plain set is what Kokkos reaches without "
             "target-specific instructions, the simple set what its first idiomatic schedule "
-            "reaches.", "",
+            "reaches; the best peer is the fastest library timed by perf/peers.py on the same "
+            "kind of device (below 1: the library is faster).", "",
             "| algorithm | case | backend | best native ms | tuned Kokkos / native | "
-            "plain Kokkos / native | simple Kokkos / native |",
-            "|---|---|---|---|---|---|---|"] + lines + [""]
+            "plain Kokkos / native | simple Kokkos / native | best peer / native |",
+            "|---|---|---|---|---|---|---|---|"] + lines + [""]
 
 
 def thread_sweep(records):
