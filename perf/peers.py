@@ -225,26 +225,13 @@ def cemd_peers(args):
         except Exception as error:  # a missing library or device: skipped, with a note
             print(f"peers.py: {name} skipped: {error}", file=sys.stderr)
             continue
-        best, (med, lo, hi, reps), e2e, threads, version, device = got
+        best, timing, e2e, threads, version, device = got
         err = float(np.max(np.abs(best[rows] - expected) / np.maximum(expected, 1e-30)))
-        record = {
-            "algorithm": "cemd", "variant": name, "layer": "peer", "backend": backend,
-            "case": args.size,
-            "description": f"{queries} queries x {database} database, {mode}, nearest two, "
-                           f"cemd-generate SIFT-like sets, seed 1; {version}",
-            "reps": reps, "batch": 1, "rotation": 1,
-            "compute_min_ms": lo * 1e3, "compute_median_ms": med * 1e3, "compute_max_ms": hi * 1e3,
-            "bytes": float(queries + database) * CELLS * BINS, "operations": comparisons,
-            "operation_unit": "cmp", "gb_per_s": (queries + database) * 128 / med / 1e9,
-            "gops_per_s": comparisons / med / 1e9, "max_error": err, "threads": threads,
-            "device": device, "commit": version,
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        }
-        if e2e:
-            record.update({"e2e_median_ms": e2e[0] * 1e3, "e2e_min_ms": e2e[1] * 1e3,
-                           "e2e_max_ms": e2e[2] * 1e3})
-        print(f"{name:26s} peer        {backend:8s} {med * 1e3:10.3f} ms "
-              f"{comparisons / med / 1e9:8.4f} G cmp/s  error {err:.2g}")
+        description = (f"{queries} queries x {database} database, {mode}, nearest two, "
+                       "cemd-generate SIFT-like sets, seed 1")
+        record = peer_record("cemd", name, backend, args.size, description, timing, e2e,
+                             (queries + database) * CELLS * BINS, comparisons, "cmp", threads,
+                             version, device, err)
         records.append(record)
     return records
 
@@ -337,17 +324,18 @@ def opencv_peer(name, img, reps, budget_s):
             f"opencv {cv2.__version__}", cpu_name())
 
 
-def image_record(algorithm, name, backend, case, description, img, timing, e2e, threads,
-                 version, device, err):
+def peer_record(algorithm, name, backend, case, description, timing, e2e, data_bytes,
+                operations, unit, threads, version, device, err):
+    """One JSON line in compare's schema (layer "peer"), printed as a row too; `err` None where
+    the peer computes another definition."""
     med, lo, hi, reps = timing
-    pixels = float(img.shape[0] * img.shape[1])
     record = {
         "algorithm": algorithm, "variant": name, "layer": "peer", "backend": backend,
         "case": case, "description": f"{description}; {version}", "reps": reps, "batch": 1,
         "rotation": 1, "compute_min_ms": lo * 1e3, "compute_median_ms": med * 1e3,
-        "compute_max_ms": hi * 1e3, "bytes": 2.0 * img.size, "operations": pixels,
-        "operation_unit": "px", "gb_per_s": 2.0 * img.size / med / 1e9,
-        "gops_per_s": pixels / med / 1e9, "threads": threads, "device": device,
+        "compute_max_ms": hi * 1e3, "bytes": float(data_bytes), "operations": float(operations),
+        "operation_unit": unit, "gb_per_s": data_bytes / med / 1e9,
+        "gops_per_s": operations / med / 1e9, "threads": threads, "device": device,
         "commit": version,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
@@ -356,9 +344,16 @@ def image_record(algorithm, name, backend, case, description, img, timing, e2e, 
     if e2e:
         record.update({"e2e_median_ms": e2e[0] * 1e3, "e2e_min_ms": e2e[1] * 1e3,
                        "e2e_max_ms": e2e[2] * 1e3})
-    print(f"{name:26s} peer        {backend:8s} {med * 1e3:10.3f} ms "
-          f"{pixels / med / 1e9:8.3f} G px/s" + ("" if err is None else f"  error {err:.2g}"))
+    print(f"{name:28s} peer  {backend:8s} {med * 1e3:10.3f} ms {operations / med / 1e9:10.4f} "
+          f"G {unit}/s" + ("" if err is None else f"  error {err:.2g}"))
     return record
+
+
+def image_record(algorithm, name, backend, case, description, img, timing, e2e, threads,
+                 version, device, err):
+    """An image peer's record: one operation per pixel, the image read and written once."""
+    return peer_record(algorithm, name, backend, case, description, timing, e2e, 2.0 * img.size,
+                       float(img.shape[0] * img.shape[1]), "px", threads, version, device, err)
 
 
 def conv_peers(args):
@@ -387,10 +382,6 @@ def conv_peers(args):
 
 
 def lbp_peers(args):
-    width, height = image_size(args.size)
-    img = photo_like(width, height, 1)
-    description = (f"{width}x{height} gray, 8 neighbours radius 1 (interpolated diagonals), "
-                   "256-bin histogram, photo-like frame made by perf/peers.py")
     if args.peer and "skimage-lbp" not in args.peer:
         return []
     try:
@@ -399,6 +390,11 @@ def lbp_peers(args):
     except Exception as error:
         print(f"peers.py: skimage-lbp skipped: {error}", file=sys.stderr)
         return []
+
+    width, height = image_size(args.size)
+    img = photo_like(width, height, 1)
+    description = (f"{width}x{height} gray, 8 neighbours radius 1 (interpolated diagonals), "
+                   "256-bin histogram, photo-like frame made by perf/peers.py")
 
     def run():
         codes = local_binary_pattern(img, 8, 1, method="default")
@@ -445,26 +441,12 @@ def sad_peers(args):
     found = run()
     timing = time_peer(run, args.reps, args.budget_s)
     positions = float((height - qh + 1) * (width - qw + 1))
-    med, lo, hi, reps = timing
-    operations = positions * qw * qh
-    print(f"{'opencv-matchtemplate-sqdiff':26s} peer        openmp   {med * 1e3:10.3f} ms "
-          f"{operations / med / 1e9:8.1f} G pixel-differences/s, found {found[::-1]} "
-          f"(cut at {(y0, x0)})")
-    return [{
-        "algorithm": "sad", "variant": "opencv-matchtemplate-sqdiff", "layer": "peer",
-        "backend": "openmp", "case": args.size,
-        "description": f"{width}x{height} target, {qw}x{qh} query cut at (row {y0}, col {x0}) "
-                       f"with noise ±2, squared differences (FFT), minimum found at (row "
-                       f"{found[1]}, col {found[0]}); photo-like frame made by perf/peers.py; "
-                       f"opencv {cv2.__version__}",
-        "reps": reps, "batch": 1, "rotation": 1, "compute_min_ms": lo * 1e3,
-        "compute_median_ms": med * 1e3, "compute_max_ms": hi * 1e3,
-        "bytes": float(target.size + query.size), "operations": operations,
-        "operation_unit": "sad", "gb_per_s": (target.size + query.size) / med / 1e9,
-        "gops_per_s": operations / med / 1e9, "threads": cv2.getNumThreads(),
-        "device": cpu_name(), "commit": f"opencv {cv2.__version__}",
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }]
+    description = (f"{width}x{height} target, {qw}x{qh} query cut at (row {y0}, col {x0}) with "
+                   f"noise ±2, squared differences (FFT), minimum found at (row {found[1]}, col "
+                   f"{found[0]}); photo-like frame made by perf/peers.py")
+    return [peer_record("sad", "opencv-matchtemplate-sqdiff", "openmp", args.size, description,
+                        timing, None, target.size + query.size, positions * qw * qh, "sad",
+                        cv2.getNumThreads(), f"opencv {cv2.__version__}", cpu_name(), None)]
 
 
 PEERS = {"conv": conv_peers, "lbp": lbp_peers, "sad": sad_peers, "cemd": cemd_peers}
