@@ -508,7 +508,7 @@ struct FilterArgs {
   unsigned long long units;  // map_height · unit_columns
   const Key* best;           // E after step 2: the polish neighbourhood's centre
   const Key* polish;
-  std::uint32_t* live;  // the units holding a window with bound ≤ min(E, polish)
+  std::uint32_t* live;  // units with a window of bound ≤ min(E, polish) outside the settled ones
   Key* live_count;
   Key* windows_left;  // PruneStats::after_bounds
   Key* settled;       // the windows left that the polish neighbourhood holds
