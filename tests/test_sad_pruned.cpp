@@ -66,9 +66,23 @@ TEST_CASE("sad-pruned equals full search on random sizes", "[sad-pruned]") {
   struct Shape {
     int w, h, qw, qh;
   };
-  const Shape shapes[] = {{1, 1, 1, 1},    {7, 5, 1, 1},     {9, 6, 9, 6},     {13, 11, 13, 1},
-                          {13, 11, 1, 11}, {20, 17, 5, 3},   {33, 9, 6, 7},    {40, 30, 11, 9},
-                          {64, 20, 63, 2}, {50, 45, 17, 18}, {90, 70, 35, 40}, {70, 60, 9, 33}};
+  const Shape shapes[] = {{1, 1, 1, 1},
+                          {7, 5, 1, 1},
+                          {9, 6, 9, 6},
+                          {13, 11, 13, 1},
+                          {13, 11, 1, 11},
+                          {20, 17, 5, 3},
+                          {33, 9, 6, 7},
+                          {40, 30, 11, 9},
+                          {64, 20, 63, 2},
+                          {50, 45, 17, 18},
+                          {90, 70, 35, 40},
+                          {70, 60, 9, 33},
+                          // Tall queries take several bound passes on GPUs (8 strips a pass), and
+                          // wide ones sum past the row words loaded ahead.
+                          {150, 200, 130, 129},
+                          {300, 420, 270, 150},
+                          {120, 330, 40, 260}};
   std::uint64_t seed = 100;
   for (const Shape& s : shapes) {
     const SadInput input =

@@ -1,18 +1,14 @@
 // Native CUDA sad-pruned for sm_90: the exact argmin of the SAD map found with bounds
-// (kbench/sad_pruned.hpp), cuda-pruned. One run is six kernels on the legacy default stream and
-// no round trip to the host; x_k are the query's strip sums, y_{i,k} the window's, S strips of
-// kPruneStripRows query rows (strip_layout).
+// (kbench/sad_pruned.hpp), cuda-pruned. One run is six kernels (the first a pass per
+// kMaxPassStrips strips) on the legacy default stream and no round trip to the host; x_k are the
+// query's strip sums, y_{i,k} the window's, S strips of kPruneStripRows query rows (strip_layout).
 //
 // 1. bound_kernel: Tombari's strip bound l_i = Σ_k |x_k − y_{i,k}| of every window into a bound
-//    map, and per tile its smallest sad_key(bound, index) as a candidate. A block takes a tile of
-//    32 window columns × 16·Q window rows and, per chunk of strips, (A) stages the target rows
-//    under it in shared memory with coalesced loads, the first row sum of each row reduced on
-//    the way, (B) slides the row sums H(y, x) = Σ_{l<c} T(y, x + l) along each staged row,
-//    (C) stacks them into a column prefix V(t, x) = Σ_{y<t} H(y, x), so that a strip's sum is
-//    the difference of two prefix entries, and (D) adds the strip terms: thread (column, ρ)
-//    owns the windows ρ + 16q, q < Q, whose strip boundaries fall on the same prefix rows
-//    ρ + 16p, so the prefix entries of Q windows × R strips are Q + R loads, held in registers.
-//    No intermediate (H, prefix) goes through global memory.
+//    map, and per block its smallest sad_key(bound, index) as a candidate. A warp walks a
+//    segment of map rows down 32 window columns, a lane per column: the row sums of its window
+//    width enter a running column prefix, kept for the last query rows in a per-lane shared ring,
+//    and each strip sum is the difference of two ring entries. No barrier, no intermediate in
+//    global memory; queries taller than kMaxPassStrips strips take several passes.
 // 2. refine_kernel over the candidates: their exact SADs lower E, a device key, by atomicMin.
 // 3. refine_kernel over the (2·kPolishRadius + 1)² windows around E's window: the best tile
 //    candidate is often a pixel or two off the match (its bound is as small, its SAD is not),
@@ -66,8 +62,6 @@ constexpr int kFilterSlot = 5;       // the filter's limit (high word) and neigh
 constexpr int kAfterStripSlot = 6;   // S counters: windows alive after each strip
 constexpr int kFixedSlots = 6;
 
-// sm_90's largest dynamic shared memory per block (with the opt-in).
-constexpr std::size_t kMaxBlockSharedBytes = 227 * 1024;
 // Strips a run counts in shared memory, at most (queries up to 32768 rows).
 constexpr int kMaxStrips = 2048;
 
@@ -85,234 +79,173 @@ __device__ __forceinline__ std::uint32_t strip_term(std::uint32_t d, std::uint32
 
 // --- 1. strip bounds ---------------------------------------------------------------------------
 
-constexpr int kStripRows = kPruneStripRows;
-constexpr int kTileColumns = kWarp;                       // window columns per tile: a warp across
-constexpr int kBoundThreads = kTileColumns * kStripRows;  // a thread per (column, ρ)
-constexpr int kBoundWarps = kBoundThreads / kWarp;
-constexpr int kPrefixSegments = kBoundThreads / kTileColumns;  // row segments of the prefix pass
-constexpr int kRunColumns = 16;                                // H values one thread slides
-constexpr int kRunsPerRow = kTileColumns / kRunColumns;
-constexpr int kPrefixPitch = kTileColumns + 1;  // odd: threads of a warp on 32 rows hit 32 banks
-constexpr int kMaxBatchRows = kBoundThreads / kRunsPerRow;  // a sliding run per thread
-constexpr std::size_t kMaxStagedTargetBytes = 48 * 1024;
-constexpr int kMaxChunkStrips = 16;  // strips whose rows are staged at once (tall queries chunk)
-static_assert(kTileColumns % kRunColumns == 0 && kRunColumns % 4 == 0, "whole words per run");
-
-// Windows per thread and residue (Q; the tile has 16·Q window rows), strips per register pass.
-constexpr int kBoundWindowsPerThread = 16;
-constexpr int kBoundRingStrips = 4;
+// A warp walks down a tile of kWarp window columns (a lane per column) through a segment of map
+// rows, with no barrier: each lane only ever reads what it wrote. Per target row t it forms
+// H(t, j) = Σ_{x<c} T(t, j + x) (the row sum of the tile's first column, reduced across the warp,
+// then an inclusive scan of the entering minus leaving bytes), adds it to its column prefix
+// P(t) = Σ_{r≤t} H(r, j), and keeps the last prefix rows in its column of a shared ring. A strip
+// sum is then the difference of two prefix rows: window i's strip k is P(i + end_k − 1) −
+// P(i + begin_k − 1), so a window costs a ring read and a term per strip once its last row
+// has entered. A pass covers up to kMaxPassStrips strips whose rows fit in the ring; taller
+// queries take several passes that add into the bound map.
+constexpr int kBoundWarps = 2;  // column tiles per block: 32 KB of rings, 7 blocks per SM
+constexpr int kBoundThreads = kBoundWarps * kWarp;
+constexpr int kBoundBlockColumns = kBoundWarps * kWarp;
+constexpr int kMaxPassStrips = 8;
+constexpr int kMaxRingRows = kMaxPassStrips * kPruneStripRows;  // a power of two
+constexpr int kBoundLaneWords = 2;  // row-sum words a lane loads ahead (queries ≤ 256 wide)
+constexpr int kBoundRowsAhead = 4;  // target rows whose loads are in flight while one is summed
+static_assert((kMaxRingRows & (kMaxRingRows - 1)) == 0, "the ring wraps by masking");
 
 struct BoundArgs {
   const std::uint32_t* target;  // SadFullSearch's packed rows
   int pitch_words;
   SadShape s;
   StripLayout strips;
-  int uniform_strips;  // leading strips of exactly kStripRows rows; the rest (0 or 1) is shorter
-  int chunk_strips;    // strips staged at once
-  int rows_capacity;   // prefix rows a chunk stages, at most
-  int batch_rows;      // target rows staged at once
-  int span_words;      // target words a staged row holds
-  int staged_pitch;    // words between staged rows (odd)
+  int first_strip, pass_strips;     // this pass: strips first_strip .. + pass_strips − 1
+  int ring_rows;                    // a power of two ≥ the pass's rows
+  int segment_rows;                 // map rows a warp walks
+  bool first_pass, last_pass;       // the first writes the bound map, the last its candidates
   const std::uint32_t* strip_sums;  // x_k
   std::uint32_t* bounds;            // map-sized
-  Key* candidates;                  // one per tile
-  Key* scalars;                     // reset here
+  Key* candidates;                  // one per block of the last pass
+  Key* scalars;                     // reset by the first pass
   int scalar_count;
 };
 
-// Shared memory of the bound kernel, in words: x_k, the staged rows' first sums, the prefix
-// pass's segment totals, the column prefix, the staged target rows.
-struct BoundShared {
-  std::uint32_t *x, *first_sums, *segments, *prefix, *staged;
-
-  __device__ BoundShared(std::uint32_t* base, const BoundArgs& a)
-      : x(base),
-        first_sums(x + a.strips.count),
-        segments(first_sums + a.batch_rows),
-        prefix(segments + kPrefixSegments * kTileColumns),
-        staged(prefix + std::size_t(a.rows_capacity + 1) * kPrefixPitch) {}
+// What a lane loads of one target row: its share of the row's first c bytes from the tile's
+// first column, the byte leaving and the byte entering its window between columns.
+struct BoundRowLoads {
+  std::uint32_t words[kBoundLaneWords];
+  std::uint32_t leaving, entering;
 };
 
-std::size_t bound_shared_words(int strips, int batch_rows, int rows_capacity, int staged_pitch) {
-  return std::size_t(strips) + batch_rows + kPrefixSegments * kTileColumns +
-         std::size_t(rows_capacity + 1) * kPrefixPitch + std::size_t(batch_rows) * staged_pitch;
+__device__ __forceinline__ BoundRowLoads load_bound_row(const BoundArgs& a, int t, int j0) {
+  const std::uint32_t* row = a.target + std::size_t(t) * a.pitch_words + j0 / 4;
+  const std::uint8_t* bytes = reinterpret_cast<const std::uint8_t*>(row);
+  const int lane = threadIdx.x % kWarp;
+  const int head_words = (a.s.query_width + 3) / 4;
+  BoundRowLoads loads;
+#pragma unroll
+  for (int m = 0; m < kBoundLaneWords; ++m) {
+    const int w = lane + kWarp * m;
+    loads.words[m] = w < head_words ? __ldg(row + w) : 0u;
+  }
+  loads.leaving = __ldg(bytes + lane);
+  loads.entering = __ldg(bytes + a.s.query_width + lane);
+  return loads;
 }
 
-__device__ __forceinline__ std::uint32_t byte_of(std::uint32_t word, int b) {
-  return __byte_perm(word, 0u, 0x4440u | unsigned(b));  // byte b into the low byte, zeros above
-}
-
-// H of one staged row for the run's kRunColumns columns: the row's first sum, then slid along
-// with the bytes entering (at c) and leaving (at 0). `row` holds target words from the tile's
-// first column; out receives H(j0 + kRunColumns·kRun + s).
-template <int kRun>
-__device__ __forceinline__ void slide_row_sums(const std::uint32_t* row, std::uint32_t first,
-                                               int entering_word, int entering_shift,
-                                               std::uint32_t* out) {
-  constexpr int kWords = kRunColumns / 4 * (kRun + 1);  // words from the tile's first column
-  std::uint32_t leaving[kWords], entering[kWords];
-#pragma unroll
-  for (int w = 0; w < kWords; ++w) {
-    leaving[w] = row[w];
-    entering[w] =
-        __funnelshift_r(row[entering_word + w], row[entering_word + w + 1], entering_shift);
-  }
-  std::uint32_t sum = first;
-  // Skip the runs before this one: their entering bytes minus their leaving ones.
-#pragma unroll
-  for (int w = 0; w < kWords - kRunColumns / 4; ++w) {
-    sum += sad4(entering[w], 0u, 0u) - sad4(leaving[w], 0u, 0u);
-  }
-#pragma unroll
-  for (int s = 0; s < kRunColumns; ++s) {
-    out[s] = sum;
-    if (s + 1 < kRunColumns) {
-      const int x = kRunColumns * kRun + s;
-      sum += byte_of(entering[x / 4], x % 4) - byte_of(leaving[x / 4], x % 4);
-    }
-  }
-}
-
-// Phases A-C for one chunk: prefix(t, col) = Σ of H over staged rows 0 .. t − 1 (target rows
-// first_row ...), for t ≤ staged_rows.
-__device__ void stage_column_prefix(const BoundArgs& a, const BoundShared& sh, int first_row,
-                                    int staged_rows, int j0) {
-  const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
+// H(t, j0 + lane) from the row's loads (and, for queries wider than the loads ahead cover, the
+// rest of the row's first c bytes, loaded here).
+__device__ __forceinline__ std::uint32_t window_row_sum(const BoundArgs& a, int t, int j0,
+                                                        const BoundRowLoads& loads) {
+  const int lane = threadIdx.x % kWarp;
   const int c = a.s.query_width;
-  const int first_word = j0 / 4;
-  const int full_words = c / 4;
-  const std::uint32_t tail_mask = c % 4 ? (1u << (8 * (c % 4))) - 1u : 0u;
-  for (int batch = 0; batch < staged_rows; batch += a.batch_rows) {
-    const int rows = min(a.batch_rows, staged_rows - batch);
-    __syncthreads();  // the previous batch's runs are done with the staged rows
-    // A: a warp per row, lanes along its words; the row's first sum H(y, j0) on the way.
-    for (int r = warp; r < rows; r += kBoundWarps) {
-      const int y = first_row + batch + r;
-      // Rows below the target only reach windows below the map: zeros.
-      const int words = y < a.s.target_height ? min(a.span_words, a.pitch_words - first_word) : 0;
-      const std::uint32_t* source =
-          a.target + std::size_t(min(y, a.s.target_height - 1)) * a.pitch_words + first_word;
-      std::uint32_t partial = 0;
-      for (int w = lane; w < a.span_words; w += kWarp) {
-        const std::uint32_t word = w < words ? __ldg(source + w) : 0u;
-        sh.staged[r * a.staged_pitch + w] = word;
-        const std::uint32_t mask = w < full_words ? ~0u : w == full_words ? tail_mask : 0u;
-        partial = sad4(word & mask, 0u, partial);
-      }
-      const std::uint32_t first = __reduce_add_sync(kAllLanes, partial);
-      if (lane == 0) sh.first_sums[r] = first;
-    }
-    __syncthreads();
-    // B: a thread per (row, run), lanes on consecutive rows.
-    if (tid < rows * kRunsPerRow) {
-      const int r = tid % rows, run = tid / rows;
-      const std::uint32_t* row = sh.staged + r * a.staged_pitch;
-      std::uint32_t* out =
-          sh.prefix + std::size_t(batch + r + 1) * kPrefixPitch + run * kRunColumns;
-      static_assert(kRunsPerRow == 2, "one branch per run");
-      if (run == 0) {
-        slide_row_sums<0>(row, sh.first_sums[r], full_words, 8 * (c % 4), out);
-      } else {
-        slide_row_sums<1>(row, sh.first_sums[r], full_words, 8 * (c % 4), out);
-      }
-    }
+  const int full_words = c / 4, head_words = (c + 3) / 4;
+  const std::uint32_t tail_mask = c % 4 ? (1u << (8 * (c % 4))) - 1u : ~0u;
+  std::uint32_t partial = 0;
+#pragma unroll
+  for (int m = 0; m < kBoundLaneWords; ++m) {
+    const int w = lane + kWarp * m;
+    partial = sad4(w == full_words ? loads.words[m] & tail_mask : loads.words[m], 0u, partial);
   }
-  if (tid < kTileColumns) sh.prefix[tid] = 0;
-  __syncthreads();
-  // C: thread (column, segment) sums its segment, then adds the segments above it in place.
-  const int col = lane, segment = warp;
-  const int length = (staged_rows + kPrefixSegments - 1) / kPrefixSegments;
-  const int t0 = 1 + segment * length, t1 = min(staged_rows, (segment + 1) * length);
-  std::uint32_t* column = sh.prefix + col;
-  std::uint32_t total = 0;
-  for (int t = t0; t <= t1; ++t) total += column[t * kPrefixPitch];
-  sh.segments[segment * kTileColumns + col] = total;
-  __syncthreads();
-  std::uint32_t running = 0;
-  for (int above = 0; above < segment; ++above) running += sh.segments[above * kTileColumns + col];
-  for (int t = t0; t <= t1; ++t) {
-    running += column[t * kPrefixPitch];
-    column[t * kPrefixPitch] = running;
+  const std::uint32_t* row = a.target + std::size_t(t) * a.pitch_words + j0 / 4;
+  for (int w = lane + kWarp * kBoundLaneWords; w < head_words; w += kWarp) {
+    const std::uint32_t word = __ldg(row + w);
+    partial = sad4(w == full_words ? word & tail_mask : word, 0u, partial);
   }
-  __syncthreads();
+  const std::uint32_t first = __reduce_add_sync(kAllLanes, partial);
+  const std::uint32_t step = loads.entering - loads.leaving;  // wraps; the sums stay exact
+  std::uint32_t scan = step;
+#pragma unroll
+  for (int offset = 1; offset < kWarp; offset *= 2) {
+    const std::uint32_t below = __shfl_up_sync(kAllLanes, scan, offset);
+    if (lane >= offset) scan += below;
+  }
+  return first + scan - step;
 }
 
-template <int kQ, int kRing>
-__global__ void __launch_bounds__(kBoundThreads, 2) bound_kernel(BoundArgs a) {
-  constexpr int kTileRows = kStripRows * kQ;
-  extern __shared__ std::uint32_t shared_words[];
-  const BoundShared sh(shared_words, a);
-  const int tid = threadIdx.x;
-  const int j0 = blockIdx.x * kTileColumns, i0 = blockIdx.y * kTileRows;
-  if (blockIdx.x == 0 && blockIdx.y == 0) {
+__global__ void __launch_bounds__(kBoundThreads) bound_kernel(BoundArgs a) {
+  extern __shared__ std::uint32_t rings[];
+  const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
+  if (a.first_pass && blockIdx.x == 0 && blockIdx.y == 0) {
     // No kernel before this one reads the run's scalars; the refine kernels after it do.
     for (int e = tid; e < a.scalar_count; e += kBoundThreads) {
       a.scalars[e] = e == kBestSlot || e == kPolishSlot ? Key(kNoSadKey) : Key(0);
     }
   }
-  const int S = a.strips.count;
-  for (int k = tid; k < S; k += kBoundThreads) sh.x[k] = __ldg(a.strip_sums + k);
-  // D's windows: column j0 + col, rows i0 + ρ + 16q.
-  const int col = tid % kWarp, rho = tid / kWarp;
-  std::uint32_t bound[kQ] = {};
-  for (int k0 = 0; k0 < S; k0 += a.chunk_strips) {
-    const int k1 = min(S, k0 + a.chunk_strips);
-    const int top = a.strips.begin(k0);  // the chunk's first query row
-    const int staged_rows = kTileRows - 1 + a.strips.end(k1 - 1) - top;
-    stage_column_prefix(a, sh, i0 + top, staged_rows, j0);
-    // D, strips of kStripRows rows: window q's strip k spans prefix rows
-    // ρ + 16(q + k − k0) .. ρ + 16(q + k − k0 + 1).
-    const std::uint32_t* column = sh.prefix + rho * kPrefixPitch + col;
-    const int uniform_end = min(k1, a.uniform_strips);
-    for (int kk = k0; kk < uniform_end; kk += kRing) {
-      const int n = min(kRing, uniform_end - kk);
-      const std::uint32_t* ring = column + (kk - k0) * kStripRows * kPrefixPitch;
-      std::uint32_t edge[kQ + kRing], x[kRing];
-#pragma unroll
-      for (int p = 0; p < kQ + kRing; ++p) {
-        edge[p] = p < kQ + n ? ring[p * kStripRows * kPrefixPitch] : 0u;
-      }
-#pragma unroll
-      for (int k = 0; k < kRing; ++k) x[k] = k < n ? sh.x[kk + k] : 0u;
-#pragma unroll
-      for (int q = 0; q < kQ; ++q) {
-#pragma unroll
-        for (int k = 0; k < kRing; ++k) {
-          if (k < n) bound[q] += strip_term(edge[q + k + 1] - edge[q + k], x[k]);
-        }
-      }
-    }
-    // D, the shorter last strip when the query's height is not a multiple of kStripRows.
-    if (a.uniform_strips < S && k1 == S) {
-      const int lo = a.strips.begin(S - 1) - top, hi = a.strips.end(S - 1) - top;
-      const std::uint32_t x_last = sh.x[S - 1];
-#pragma unroll
-      for (int q = 0; q < kQ; ++q) {
-        const std::uint32_t* window = column + q * kStripRows * kPrefixPitch;
-        bound[q] += strip_term(window[hi * kPrefixPitch] - window[lo * kPrefixPitch], x_last);
-      }
-    }
-    __syncthreads();  // the next chunk restages the prefix
-  }
+  const int j0 = blockIdx.x * kBoundBlockColumns + warp * kWarp, j = j0 + lane;
+  const int i_begin = blockIdx.y * a.segment_rows;
+  const int i_end = min(a.s.map_height, i_begin + a.segment_rows);
   Key best = kNoSadKey;
-  const int j = j0 + col;
+  if (j0 < a.s.map_width && i_begin < i_end) {
+    // The pass's strip edges relative to its first row (edge[n] = its rows), and x_k.
+    const int n = a.pass_strips, top = a.strips.begin(a.first_strip);
+    int edge[kMaxPassStrips + 1];
+    std::uint32_t x[kMaxPassStrips];
 #pragma unroll
-  for (int q = 0; q < kQ; ++q) {
-    const int i = i0 + rho + kStripRows * q;
-    if (i < a.s.map_height && j < a.s.map_width) {
-      const std::uint32_t index =
-          std::uint32_t(i) * std::uint32_t(a.s.map_width) + std::uint32_t(j);
-      a.bounds[index] = bound[q];
-      best = sad_min(best, sad_key(std::int32_t(bound[q]), index));
+    for (int k = 0; k <= kMaxPassStrips; ++k) {
+      edge[k] =
+          (k < n ? a.strips.begin(a.first_strip + k) : a.strips.end(a.first_strip + n - 1)) - top;
+    }
+#pragma unroll
+    for (int k = 0; k < kMaxPassStrips; ++k)
+      x[k] = k < n ? __ldg(a.strip_sums + a.first_strip + k) : 0u;
+    const int span = edge[n];
+    // Ring slot of prefix row r: (r − t_first + 1) masked; slot 0 holds P(t_first − 1) = 0.
+    std::uint32_t* ring = rings + std::size_t(warp) * a.ring_rows * kWarp + lane;
+    const int mask = a.ring_rows - 1;
+    ring[0] = 0;
+    const int t_first = i_begin + top, t_last = i_end - 1 + top + span - 1;
+    std::uint32_t prefix = 0;
+    BoundRowLoads ahead[kBoundRowsAhead];
+#pragma unroll
+    for (int g = 0; g < kBoundRowsAhead; ++g) {
+      ahead[g] = load_bound_row(a, min(t_first + g, t_last), j0);
+    }
+    for (int t0 = t_first; t0 <= t_last; t0 += kBoundRowsAhead) {
+#pragma unroll
+      for (int g = 0; g < kBoundRowsAhead; ++g) {
+        const int t = t0 + g;
+        if (t > t_last) break;
+        const BoundRowLoads row = ahead[g];
+        ahead[g] = load_bound_row(a, min(t + kBoundRowsAhead, t_last), j0);
+        prefix += window_row_sum(a, t, j0, row);
+        const int rel = t - t_first + 1;   // P(t)'s slot, unmasked
+        const int i = t - top - span + 1;  // the window whose last strip row is t
+        if (i >= i_begin) {
+          std::uint32_t bound = 0;
+          std::uint32_t below = ring[((rel - span) & mask) * kWarp];  // P(i + top − 1)
+#pragma unroll
+          for (int k = 0; k < kMaxPassStrips; ++k) {
+            if (k < n) {
+              const std::uint32_t above =
+                  k + 1 < n ? ring[((rel - span + edge[k + 1]) & mask) * kWarp] : prefix;
+              bound += strip_term(above - below, x[k]);
+              below = above;
+            }
+          }
+          if (j < a.s.map_width) {
+            const std::size_t index = std::size_t(i) * a.s.map_width + j;
+            if (!a.first_pass) bound += a.bounds[index];
+            a.bounds[index] = bound;
+            if (a.last_pass)
+              best = sad_min(best, sad_key(std::int32_t(bound), std::uint32_t(index)));
+          }
+        }
+        ring[(rel & mask) * kWarp] = prefix;  // after the reads: P(t − span) may share its slot
+      }
     }
   }
+  if (!a.last_pass) return;
   __shared__ Key warp_best[kBoundWarps];
   best = warp_min(best);
-  if (col == 0) warp_best[rho] = best;
+  if (lane == 0) warp_best[warp] = best;
   __syncthreads();
-  if (tid < kWarp) {
-    best = warp_min(tid < kBoundWarps ? warp_best[tid] : Key(kNoSadKey));
-    if (tid == 0) a.candidates[std::size_t(blockIdx.y) * gridDim.x + blockIdx.x] = best;
+  if (tid == 0) {
+    for (int w = 1; w < kBoundWarps; ++w) best = sad_min(best, warp_best[w]);
+    a.candidates[std::size_t(blockIdx.y) * gridDim.x + blockIdx.x] = best;
   }
 }
 
@@ -687,39 +620,30 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
 
 // --- runner --------------------------------------------------------------------------------------
 
-using BoundKernel = void (*)(BoundArgs);
-constexpr BoundKernel kBoundKernel = bound_kernel<kBoundWindowsPerThread, kBoundRingStrips>;
-constexpr int kBoundTileRows = kStripRows * kBoundWindowsPerThread;
+// Map rows per warp: enough segments for a wave of blocks, each at least one pass's rows long
+// (a segment first walks that many rows before its first window).
+int bound_segment_rows(const SadShape& s, const StripLayout& strips, int ring_rows) {
+  const int column_blocks = (s.map_width + kBoundBlockColumns - 1) / kBoundBlockColumns;
+  const std::size_t ring_bytes =
+      std::size_t(kBoundWarps) * ring_rows * kWarp * sizeof(std::uint32_t);
+  const int wave = cuda::resident_blocks(bound_kernel, kBoundThreads, ring_bytes, 1 << 30);
+  const int segments = std::clamp(wave / column_blocks, 1, 65535);
+  const int rows =
+      std::max((s.map_height + segments - 1) / segments, std::min(strips.query_rows, kMaxRingRows));
+  return std::max(rows, (s.map_height + 65535 - 1) / 65535);
+}
 
-// The bound kernel's layout for a shape.
-struct BoundLayout {
-  int chunk_strips, rows_capacity, batch_rows, span_words, staged_pitch;
-  std::size_t shared_bytes;
-};
-
-BoundLayout bound_layout(const SadShape& s, const StripLayout& strips) {
-  BoundLayout l;
-  l.chunk_strips = std::min(strips.count, kMaxChunkStrips);
-  // Chunks of kMaxChunkStrips strips hold at most that many strips' rows.
-  const int chunk_rows = std::min(s.query_height, kStripRows * l.chunk_strips);
-  l.rows_capacity = kBoundTileRows - 1 + chunk_rows;
-  // A run reads up to the word after the entering bytes of its last column.
-  l.span_words = s.query_width / 4 + kTileColumns / 4 + 1;
-  l.staged_pitch = l.span_words | 1;
-  const std::size_t row_bytes = std::size_t(l.staged_pitch) * sizeof(std::uint32_t);
-  l.batch_rows = int(std::clamp<std::size_t>(kMaxStagedTargetBytes / row_bytes, 1, kMaxBatchRows));
-  l.batch_rows = std::min(l.batch_rows, l.rows_capacity);
-  l.shared_bytes = bound_shared_words(strips.count, l.batch_rows, l.rows_capacity, l.staged_pitch) *
-                   sizeof(std::uint32_t);
-  return l;
+// The ring for a pass of up to kMaxPassStrips strips: a power of two above its rows.
+int bound_ring_rows(const StripLayout& strips) {
+  const int rows = std::min(strips.query_rows, strips.rows * kMaxPassStrips);
+  int ring = 1;
+  while (ring < rows) ring *= 2;
+  return ring;
 }
 
 bool pruned_fits(const SadInput& input) {
   const SadShape s = validate_sad_pruned_input(input);
-  const StripLayout strips = strip_layout(s);
-  const int tiles_y = (s.map_height + kBoundTileRows - 1) / kBoundTileRows;
-  return strips.count <= kMaxStrips && tiles_y <= 65535 &&
-         bound_layout(s, strips).shared_bytes <= kMaxBlockSharedBytes;
+  return strip_layout(s).count <= kMaxStrips;
 }
 
 template <class Source>
@@ -751,19 +675,20 @@ class PrunedRunner final : public Runner<SadPruned> {
         unit_columns_((shape_.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows),
         units_(std::uint64_t(shape_.map_height) * std::uint64_t(unit_columns_)),
         limit_(std::uint64_t(kPruneUnitFullSearchFraction * double(units_))),
-        layout_(bound_layout(shape_, strips_)),
-        tiles_(dim3((shape_.map_width + kTileColumns - 1) / kTileColumns,
-                    (shape_.map_height + kBoundTileRows - 1) / kBoundTileRows)),
+        ring_rows_(bound_ring_rows(strips_)),
+        ring_bytes_(std::size_t(kBoundWarps) * ring_rows_ * kWarp * sizeof(std::uint32_t)),
+        segment_rows_(bound_segment_rows(shape_, strips_, ring_rows_)),
+        bound_grid_(dim3((shape_.map_width + kBoundBlockColumns - 1) / kBoundBlockColumns,
+                         (shape_.map_height + segment_rows_ - 1) / segment_rows_)),
         strip_sums_(host_strip_sums_.size()),
         bounds_(windows_),
         live_(units_),
-        candidates_(std::size_t(tiles_.x) * tiles_.y),
+        candidates_(std::size_t(bound_grid_.x) * bound_grid_.y),
         scalars_(kFixedSlots + std::size_t(strips_.count)) {
-    if (!pruned_fits(input)) {
-      throw Error("cuda-pruned: the query is too tall or too wide for its bound tiles");
-    }
-    check(cudaFuncSetAttribute(kBoundKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               int(layout_.shared_bytes)),
+    if (!pruned_fits(input))
+      throw Error("cuda-pruned: the query is too tall for its strip counters");
+    check(cudaFuncSetAttribute(bound_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               int(ring_bytes_)),
           "cudaFuncSetAttribute(bound_kernel)");
     const std::size_t query_bytes =
         std::size_t(full_.query_words()) * shape_.query_height * sizeof(std::uint32_t);
@@ -793,23 +718,26 @@ class PrunedRunner final : public Runner<SadPruned> {
   }
   void compute() override {
     Key* const scalars = scalars_.get();
-    const BoundArgs bound_args{full_.target(),
-                               full_.pitch_words(),
-                               shape_,
-                               strips_,
-                               uniform_strips(),
-                               layout_.chunk_strips,
-                               layout_.rows_capacity,
-                               layout_.batch_rows,
-                               layout_.span_words,
-                               layout_.staged_pitch,
-                               strip_sums_.get(),
-                               bounds_.get(),
-                               candidates_.get(),
-                               scalars,
-                               int(scalars_.size())};
-    kBoundKernel<<<tiles_, kBoundThreads, layout_.shared_bytes>>>(bound_args);
-    check_launch("bound_kernel");
+    for (int first = 0; first < strips_.count; first += kMaxPassStrips) {
+      const int strips = std::min(kMaxPassStrips, strips_.count - first);
+      const BoundArgs pass{full_.target(),
+                           full_.pitch_words(),
+                           shape_,
+                           strips_,
+                           first,
+                           strips,
+                           ring_rows_,
+                           segment_rows_,
+                           first == 0,
+                           first + strips == strips_.count,
+                           strip_sums_.get(),
+                           bounds_.get(),
+                           candidates_.get(),
+                           scalars,
+                           int(scalars_.size())};
+      bound_kernel<<<bound_grid_, kBoundThreads, ring_bytes_>>>(pass);
+      check_launch("bound_kernel");
+    }
 
     const PackedSearch search{
         full_.target(), full_.pitch_words(), full_.query(), full_.query_words(), shape_, strips_};
@@ -876,11 +804,6 @@ class PrunedRunner final : public Runner<SadPruned> {
   }
 
  private:
-  int uniform_strips() const {
-    if (strips_.rows != kStripRows) return 0;
-    return shape_.query_height % kStripRows == 0 ? strips_.count : strips_.count - 1;
-  }
-
   SadShape shape_;
   StripLayout strips_;
   std::vector<std::uint32_t> host_strip_sums_;
@@ -889,8 +812,10 @@ class PrunedRunner final : public Runner<SadPruned> {
   int unit_columns_;
   std::uint64_t units_;
   std::uint64_t limit_;  // more live units than this: full search
-  BoundLayout layout_;
-  dim3 tiles_;
+  int ring_rows_;
+  std::size_t ring_bytes_;
+  int segment_rows_;
+  dim3 bound_grid_;
   bool shared_query_ = false;
   std::size_t list_shared_ = 0;
   int refine_grid_ = 1, filter_grid_ = 1;
