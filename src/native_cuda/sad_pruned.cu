@@ -4,7 +4,7 @@
 // query's strip sums, y_{i,k} the window's, S strips of kPruneStripRows query rows (strip_layout).
 //
 // 1. bound_kernel: Tombari's strip bound l_i = Σ_k |x_k − y_{i,k}| of every window into a bound
-//    map, and per block its smallest sad_key(bound, index) as a candidate. A warp walks a
+//    map, and per warp its smallest sad_key(bound, index) as a candidate. A warp walks a
 //    segment of map rows down 32 window columns, a lane per column: the row sums of its window
 //    width enter a running column prefix, kept for the last query rows in a per-lane shared ring,
 //    and each strip sum is the difference of two ring entries. No barrier, no intermediate in
@@ -79,175 +79,183 @@ __device__ __forceinline__ std::uint32_t strip_term(std::uint32_t d, std::uint32
 
 // --- 1. strip bounds ---------------------------------------------------------------------------
 
-// A warp walks down a tile of kWarp window columns (a lane per column) through a segment of map
-// rows, with no barrier: each lane only ever reads what it wrote. Per target row t it forms
-// H(t, j) = Σ_{x<c} T(t, j + x) (the row sum of the tile's first column, reduced across the warp,
-// then an inclusive scan of the entering minus leaving bytes), adds it to its column prefix
-// P(t) = Σ_{r≤t} H(r, j), and keeps the last prefix rows in its column of a shared ring. A strip
-// sum is then the difference of two prefix rows: window i's strip k is P(i + end_k − 1) −
-// P(i + begin_k − 1), so a window costs a ring read and a term per strip once its last row
-// has entered. A pass covers up to kMaxPassStrips strips whose rows fit in the ring; taller
-// queries take several passes that add into the bound map.
-constexpr int kBoundWarps = 2;  // column tiles per block: 32 KB of rings, 7 blocks per SM
-constexpr int kBoundThreads = kBoundWarps * kWarp;
-constexpr int kBoundBlockColumns = kBoundWarps * kWarp;
+// A block is one warp, which walks down a tile of kWarp window columns through a segment of map
+// rows, kWarp target rows at a time:
+// - lane r sums target row t_r across the tile: H(t_r, j) = Σ_{x<c} T(t_r, j + x) for the tile's
+//   32 columns j, the first from the row's words, the others sliding by one byte each, and
+//   stores them transposed in a shared tile (its own row: no shuffles, 16-byte loads);
+// - then lane j, a window column, adds H(t, j) row by row to its column prefix
+//   P(t) = Σ_{r≤t} H(r, j) and keeps the last prefix rows in its column of a shared ring. A
+//   strip sum is the difference of two prefix rows, so a window costs a ring read and a term per
+//   strip once its last row has entered.
+// A pass covers up to kMaxPassStrips strips; taller queries take several passes that add into the
+// bound map. The ring rows a window reads lie whole strips (kStripRows rows) apart, since only a
+// pass's last strip may be shorter: with the walk in blocks of kStripRows, their ring addresses
+// are fixed per block and the row within the block is an immediate offset.
+constexpr int kStripRows = kPruneStripRows;
 constexpr int kMaxPassStrips = 8;
-constexpr int kMaxRingRows = kMaxPassStrips * kPruneStripRows;  // a power of two
-constexpr int kBoundLaneWords = 2;  // row-sum words a lane loads ahead (queries ≤ 256 wide)
-constexpr int kBoundRowsAhead = 4;  // target rows whose loads are in flight while one is summed
-static_assert((kMaxRingRows & (kMaxRingRows - 1)) == 0, "the ring wraps by masking");
+constexpr int kMinRingRows = kStripRows;  // ring slots of a block never wrap inside it
+constexpr int kSumRows = kWarp;           // target rows summed at once, a lane each
+constexpr int kSumPitch = kWarp + 1;      // the transposed tile's rows: odd, no bank conflicts
+static_assert(kSumRows % kStripRows == 0, "whole ring blocks per summed block");
 
 struct BoundArgs {
   const std::uint32_t* target;  // SadFullSearch's packed rows
   int pitch_words;
   SadShape s;
   StripLayout strips;
-  int first_strip, pass_strips;     // this pass: strips first_strip .. + pass_strips − 1
-  int ring_rows;                    // a power of two ≥ the pass's rows
+  int first_strip;                  // this pass: strips first_strip .. + the kernel's kStrips − 1
+  int ring_rows;                    // a power of two ≥ the pass's rows and ≥ kMinRingRows
   int segment_rows;                 // map rows a warp walks
   bool first_pass, last_pass;       // the first writes the bound map, the last its candidates
   const std::uint32_t* strip_sums;  // x_k
   std::uint32_t* bounds;            // map-sized
-  Key* candidates;                  // one per block of the last pass
+  Key* candidates;                  // one per warp of the last pass
   Key* scalars;                     // reset by the first pass
   int scalar_count;
 };
 
-// What a lane loads of one target row: its share of the row's first c bytes from the tile's
-// first column, the byte leaving and the byte entering its window between columns.
-struct BoundRowLoads {
-  std::uint32_t words[kBoundLaneWords];
-  std::uint32_t leaving, entering;
-};
-
-__device__ __forceinline__ BoundRowLoads load_bound_row(const BoundArgs& a, int t, int j0) {
-  const std::uint32_t* row = a.target + std::size_t(t) * a.pitch_words + j0 / 4;
-  const std::uint8_t* bytes = reinterpret_cast<const std::uint8_t*>(row);
-  const int lane = threadIdx.x % kWarp;
-  const int head_words = (a.s.query_width + 3) / 4;
-  BoundRowLoads loads;
-#pragma unroll
-  for (int m = 0; m < kBoundLaneWords; ++m) {
-    const int w = lane + kWarp * m;
-    loads.words[m] = w < head_words ? __ldg(row + w) : 0u;
-  }
-  loads.leaving = __ldg(bytes + lane);
-  loads.entering = __ldg(bytes + a.s.query_width + lane);
-  return loads;
+std::size_t bound_shared_bytes(int ring_rows) {
+  return (std::size_t(ring_rows) * kWarp + std::size_t(kWarp) * kSumPitch) * sizeof(std::uint32_t);
 }
 
-// H(t, j0 + lane) from the row's loads (and, for queries wider than the loads ahead cover, the
-// rest of the row's first c bytes, loaded here).
-__device__ __forceinline__ std::uint32_t window_row_sum(const BoundArgs& a, int t, int j0,
-                                                        const BoundRowLoads& loads) {
-  const int lane = threadIdx.x % kWarp;
-  const int c = a.s.query_width;
-  const int full_words = c / 4, head_words = (c + 3) / 4;
-  const std::uint32_t tail_mask = c % 4 ? (1u << (8 * (c % 4))) - 1u : ~0u;
-  std::uint32_t partial = 0;
-#pragma unroll
-  for (int m = 0; m < kBoundLaneWords; ++m) {
-    const int w = lane + kWarp * m;
-    partial = sad4(w == full_words ? loads.words[m] & tail_mask : loads.words[m], 0u, partial);
-  }
-  const std::uint32_t* row = a.target + std::size_t(t) * a.pitch_words + j0 / 4;
-  for (int w = lane + kWarp * kBoundLaneWords; w < head_words; w += kWarp) {
-    const std::uint32_t word = __ldg(row + w);
-    partial = sad4(w == full_words ? word & tail_mask : word, 0u, partial);
-  }
-  const std::uint32_t first = __reduce_add_sync(kAllLanes, partial);
-  const std::uint32_t step = loads.entering - loads.leaving;  // wraps; the sums stay exact
-  std::uint32_t scan = step;
-#pragma unroll
-  for (int offset = 1; offset < kWarp; offset *= 2) {
-    const std::uint32_t below = __shfl_up_sync(kAllLanes, scan, offset);
-    if (lane >= offset) scan += below;
-  }
-  return first + scan - step;
+__device__ __forceinline__ std::uint32_t byte_of(std::uint32_t word, int b) {
+  return __byte_perm(word, 0u, 0x4440u | unsigned(b));  // byte b into the low byte, zeros above
 }
 
-__global__ void __launch_bounds__(kBoundThreads) bound_kernel(BoundArgs a) {
-  extern __shared__ std::uint32_t rings[];
-  const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
+// Lane r's row, t: H(t, j0 + j) for j < kWarp into sums[j · kSumPitch + r]. Rows outside the
+// target (the ends of a walk, whose sums no window uses) give zeros.
+__device__ __forceinline__ void sum_row(const BoundArgs& a, int t, int j0, std::uint32_t* sums) {
+  const int lane = threadIdx.x, c = a.s.query_width;
+  std::uint32_t leaving[kWarp / 4] = {}, entering[kWarp / 4] = {};
+  std::uint32_t sum = 0;
+  if (unsigned(t) < unsigned(a.s.target_height)) {
+    // Rows are 16-byte aligned and j0 a multiple of 32 bytes.
+    const std::uint32_t* row = a.target + std::size_t(t) * a.pitch_words + j0 / 4;
+    const uint4* row4 = reinterpret_cast<const uint4*>(row);
+#pragma unroll
+    for (int v = 0; v < kWarp / 16; ++v) {
+      const uint4 words = __ldg(row4 + v);
+      leaving[4 * v] = words.x;
+      leaving[4 * v + 1] = words.y;
+      leaving[4 * v + 2] = words.z;
+      leaving[4 * v + 3] = words.w;
+    }
+    // The bytes c .. c + 31 from the row's start, shifted into place.
+    const std::uint32_t* from = row + c / 4;
+    const int shift = 8 * (c % 4);
+    std::uint32_t next = __ldg(from);
+#pragma unroll
+    for (int w = 0; w < kWarp / 4; ++w) {
+      const std::uint32_t after = __ldg(from + w + 1);
+      entering[w] = __funnelshift_r(next, after, shift);
+      next = after;
+    }
+    // Σ of the first c bytes: 16 at a time, then words, then the tail.
+    const int quads = c / 16;
+    for (int v = 0; v < quads; ++v) {
+      const uint4 words = __ldg(row4 + v);
+      sum = sad4(words.w, 0u, sad4(words.z, 0u, sad4(words.y, 0u, sad4(words.x, 0u, sum))));
+    }
+    for (int w = 4 * quads; w < c / 4; ++w) sum = sad4(__ldg(row + w), 0u, sum);
+    if (c % 4) sum = sad4(__ldg(row + c / 4) & ((1u << shift) - 1u), 0u, sum);
+  }
+#pragma unroll
+  for (int j = 0; j < kWarp; ++j) {
+    sums[j * kSumPitch + lane] = sum;
+    sum += byte_of(entering[j / 4], j % 4) - byte_of(leaving[j / 4], j % 4);
+  }
+}
+
+// kStrips: the pass's strips (a template parameter, so that the ring reads and strip terms of a
+// window are straight-line code).
+template <int kStrips>
+__global__ void __launch_bounds__(kWarp) bound_kernel(BoundArgs a) {
+  extern __shared__ std::uint32_t shared_words[];
+  const int lane = threadIdx.x;
   if (a.first_pass && blockIdx.x == 0 && blockIdx.y == 0) {
     // No kernel before this one reads the run's scalars; the refine kernels after it do.
-    for (int e = tid; e < a.scalar_count; e += kBoundThreads) {
+    for (int e = lane; e < a.scalar_count; e += kWarp) {
       a.scalars[e] = e == kBestSlot || e == kPolishSlot ? Key(kNoSadKey) : Key(0);
     }
   }
-  const int j0 = blockIdx.x * kBoundBlockColumns + warp * kWarp, j = j0 + lane;
+  const int j0 = blockIdx.x * kWarp, j = j0 + lane;
   const int i_begin = blockIdx.y * a.segment_rows;
-  const int i_end = min(a.s.map_height, i_begin + a.segment_rows);
-  Key best = kNoSadKey;
-  if (j0 < a.s.map_width && i_begin < i_end) {
-    // The pass's strip edges relative to its first row (edge[n] = its rows), and x_k.
-    const int n = a.pass_strips, top = a.strips.begin(a.first_strip);
-    int edge[kMaxPassStrips + 1];
-    std::uint32_t x[kMaxPassStrips];
+  const int windows = min(a.s.map_height - i_begin, a.segment_rows);  // rows of this segment
+  // The pass: strips first_strip + k, k < kStrips, with x_k; its rows span query rows
+  // top .. top + span − 1.
+  const int top = a.strips.begin(a.first_strip);
+  const int span = a.strips.end(a.first_strip + kStrips - 1) - top;
+  std::uint32_t x[kStrips];
 #pragma unroll
-    for (int k = 0; k <= kMaxPassStrips; ++k) {
-      edge[k] =
-          (k < n ? a.strips.begin(a.first_strip + k) : a.strips.end(a.first_strip + n - 1)) - top;
-    }
+  for (int k = 0; k < kStrips; ++k) x[k] = __ldg(a.strip_sums + a.first_strip + k);
+  // Walk coordinate r: target row i_begin + top − 1 + r enters the prefix at step r, into ring
+  // slot r (masked); window i_begin + ρ, ρ = r − span, reads the slots ρ + kStripRows·k,
+  // k < kStrips, and the prefix itself, once its last row enters. Walks start at a whole block
+  // ρ ≤ −span (so the prefix row before the window's first is in the ring; the rows before it
+  // only add a constant that the differences cancel).
+  const int rho_first = -kSumRows * ((span + kSumRows - 1) / kSumRows);
+  const int rho_end = (windows + kSumRows - 1) / kSumRows * kSumRows;
+  const int row_of_rho = i_begin + top - 1 + span;  // target row entering at ρ
+  const int mask = a.ring_rows - 1;
+  std::uint32_t* const ring = shared_words + lane;
+  std::uint32_t* const sums = shared_words + std::size_t(a.ring_rows) * kWarp;
+  std::uint32_t prefix = 0;
+  std::uint32_t best_bound = ~0u;
+  std::uint32_t best_index = 0;
+  std::uint32_t* bounds = a.bounds + std::size_t(i_begin) * a.s.map_width + j;
+  for (int rows = rho_first; rows < rho_end; rows += kSumRows) {
+    __syncwarp();  // the previous rows' sums are read
+    sum_row(a, row_of_rho + rows + lane, j0, sums);
+    __syncwarp();
 #pragma unroll
-    for (int k = 0; k < kMaxPassStrips; ++k)
-      x[k] = k < n ? __ldg(a.strip_sums + a.first_strip + k) : 0u;
-    const int span = edge[n];
-    // Ring slot of prefix row r: (r − t_first + 1) masked; slot 0 holds P(t_first − 1) = 0.
-    std::uint32_t* ring = rings + std::size_t(warp) * a.ring_rows * kWarp + lane;
-    const int mask = a.ring_rows - 1;
-    ring[0] = 0;
-    const int t_first = i_begin + top, t_last = i_end - 1 + top + span - 1;
-    std::uint32_t prefix = 0;
-    BoundRowLoads ahead[kBoundRowsAhead];
+    for (int s0 = 0; s0 < kSumRows; s0 += kStripRows) {
+      const int block = rows + s0;
+      const bool has_windows = block >= 0;  // warm-up blocks only fill the ring
+      const std::uint32_t* reads[kStrips];
 #pragma unroll
-    for (int g = 0; g < kBoundRowsAhead; ++g) {
-      ahead[g] = load_bound_row(a, min(t_first + g, t_last), j0);
-    }
-    for (int t0 = t_first; t0 <= t_last; t0 += kBoundRowsAhead) {
+      for (int k = 0; k < kStrips; ++k) {
+        reads[k] = ring + ((block + kStripRows * k) & mask) * kWarp;
+      }
 #pragma unroll
-      for (int g = 0; g < kBoundRowsAhead; ++g) {
-        const int t = t0 + g;
-        if (t > t_last) break;
-        const BoundRowLoads row = ahead[g];
-        ahead[g] = load_bound_row(a, min(t + kBoundRowsAhead, t_last), j0);
-        prefix += window_row_sum(a, t, j0, row);
-        const int rel = t - t_first + 1;   // P(t)'s slot, unmasked
-        const int i = t - top - span + 1;  // the window whose last strip row is t
-        if (i >= i_begin) {
-          std::uint32_t bound = 0;
-          std::uint32_t below = ring[((rel - span) & mask) * kWarp];  // P(i + top − 1)
+      for (int s = 0; s < kStripRows; ++s) {
+        const int rho = block + s;
+        prefix += sums[lane * kSumPitch + s0 + s];
+        if (has_windows) {
+          std::uint32_t bound = 0, below = reads[0][s * kWarp];
 #pragma unroll
-          for (int k = 0; k < kMaxPassStrips; ++k) {
-            if (k < n) {
-              const std::uint32_t above =
-                  k + 1 < n ? ring[((rel - span + edge[k + 1]) & mask) * kWarp] : prefix;
-              bound += strip_term(above - below, x[k]);
-              below = above;
+          for (int k = 0; k < kStrips; ++k) {
+            const std::uint32_t above = k + 1 < kStrips ? reads[k + 1][s * kWarp] : prefix;
+            bound += strip_term(above - below, x[k]);
+            below = above;
+          }
+          if (rho < windows && j < a.s.map_width) {
+            if (!a.first_pass) bound += *bounds;
+            *bounds = bound;
+            // Windows come in increasing index: the first of equal bounds is the smaller key.
+            if (bound < best_bound) {
+              best_bound = bound;
+              best_index = std::uint32_t(i_begin + rho) * std::uint32_t(a.s.map_width) + j;
             }
           }
-          if (j < a.s.map_width) {
-            const std::size_t index = std::size_t(i) * a.s.map_width + j;
-            if (!a.first_pass) bound += a.bounds[index];
-            a.bounds[index] = bound;
-            if (a.last_pass)
-              best = sad_min(best, sad_key(std::int32_t(bound), std::uint32_t(index)));
-          }
+          bounds += a.s.map_width;
         }
-        ring[(rel & mask) * kWarp] = prefix;  // after the reads: P(t − span) may share its slot
+        ring[((rho + span) & mask) * kWarp] = prefix;  // after the reads: ρ's slot when span = ring
       }
     }
   }
   if (!a.last_pass) return;
-  __shared__ Key warp_best[kBoundWarps];
-  best = warp_min(best);
-  if (lane == 0) warp_best[warp] = best;
-  __syncthreads();
-  if (tid == 0) {
-    for (int w = 1; w < kBoundWarps; ++w) best = sad_min(best, warp_best[w]);
-    a.candidates[std::size_t(blockIdx.y) * gridDim.x + blockIdx.x] = best;
-  }
+  const Key best =
+      warp_min(best_bound == ~0u ? Key(kNoSadKey) : sad_key(std::int32_t(best_bound), best_index));
+  if (lane == 0) a.candidates[std::size_t(blockIdx.y) * gridDim.x + blockIdx.x] = best;
 }
+
+using BoundKernel = void (*)(BoundArgs);
+// bound_kernel<k + 1>: a pass of k + 1 strips.
+constexpr BoundKernel kBoundKernels[kMaxPassStrips] = {
+    bound_kernel<1>, bound_kernel<2>, bound_kernel<3>, bound_kernel<4>,
+    bound_kernel<5>, bound_kernel<6>, bound_kernel<7>, bound_kernel<8>};
+static_assert(kMaxPassStrips == 8, "one kernel per pass size");
 
 // --- 2, 3, 5. refinement -------------------------------------------------------------------------
 
@@ -620,23 +628,22 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
 
 // --- runner --------------------------------------------------------------------------------------
 
-// Map rows per warp: enough segments for a wave of blocks, each at least one pass's rows long
+// Map rows per warp: enough segments for a wave of warps, each at least one pass's rows long
 // (a segment first walks that many rows before its first window).
-int bound_segment_rows(const SadShape& s, const StripLayout& strips, int ring_rows) {
-  const int column_blocks = (s.map_width + kBoundBlockColumns - 1) / kBoundBlockColumns;
-  const std::size_t ring_bytes =
-      std::size_t(kBoundWarps) * ring_rows * kWarp * sizeof(std::uint32_t);
-  const int wave = cuda::resident_blocks(bound_kernel, kBoundThreads, ring_bytes, 1 << 30);
-  const int segments = std::clamp(wave / column_blocks, 1, 65535);
-  const int rows =
-      std::max((s.map_height + segments - 1) / segments, std::min(strips.query_rows, kMaxRingRows));
+int bound_segment_rows(const SadShape& s, const StripLayout& strips, std::size_t ring_bytes) {
+  const int column_tiles = (s.map_width + kWarp - 1) / kWarp;
+  const int wave =
+      cuda::resident_blocks(kBoundKernels[kMaxPassStrips - 1], kWarp, ring_bytes, 1 << 30);
+  const int segments = std::clamp(wave / column_tiles, 1, 65535);
+  const int rows = std::max((s.map_height + segments - 1) / segments,
+                            std::min(strips.query_rows, kMaxPassStrips * kStripRows));
   return std::max(rows, (s.map_height + 65535 - 1) / 65535);
 }
 
-// The ring for a pass of up to kMaxPassStrips strips: a power of two above its rows.
+// The ring for a pass of up to kMaxPassStrips strips: a power of two, at least its rows.
 int bound_ring_rows(const StripLayout& strips) {
   const int rows = std::min(strips.query_rows, strips.rows * kMaxPassStrips);
-  int ring = 1;
+  int ring = kMinRingRows;
   while (ring < rows) ring *= 2;
   return ring;
 }
@@ -676,9 +683,9 @@ class PrunedRunner final : public Runner<SadPruned> {
         units_(std::uint64_t(shape_.map_height) * std::uint64_t(unit_columns_)),
         limit_(std::uint64_t(kPruneUnitFullSearchFraction * double(units_))),
         ring_rows_(bound_ring_rows(strips_)),
-        ring_bytes_(std::size_t(kBoundWarps) * ring_rows_ * kWarp * sizeof(std::uint32_t)),
-        segment_rows_(bound_segment_rows(shape_, strips_, ring_rows_)),
-        bound_grid_(dim3((shape_.map_width + kBoundBlockColumns - 1) / kBoundBlockColumns,
+        ring_bytes_(bound_shared_bytes(ring_rows_)),
+        segment_rows_(bound_segment_rows(shape_, strips_, ring_bytes_)),
+        bound_grid_(dim3((shape_.map_width + kWarp - 1) / kWarp,
                          (shape_.map_height + segment_rows_ - 1) / segment_rows_)),
         strip_sums_(host_strip_sums_.size()),
         bounds_(windows_),
@@ -687,9 +694,11 @@ class PrunedRunner final : public Runner<SadPruned> {
         scalars_(kFixedSlots + std::size_t(strips_.count)) {
     if (!pruned_fits(input))
       throw Error("cuda-pruned: the query is too tall for its strip counters");
-    check(cudaFuncSetAttribute(bound_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               int(ring_bytes_)),
-          "cudaFuncSetAttribute(bound_kernel)");
+    for (const BoundKernel kernel : kBoundKernels) {
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 int(ring_bytes_)),
+            "cudaFuncSetAttribute(bound_kernel)");
+    }
     const std::size_t query_bytes =
         std::size_t(full_.query_words()) * shape_.query_height * sizeof(std::uint32_t);
     shared_query_ = query_bytes <= kMaxSharedQueryBytes;
@@ -725,7 +734,6 @@ class PrunedRunner final : public Runner<SadPruned> {
                            shape_,
                            strips_,
                            first,
-                           strips,
                            ring_rows_,
                            segment_rows_,
                            first == 0,
@@ -735,7 +743,7 @@ class PrunedRunner final : public Runner<SadPruned> {
                            candidates_.get(),
                            scalars,
                            int(scalars_.size())};
-      bound_kernel<<<bound_grid_, kBoundThreads, ring_bytes_>>>(pass);
+      kBoundKernels[strips - 1]<<<bound_grid_, kWarp, ring_bytes_>>>(pass);
       check_launch("bound_kernel");
     }
 
