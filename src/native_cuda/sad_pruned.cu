@@ -123,47 +123,63 @@ __device__ __forceinline__ std::uint32_t byte_of(std::uint32_t word, int b) {
   return __byte_perm(word, 0u, 0x4440u | unsigned(b));  // byte b into the low byte, zeros above
 }
 
+__device__ __forceinline__ std::uint32_t word_of(const uint4& words, int w) {
+  return w == 0 ? words.x : w == 1 ? words.y : w == 2 ? words.z : words.w;
+}
+
+// The byte sum of 16 bytes, added to acc.
+__device__ __forceinline__ std::uint32_t sad4x4(const uint4& words, std::uint32_t acc) {
+  return sad4(words.w, 0u, sad4(words.z, 0u, sad4(words.y, 0u, sad4(words.x, 0u, acc))));
+}
+
 // Lane r's row, t: H(t, j0 + j) for j < kWarp into sums[j · kSumPitch + r]. Rows outside the
-// target (the ends of a walk, whose sums no window uses) give zeros.
+// target (the ends of a walk, whose sums no window uses) give zeros. A lane reads its own row:
+// 16-byte loads where the query width allows, each of them sixteen bytes of 32 rows.
 __device__ __forceinline__ void sum_row(const BoundArgs& a, int t, int j0, std::uint32_t* sums) {
+  constexpr int kQuads = kWarp / 16;  // 16-byte words holding the bytes that leave
   const int lane = threadIdx.x, c = a.s.query_width;
-  std::uint32_t leaving[kWarp / 4] = {}, entering[kWarp / 4] = {};
+  uint4 leaving[kQuads] = {}, entering[kQuads] = {};
   std::uint32_t sum = 0;
   if (unsigned(t) < unsigned(a.s.target_height)) {
     // Rows are 16-byte aligned and j0 a multiple of 32 bytes.
     const std::uint32_t* row = a.target + std::size_t(t) * a.pitch_words + j0 / 4;
     const uint4* row4 = reinterpret_cast<const uint4*>(row);
+    const int quads = c / 16;
 #pragma unroll
-    for (int v = 0; v < kWarp / 16; ++v) {
-      const uint4 words = __ldg(row4 + v);
-      leaving[4 * v] = words.x;
-      leaving[4 * v + 1] = words.y;
-      leaving[4 * v + 2] = words.z;
-      leaving[4 * v + 3] = words.w;
-    }
-    // The bytes c .. c + 31 from the row's start, shifted into place.
-    const std::uint32_t* from = row + c / 4;
-    const int shift = 8 * (c % 4);
-    std::uint32_t next = __ldg(from);
-#pragma unroll
-    for (int w = 0; w < kWarp / 4; ++w) {
-      const std::uint32_t after = __ldg(from + w + 1);
-      entering[w] = __funnelshift_r(next, after, shift);
-      next = after;
+    for (int v = 0; v < kQuads; ++v) {
+      leaving[v] = __ldg(row4 + v);
+      if (v < quads) sum = sad4x4(leaving[v], sum);
     }
     // Σ of the first c bytes: 16 at a time, then words, then the tail.
-    const int quads = c / 16;
-    for (int v = 0; v < quads; ++v) {
-      const uint4 words = __ldg(row4 + v);
-      sum = sad4(words.w, 0u, sad4(words.z, 0u, sad4(words.y, 0u, sad4(words.x, 0u, sum))));
-    }
+    for (int v = kQuads; v < quads; ++v) sum = sad4x4(__ldg(row4 + v), sum);
     for (int w = 4 * quads; w < c / 4; ++w) sum = sad4(__ldg(row + w), 0u, sum);
-    if (c % 4) sum = sad4(__ldg(row + c / 4) & ((1u << shift) - 1u), 0u, sum);
+    const int shift = 8 * (c % 4);
+    if (shift) sum = sad4(__ldg(row + c / 4) & ((1u << shift) - 1u), 0u, sum);
+    // The bytes c .. c + 31 from the row's start: aligned loads when c is a multiple of 16,
+    // else words shifted into place (the word after them only when they straddle one).
+    if (c % 16 == 0) {
+#pragma unroll
+      for (int v = 0; v < kQuads; ++v) entering[v] = __ldg(row4 + quads + v);
+    } else {
+      const std::uint32_t* from = row + c / 4;
+      std::uint32_t raw[4 * kQuads + 1];
+#pragma unroll
+      for (int w = 0; w < 4 * kQuads; ++w) raw[w] = __ldg(from + w);
+      raw[4 * kQuads] = shift ? __ldg(from + 4 * kQuads) : 0u;
+#pragma unroll
+      for (int v = 0; v < kQuads; ++v) {
+        entering[v] = make_uint4(__funnelshift_r(raw[4 * v], raw[4 * v + 1], shift),
+                                 __funnelshift_r(raw[4 * v + 1], raw[4 * v + 2], shift),
+                                 __funnelshift_r(raw[4 * v + 2], raw[4 * v + 3], shift),
+                                 __funnelshift_r(raw[4 * v + 3], raw[4 * v + 4], shift));
+      }
+    }
   }
 #pragma unroll
   for (int j = 0; j < kWarp; ++j) {
     sums[j * kSumPitch + lane] = sum;
-    sum += byte_of(entering[j / 4], j % 4) - byte_of(leaving[j / 4], j % 4);
+    sum += byte_of(word_of(entering[j / 16], j / 4 % 4), j % 4) -
+           byte_of(word_of(leaving[j / 16], j / 4 % 4), j % 4);
   }
 }
 
