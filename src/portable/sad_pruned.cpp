@@ -4,12 +4,13 @@
 // The target lives on the device once, as the fused full search's packed rows (kokkos-fused,
 // the fallback), which every step reads.
 //
-// 1. Row sums H(y, x) = Σ_{l<c} T(y, x + l): a work item per run of kRunColumns outputs of a row
-//    sums its first window's bytes, then slides along the row.
-// 2. Strip bounds l_i = Σ_k | |x_k|₁ − |y_{i,k}|₁ | for every window: a team per tile of
-//    kTileColumns columns × tile_rows window rows stacks H down its columns in scratch (a local
-//    column prefix), so a strip's sum is two scratch reads; the tile's smallest (bound, index)
-//    is its candidate.
+// 1-2. Strip bounds l_i = Σ_k | |x_k|₁ − |y_{i,k}|₁ | for every window, the native layer's
+//    column walk: a team per tile of kTileColumns window columns × a segment of map rows sums
+//    kTileColumns target rows at once (a thread per row: H(t, j) = Σ_{l<c} T(t, j + l) for the
+//    tile's columns, the first from the row's words, then sliding), transposed through scratch;
+//    then a thread per column adds them down its column prefix, whose last rows a scratch ring
+//    keeps, so that a strip's sum is two ring reads. A pass takes up to kMaxPassStrips strips
+//    (taller queries add passes). Each team's smallest (bound, index) is its candidate.
 // 3. A team per candidate refines it strip by strip (one reduction gives a strip's exact SAD and
 //    its target sum together, the bound grows, the team leaves once it exceeds E_guess); the
 //    finished ones lower E_guess with an atomic min on their sad_key: the first E_guess.
@@ -33,21 +34,15 @@ using portable::backend_of;
 using portable::InputBuffer;
 using portable::OutputBuffer;
 
-constexpr int kTileColumns = 32;    // windows across a bound tile
-constexpr int kColumnSegments = 4;  // a tile's column prefix is built in this many row segments
-constexpr int kMaxTileRows = 128;   // window rows per bound tile, at most
-// A tile offers its best-bounded window per this many window rows as a candidate for the first
-// E_guess: a tile's single best bound is often a window a pixel away from the match, whose SAD
-// is far above the match's, and a loose first E_guess prunes little.
-constexpr int kCandidateRows = 32;
-// H values a row-sum work item slides along its row: few, so that neighbouring items store
-// neighbouring words.
-constexpr int kRunColumns = 4;
-static_assert(kRunColumns % 4 == 0, "runs start on a packed word");
+constexpr int kTileColumns = 32;  // window columns per bound team, and target rows summed at once
+constexpr int kSumPitch = kTileColumns + 1;  // the transposed sums' rows: odd, no bank conflicts
+constexpr int kStripRows = kPruneStripRows;
+constexpr int kMaxPassStrips = 8;
+constexpr int kMinRingRows = kStripRows;  // ring slots of a strip block never wrap inside it
+static_assert(kTileColumns % kStripRows == 0, "whole strip blocks per summed block");
 // Threads per refining team on a device: a 128 × 128 window is 4 K words, which one warp would
 // walk serially.
 constexpr int kDeviceTeam = 256;
-constexpr int kDeviceTileTeam = kTileColumns * kColumnSegments;
 // A unit's windows are summed by full search's row routine over kUnitWords packed words; its
 // rows are padded for groups of kWords words, which cover groups of kUnitWords.
 constexpr int kUnitWords = kPruneUnitWindows / 4;
@@ -68,11 +63,6 @@ int team_threads(int device_threads) {
   return portable::reads_host_memory<Exec>() ? 1 : device_threads;
 }
 
-// Byte x of one packed row.
-KOKKOS_INLINE_FUNCTION std::uint32_t byte_at(const std::uint32_t* row, int x) {
-  return (row[x / 4] >> (8 * (x % 4))) & 0xFFu;
-}
-
 // Target bytes x .. x + 3 of one packed row, for any x.
 KOKKOS_INLINE_FUNCTION std::uint32_t unaligned_word(const std::uint32_t* row, int x) {
   const std::uint32_t lo = row[x / 4];
@@ -85,19 +75,21 @@ struct Geometry {
   StripLayout strips;
   int query_words;
   int target_pitch_words;  // the fused full search's packed rows (room for every unit's reads)
-  int tile_rows;           // window rows per bound tile; 0 when a tile does not fit in scratch
-  int tiles_x, tiles_y;
-  int candidates_per_tile;
-  int unit_columns;  // units per map row
+  int column_tiles;        // bound teams across the map
+  int segments;            // and down it,
+  int segment_rows;        // map rows each
+  int ring_rows;           // prefix rows a bound team keeps: a power of two ≥ a pass's rows
+  int unit_columns;        // units per map row
 
-  int candidates() const { return tiles_x * tiles_y * candidates_per_tile; }
+  int candidates() const { return column_tiles * segments; }
   std::int64_t units() const { return std::int64_t(s.map_height) * unit_columns; }
 };
 
 template <class Exec>
-std::size_t tile_scratch_bytes(const Geometry& g, int tile_rows) {
-  return Scratch<Exec>::shmem_size(std::size_t(tile_rows + g.s.query_height + 1) * kTileColumns) +
-         Scratch<Exec>::shmem_size(kTileColumns * kColumnSegments);
+std::size_t bound_scratch_bytes(const Geometry& g) {
+  return Scratch<Exec>::shmem_size(std::size_t(g.ring_rows) * kTileColumns) +
+         Scratch<Exec>::shmem_size(kTileColumns * kSumPitch) +
+         3 * Scratch<Exec>::shmem_size(kTileColumns);
 }
 
 template <class Exec>
@@ -106,136 +98,226 @@ Geometry geometry(const SadShape& s) {
              strip_layout(s),
              words_for(s.query_width),
              portable_sad::team_geometry<Exec>(s).pitch_words,
-             0,
-             0,
-             0,
-             0,
+             (s.map_width + kTileColumns - 1) / kTileColumns,
+             1,
+             s.map_height,
+             kMinRingRows,
              (s.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows};
-  const std::size_t limit = std::size_t(Kokkos::TeamPolicy<Exec>::scratch_size_max(0));
-  for (int rows = std::min(kMaxTileRows, s.map_height); rows >= 1; --rows) {
-    if (tile_scratch_bytes<Exec>(g, rows) <= limit) {
-      g.tile_rows = rows;
-      break;
-    }
-  }
-  if (g.tile_rows > 0) {
-    g.tiles_x = (s.map_width + kTileColumns - 1) / kTileColumns;
-    g.tiles_y = (s.map_height + g.tile_rows - 1) / g.tile_rows;
-    g.candidates_per_tile = (g.tile_rows + kCandidateRows - 1) / kCandidateRows;
-  }
+  const int pass_rows = std::min(g.strips.query_rows, g.strips.rows * kMaxPassStrips);
+  while (g.ring_rows < pass_rows) g.ring_rows *= 2;
+  // Enough teams to fill the device (a few per thread on a host, for balance), each segment at
+  // least a pass's rows long: a segment first walks that many rows before its first window.
+  const int team = team_threads<Exec>(kTileColumns);
+  const int teams = std::max(1, int(Exec().concurrency() / team)) * (team == 1 ? 4 : 1);
+  g.segments = std::max(1, std::min(teams / g.column_tiles, 65535));
+  g.segment_rows = std::max((s.map_height + g.segments - 1) / g.segments, pass_rows);
+  g.segments = (s.map_height + g.segment_rows - 1) / g.segment_rows;
   return g;
 }
 
-template <class Exec, Isa kIsa>
-void row_sums(const Geometry& g, const WordsView<Exec>& target, const U32View<Exec>& sums) {
-  const int width = g.s.map_width, c = g.s.query_width;
-  const int words = c / 4;
-  const std::uint32_t tail_mask = c % 4 ? (1u << (8 * (c % 4))) - 1u : 0u;
-  const int runs = (width + kRunColumns - 1) / kRunColumns;
-  Kokkos::parallel_for(
-      "pruned_row_sums",
-      Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(
-          0, std::int64_t(g.s.target_height) * runs),
-      KOKKOS_LAMBDA(std::int64_t e) {
-        const int y = int(e / runs), x0 = int(e % runs) * kRunColumns;
-        const std::uint32_t* row = target.data() + std::size_t(y) * g.target_pitch_words;
-        // The run starts on a word: its first window is whole words and a masked tail.
-        std::uint32_t sum = sad4<kIsa>(row[x0 / 4 + words] & tail_mask, 0u, 0u);
-        for (int w = 0; w < words; ++w) sum = sad4<kIsa>(row[x0 / 4 + w], 0u, sum);
-        std::uint32_t* out = sums.data() + std::size_t(y) * width;
-        const int n = width - x0 < kRunColumns ? width - x0 : kRunColumns;
-        for (int x = x0; x < x0 + n; ++x) {
-          out[x] = sum;
-          sum += byte_at(row, x + c) - byte_at(row, x);
+// 16 bytes of a packed row, one 16-byte load where the target has one.
+struct alignas(16) Quad {
+  std::uint32_t w[4];
+};
+
+KOKKOS_INLINE_FUNCTION std::uint32_t byte_of(std::uint32_t word, int b) {
+  return (word >> (8 * b)) & 0xFFu;
+}
+
+// bytes shift/8 .. of lo:hi, the low word first.
+KOKKOS_INLINE_FUNCTION std::uint32_t shifted_word(std::uint32_t lo, std::uint32_t hi, int shift) {
+  return shift == 0 ? lo : (lo >> shift) | (hi << (32 - shift));
+}
+
+// H(t, j0 + j) for j < kTileColumns into sums(j · kSumPitch + r): row t's sums across the tile,
+// from its words (rows 16-byte aligned, j0 a multiple of 32 bytes). Rows outside the target
+// (the ends of a walk, whose sums no window uses) give zeros.
+template <Isa kIsa, class Sums>
+KOKKOS_INLINE_FUNCTION void sum_tile_row(const Geometry& g, const std::uint32_t* target, int t,
+                                         int j0, int r, const Sums& sums) {
+  constexpr int kQuads = kTileColumns / 16;
+  const int c = g.s.query_width;
+  Quad leaving[kQuads] = {}, entering[kQuads] = {};
+  std::uint32_t sum = 0;
+  if (t >= 0 && t < g.s.target_height) {
+    const std::uint32_t* row = target + std::size_t(t) * g.target_pitch_words + j0 / 4;
+    const Quad* row4 = reinterpret_cast<const Quad*>(row);
+    const int quads = c / 16;
+    for (int v = 0; v < kQuads; ++v) {
+      leaving[v] = row4[v];
+      for (int w = 0; w < 4; ++w) {
+        if (v < quads) sum = sad4<kIsa>(leaving[v].w[w], 0u, sum);
+      }
+    }
+    for (int v = kQuads; v < quads; ++v) {
+      const Quad q = row4[v];
+      for (int w = 0; w < 4; ++w) sum = sad4<kIsa>(q.w[w], 0u, sum);
+    }
+    for (int w = 4 * quads; w < c / 4; ++w) sum = sad4<kIsa>(row[w], 0u, sum);
+    const int shift = 8 * (c % 4);
+    if (shift) sum = sad4<kIsa>(row[c / 4] & ((1u << shift) - 1u), 0u, sum);
+    if (c % 16 == 0) {
+      for (int v = 0; v < kQuads; ++v) entering[v] = row4[quads + v];
+    } else {
+      // The bytes c .. c + 31 shifted into place (the word after them only when they straddle).
+      const std::uint32_t* from = row + c / 4;
+      for (int v = 0; v < kQuads; ++v) {
+        for (int w = 0; w < 4; ++w) {
+          const int at = 4 * v + w;
+          const std::uint32_t hi = at + 1 < 4 * kQuads || shift ? from[at + 1] : 0u;
+          entering[v].w[w] = shifted_word(from[at], hi, shift);
         }
+      }
+    }
+  }
+  for (int j = 0; j < kTileColumns; ++j) {
+    sums(j * kSumPitch + r) = sum;
+    sum += byte_of(entering[j / 16].w[j / 4 % 4], j % 4) -
+           byte_of(leaving[j / 16].w[j / 4 % 4], j % 4);
+  }
+}
+
+// One pass of kStrips strips from first_strip: their terms of every window's bound, written
+// (first pass) or added (later ones) to `bounds`; on the last pass each team's smallest
+// sad_key(bound, index) into `candidates`.
+template <class Exec, Isa kIsa, int kStrips>
+void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& target,
+                const typename InputBuffer<std::uint32_t, Exec>::View& query_strips,
+                const U32View<Exec>& bounds,
+                const typename OutputBuffer<std::uint64_t, Exec>::View& candidates) {
+  using Policy = Kokkos::TeamPolicy<Exec>;
+  using Team = typename Policy::member_type;
+  const bool first_pass = first_strip == 0;
+  const bool last_pass = first_strip + kStrips == g.strips.count;
+  const int top = g.strips.begin(first_strip);
+  const int span = g.strips.end(first_strip + kStrips - 1) - top;
+  // Walk coordinate r: target row i_begin + top − 1 + r enters the prefix at step r, into ring
+  // slot r (masked); window i_begin + ρ, ρ = r − span, reads the slots ρ + kStripRows·k,
+  // k < kStrips, and the prefix itself, once its last row enters. Walks start at a whole block
+  // ρ ≤ −span (the rows before the first window's only add a constant that differences cancel).
+  const int rho_first = -kTileColumns * ((span + kTileColumns - 1) / kTileColumns);
+  const int mask = g.ring_rows - 1;
+  Kokkos::parallel_for(
+      "pruned_bound_pass",
+      Policy(g.candidates(), team_threads<Exec>(kTileColumns))
+          .set_scratch_size(0, Kokkos::PerTeam(bound_scratch_bytes<Exec>(g))),
+      KOKKOS_LAMBDA(const Team& team) {
+        const int j0 = (team.league_rank() % g.column_tiles) * kTileColumns;
+        const int i_begin = (team.league_rank() / g.column_tiles) * g.segment_rows;
+        const int windows =
+            g.s.map_height - i_begin < g.segment_rows ? g.s.map_height - i_begin : g.segment_rows;
+        const int rho_end = (windows + kTileColumns - 1) / kTileColumns * kTileColumns;
+        const int row_of_rho = i_begin + top - 1 + span;  // target row entering at ρ
+        Scratch<Exec> ring(team.team_scratch(0), std::size_t(g.ring_rows) * kTileColumns);
+        Scratch<Exec> sums(team.team_scratch(0), kTileColumns * kSumPitch);
+        // Per column: its prefix, smallest bound so far and that window's index.
+        Scratch<Exec> prefixes(team.team_scratch(0), kTileColumns);
+        Scratch<Exec> best_bounds(team.team_scratch(0), kTileColumns);
+        Scratch<Exec> best_indices(team.team_scratch(0), kTileColumns);
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTileColumns), [&](int j) {
+          prefixes(j) = 0;
+          best_bounds(j) = ~0u;
+          best_indices(j) = 0;
+        });
+        for (int rows = rho_first; rows < rho_end; rows += kTileColumns) {
+          team.team_barrier();  // the previous rows' sums are read
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTileColumns), [&](int r) {
+            sum_tile_row<kIsa>(g, target.data(), row_of_rho + rows + r, j0, r, sums);
+          });
+          team.team_barrier();
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTileColumns), [&](int col) {
+            const int j = j0 + col;
+            std::uint32_t prefix = prefixes(col), best_bound = best_bounds(col);
+            std::uint32_t best_index = best_indices(col);
+            for (int s0 = 0; s0 < kTileColumns; s0 += kStripRows) {
+              const int block = rows + s0;
+              std::uint32_t* reads[kStrips];
+              for (int k = 0; k < kStrips; ++k) {
+                reads[k] = &ring(std::size_t((block + kStripRows * k) & mask) * kTileColumns + col);
+              }
+              for (int s = 0; s < kStripRows; ++s) {
+                const int rho = block + s;
+                prefix += sums(col * kSumPitch + s0 + s);
+                if (block >= 0) {  // warm-up blocks only fill the ring
+                  std::uint32_t bound = 0, below = reads[0][s * kTileColumns];
+                  for (int k = 0; k < kStrips; ++k) {
+                    const std::uint32_t above =
+                        k + 1 < kStrips ? reads[k + 1][s * kTileColumns] : prefix;
+                    bound += abs_difference(above - below, query_strips(first_strip + k));
+                    below = above;
+                  }
+                  if (rho < windows && j < g.s.map_width) {
+                    const std::size_t index = std::size_t(i_begin + rho) * g.s.map_width + j;
+                    if (!first_pass) bound += bounds(index);
+                    bounds(index) = bound;
+                    // Windows come in increasing index: the first of equal bounds is the smaller
+                    // key.
+                    if (bound < best_bound) {
+                      best_bound = bound;
+                      best_index = std::uint32_t(index);
+                    }
+                  }
+                }
+                // After the reads: ρ's slot when span = ring.
+                ring(std::size_t((rho + span) & mask) * kTileColumns + col) = prefix;
+              }
+            }
+            prefixes(col) = prefix;
+            best_bounds(col) = best_bound;
+            best_indices(col) = best_index;
+          });
+        }
+        if (!last_pass) return;
+        team.team_barrier();
+        std::uint64_t best = kNoSadKey;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, kTileColumns),
+            [&](int col, std::uint64_t& partial) {
+              if (best_bounds(col) != ~0u) {
+                partial =
+                    sad_min(partial, sad_key(std::int32_t(best_bounds(col)), best_indices(col)));
+              }
+            },
+            Kokkos::Min<std::uint64_t>(best));
+        Kokkos::single(Kokkos::PerTeam(team), [&] { candidates(team.league_rank()) = best; });
       });
 }
 
-// Strip bounds of every window into `bounds`; per kCandidateRows window rows of each tile, the
-// smallest sad_key(bound, index) into `candidates`.
-template <class Exec>
-void strip_bounds(const Geometry& g, const U32View<Exec>& sums,
+// Every window's strip bound into `bounds`, a pass per kMaxPassStrips strips.
+template <class Exec, Isa kIsa>
+void strip_bounds(const Geometry& g, const WordsView<Exec>& target,
                   const typename InputBuffer<std::uint32_t, Exec>::View& query_strips,
                   const U32View<Exec>& bounds,
                   const typename OutputBuffer<std::uint64_t, Exec>::View& candidates) {
-  using Policy = Kokkos::TeamPolicy<Exec>;
-  using Team = typename Policy::member_type;
-  const int stack_rows = g.tile_rows + g.s.query_height;  // H rows a tile stacks
-  const std::size_t scratch = tile_scratch_bytes<Exec>(g, g.tile_rows);
-  Kokkos::parallel_for(
-      "pruned_strip_bounds",
-      Policy(g.tiles_x * g.tiles_y, team_threads<Exec>(kDeviceTileTeam))
-          .set_scratch_size(0, Kokkos::PerTeam(scratch)),
-      KOKKOS_LAMBDA(const Team& team) {
-        const int i0 = (team.league_rank() / g.tiles_x) * g.tile_rows;
-        const int j0 = (team.league_rank() % g.tiles_x) * kTileColumns;
-        const int rows = g.s.map_height - i0 < g.tile_rows ? g.s.map_height - i0 : g.tile_rows;
-        const int stacked = rows + g.s.query_height - 1;
-        const int segment = (stacked + kColumnSegments - 1) / kColumnSegments;
-        // stack(t, col): Σ of H rows i0 .. i0 + t − 1 in column j0 + col.
-        Scratch<Exec> stack(team.team_scratch(0), std::size_t(stack_rows + 1) * kTileColumns);
-        Scratch<Exec> totals(team.team_scratch(0), kTileColumns * kColumnSegments);
-        const auto at = [&](int t, int col) -> std::uint32_t& {
-          return stack(std::size_t(t) * kTileColumns + col);
-        };
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTileColumns * kColumnSegments),
-                             [&](int e) {
-                               const int col = e % kTileColumns, part = e / kTileColumns;
-                               const int j = j0 + col < g.s.map_width ? j0 + col : j0;
-                               const int t0 = part * segment;
-                               const int t1 = t0 + segment < stacked ? t0 + segment : stacked;
-                               std::uint32_t sum = 0;
-                               if (part == 0) at(0, col) = 0;
-                               for (int t = t0; t < t1; ++t) {
-                                 sum += sums(std::size_t(i0 + t) * g.s.map_width + j);
-                                 at(t + 1, col) = sum;
-                               }
-                               totals(e) = sum;
-                             });
-        team.team_barrier();
-        // Each segment adds the totals of the segments above it.
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTileColumns * kColumnSegments),
-                             [&](int e) {
-                               const int col = e % kTileColumns, part = e / kTileColumns;
-                               std::uint32_t above = 0;
-                               for (int q = 0; q < part; ++q)
-                                 above += totals(q * kTileColumns + col);
-                               const int t0 = part * segment;
-                               const int t1 = t0 + segment < stacked ? t0 + segment : stacked;
-                               for (int t = t0; t < t1; ++t) at(t + 1, col) += above;
-                             });
-        team.team_barrier();
-        for (int group = 0; group < g.candidates_per_tile; ++group) {
-          const int r0 = group * kCandidateRows;
-          const int r1 = r0 + kCandidateRows < rows ? r0 + kCandidateRows : rows;
-          std::uint64_t best = kNoSadKey;
-          Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, (r1 > r0 ? r1 - r0 : 0) * kTileColumns),
-              [&](int e, std::uint64_t& partial) {
-                const int r = r0 + e / kTileColumns, col = e % kTileColumns;
-                if (j0 + col >= g.s.map_width) return;
-                std::uint32_t bound = 0;
-                for (int k = 0; k < g.strips.count; ++k) {
-                  const std::uint32_t y =
-                      at(r + g.strips.end(k), col) - at(r + g.strips.begin(k), col);
-                  bound += abs_difference(query_strips(k), y);
-                }
-                const std::size_t index = std::size_t(i0 + r) * g.s.map_width + j0 + col;
-                bounds(index) = bound;
-                partial = sad_min(partial, sad_key(std::int32_t(bound), std::uint32_t(index)));
-              },
-              Kokkos::Min<std::uint64_t>(best));
-          // A group past the map's last row repeats the tile's first window.
-          if (best == kNoSadKey)
-            best = sad_key(0, std::uint32_t(std::size_t(i0) * g.s.map_width + j0));
-          Kokkos::single(Kokkos::PerTeam(team), [&] {
-            candidates(std::size_t(team.league_rank()) * g.candidates_per_tile + group) = best;
-          });
-          // The next reduction reuses the team's reduction scratch (racecheck).
-          team.team_barrier();
-        }
-        team.team_barrier();  // a block may run the next league rank in the same scratch
-      });
+  static_assert(kMaxPassStrips == 8, "a pass function per size");
+  for (int first = 0; first < g.strips.count; first += kMaxPassStrips) {
+    switch (std::min(kMaxPassStrips, g.strips.count - first)) {
+      case 1:
+        bound_pass<Exec, kIsa, 1>(g, first, target, query_strips, bounds, candidates);
+        break;
+      case 2:
+        bound_pass<Exec, kIsa, 2>(g, first, target, query_strips, bounds, candidates);
+        break;
+      case 3:
+        bound_pass<Exec, kIsa, 3>(g, first, target, query_strips, bounds, candidates);
+        break;
+      case 4:
+        bound_pass<Exec, kIsa, 4>(g, first, target, query_strips, bounds, candidates);
+        break;
+      case 5:
+        bound_pass<Exec, kIsa, 5>(g, first, target, query_strips, bounds, candidates);
+        break;
+      case 6:
+        bound_pass<Exec, kIsa, 6>(g, first, target, query_strips, bounds, candidates);
+        break;
+      case 7:
+        bound_pass<Exec, kIsa, 7>(g, first, target, query_strips, bounds, candidates);
+        break;
+      default:
+        bound_pass<Exec, kIsa, 8>(g, first, target, query_strips, bounds, candidates);
+        break;
+    }
+  }
 }
 
 // The score of the shared key as one thread of the team reads it, so that the whole team takes
@@ -451,15 +533,12 @@ class PrunedRunner final : public Runner<SadPruned> {
         g_(geometry<Exec>(shape_)),
         strip_sums_(query_strip_sums(input.query, g_.strips)),
         query_strips_(strip_sums_.data(), strip_sums_.size(), "pruned query strips"),
-        sums_(std::size_t(shape_.target_height) * shape_.map_width, "pruned row sums"),
         bounds_(shape_.map_size(), "pruned bounds"),
         live_(std::size_t(g_.units()), "pruned live units"),
         candidates_(std::size_t(std::max(1, g_.candidates())), "pruned candidates"),
         guess_(1, "pruned guess"),
         alive_after_(std::size_t(g_.units()) * g_.strips.count, "pruned alive after strips"),
-        full_search_(input, shape_) {
-    if (g_.tile_rows == 0) throw Error("kokkos-pruned: the query is too large for team scratch");
-  }
+        full_search_(input, shape_) {}
 
   void poison(std::uint8_t byte) override {
     guess_.poison(byte);
@@ -478,8 +557,7 @@ class PrunedRunner final : public Runner<SadPruned> {
     const auto target = full_search_.target.view();
     const auto query = full_search_.query.view();
     Kokkos::deep_copy(Exec{}, guess, kNoSadKey);
-    row_sums<Exec, kIsa>(g_, target, sums_.view());
-    strip_bounds<Exec>(g_, sums_.view(), query_strips_.view(), bounds_.view(), candidates_.view());
+    strip_bounds<Exec, kIsa>(g_, target, query_strips_.view(), bounds_.view(), candidates_.view());
     refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), target, query,
                                query_strips_.view(), bounds_.view(), guess);
     const std::uint64_t live = live_units<Exec>(g_, bounds_.view(), guess, live_.view());
@@ -514,7 +592,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   Geometry g_;
   std::vector<std::uint32_t> strip_sums_;
   InputBuffer<std::uint32_t, Exec> query_strips_;
-  OutputBuffer<std::uint32_t, Exec> sums_, bounds_, live_;
+  OutputBuffer<std::uint32_t, Exec> bounds_, live_;
   OutputBuffer<std::uint64_t, Exec> candidates_, guess_;
   OutputBuffer<std::uint8_t, Exec> alive_after_;
   portable_sad::TeamMethod<Exec, false, kIsa> full_search_;
@@ -539,8 +617,7 @@ void register_sad_pruned_portable(VariantList<SadPruned>& list) {
                       make_runner<portable_pruned::PrunedRunner<Exec, kIsa>>,
                       [](const SadInput& input) {
                         const SadShape s = validate_sad_pruned_input(input);
-                        return portable_pruned::geometry<Exec>(s).tile_rows > 0 &&
-                               portable_sad::TeamMethod<Exec, false, kIsa>::fits(s);
+                        return portable_sad::TeamMethod<Exec, false, kIsa>::fits(s);
                       },
                       backend_of<Exec>() == Backend::cuda ? 25 : 5, kIsa, false});
     });
