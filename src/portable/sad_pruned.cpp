@@ -214,6 +214,8 @@ void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& targe
         Scratch<Exec> prefixes(team.team_scratch(0), kTileColumns);
         Scratch<Exec> best_bounds(team.team_scratch(0), kTileColumns);
         Scratch<Exec> best_indices(team.team_scratch(0), kTileColumns);
+        std::uint32_t x[kStrips];  // the pass's query strip sums
+        for (int k = 0; k < kStrips; ++k) x[k] = query_strips(first_strip + k);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTileColumns), [&](int j) {
           prefixes(j) = 0;
           best_bounds(j) = ~0u;
@@ -243,7 +245,7 @@ void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& targe
                   for (int k = 0; k < kStrips; ++k) {
                     const std::uint32_t above =
                         k + 1 < kStrips ? reads[k + 1][s * kTileColumns] : prefix;
-                    bound += abs_difference(above - below, query_strips(first_strip + k));
+                    bound += abs_difference(above - below, x[k]);
                     below = above;
                   }
                   if (rho < windows && j < g.s.map_width) {
