@@ -495,36 +495,22 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
   const std::uint32_t centre = std::uint32_t(centre_key);  // the key's low word: the window
   if (blockIdx.x == 0 && threadIdx.x == 0) *a.filter = (Key(limit) << 32) | centre;
   unsigned windows = 0, settled = 0;
-  // A warp takes kWarp units at a time and reads their bounds coalesced, two units a load (a
-  // lane per window), so that lane u ends up holding unit u's windows inside the limit.
-  constexpr int kUnitsPerLoad = kWarp / kPruneUnitWindows;
-  static_assert(kWarp % kPruneUnitWindows == 0, "whole units per load");
   const unsigned long long stride = std::size_t(gridDim.x) * kFilterThreads;
   // The loop's bound depends on the warp's first unit only: the warp iterates as one.
   for (unsigned long long warp_first =
            std::size_t(blockIdx.x) * kFilterThreads + threadIdx.x - lane;
        warp_first < a.units; warp_first += stride) {
-    unsigned inside = 0;
-#pragma unroll
-    for (int m = 0; m < kWarp / kUnitsPerLoad; ++m) {
-      const unsigned long long unit = warp_first + kUnitsPerLoad * m + lane / kPruneUnitWindows;
-      const int p = lane % kPruneUnitWindows;
-      bool in = false;
-      if (unit < a.units) {
-        const int i = int(unit / unsigned(a.unit_columns));
-        const int j = int(unit % unsigned(a.unit_columns)) * kPruneUnitWindows + p;
-        in = j < a.s.map_width && __ldcs(a.bounds + std::size_t(i) * a.s.map_width + j) <= limit;
-      }
-      const unsigned bits = __ballot_sync(kAllLanes, in);
-      if (lane / kUnitsPerLoad == m) {
-        inside = (bits >> (kPruneUnitWindows * (lane % kUnitsPerLoad))) &
-                 ((1u << kPruneUnitWindows) - 1u);
-      }
-    }
     const unsigned long long unit = warp_first + lane;
-    if (inside) {
+    unsigned inside = 0;
+    if (unit < a.units) {
       const int i = int(unit / unsigned(a.unit_columns));
       const int j0 = int(unit % unsigned(a.unit_columns)) * kPruneUnitWindows;
+      const std::uint32_t* bound = a.bounds + std::size_t(i) * a.s.map_width + j0;
+      const int n = min(kPruneUnitWindows, a.s.map_width - j0);
+#pragma unroll
+      for (int p = 0; p < kPruneUnitWindows; ++p) {
+        if (p < n && __ldcs(bound + p) <= limit) inside |= 1u << p;
+      }
       const unsigned done = inside & settled_windows(centre, a.s.map_width, i, j0);
       windows += __popc(inside);
       settled += __popc(done);
@@ -557,9 +543,7 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
 
 // --- 5. unit refinement ----------------------------------------------------------------------
 
-// Large blocks: at low noise almost every block finds no live unit and returns, and the launch
-// of that many blocks, not their work, is what the kernel costs.
-constexpr int kUnitThreads = 512;
+constexpr int kUnitThreads = 128;
 
 struct UnitArgs : PackedSearch {
   int unit_columns;
