@@ -90,6 +90,25 @@ constexpr int kPruneUnitWindows = 16;
 constexpr int kPruneUnitLanes = 8;
 constexpr double kPruneUnitFullSearchFraction = 0.75;
 
+// The GPU variants refine the (2·kPrunePolishRadius + 1)² windows around the best window after
+// the candidates ("polish"): the best-bounded window of a tile is often a pixel or two off the
+// match, and a first E close to the minimum prunes much more. Those windows are then settled
+// (their SADs finished or proved too large) and stay out of the unit refinement.
+constexpr int kPrunePolishRadius = 8;
+
+// Bit p set: window (i, j0 + p) of a unit lies in the polish neighbourhood of window `centre`
+// (map index).
+KBENCH_HOST_DEVICE unsigned polish_settled_windows(std::uint32_t centre, int map_width, int i,
+                                                   int j0) {
+  const int ci = int(centre / unsigned(map_width)), cj = int(centre % unsigned(map_width));
+  if (i - ci > kPrunePolishRadius || ci - i > kPrunePolishRadius) return 0u;
+  const int lo = cj - kPrunePolishRadius - j0 > 0 ? cj - kPrunePolishRadius - j0 : 0;
+  const int hi = cj + kPrunePolishRadius - j0 < kPruneUnitWindows - 1 ? cj + kPrunePolishRadius - j0
+                                                                      : kPruneUnitWindows - 1;
+  return lo <= hi ? ((2u << hi) - 1u) & ~((1u << lo) - 1u) : 0u;
+}
+static_assert(kPruneUnitWindows < 32, "a unit's windows are bits of a word");
+
 struct StripLayout {
   int count = 0;  // S
   int rows = 0;   // rows of every strip but the last

@@ -278,7 +278,7 @@ static_assert(kMaxPassStrips == 8, "one kernel per pass size");
 constexpr int kRefineThreads = 256;
 constexpr int kRefineWarps = kRefineThreads / kWarp;
 constexpr std::size_t kMaxSharedQueryBytes = 96 * 1024;
-constexpr int kPolishRadius = 8;
+constexpr int kPolishRadius = kPrunePolishRadius;
 constexpr int kPolishSide = 2 * kPolishRadius + 1;
 
 // What every refinement reads (steps 2, 3 and 5).
@@ -472,16 +472,6 @@ struct FilterArgs {
   Key* filter;        // kFilterSlot, for the unit refinement
 };
 
-// The windows of a unit (bits) in the polish neighbourhood of the window `centre`.
-__device__ __forceinline__ unsigned settled_windows(std::uint32_t centre, int map_width, int i,
-                                                    int j0) {
-  const int ci = int(centre / unsigned(map_width)), cj = int(centre % unsigned(map_width));
-  if (abs(i - ci) > kPolishRadius) return 0u;
-  const int lo = max(cj - kPolishRadius - j0, 0);
-  const int hi = min(cj + kPolishRadius - j0, kPruneUnitWindows - 1);
-  return lo <= hi ? ((2u << hi) - 1u) & ~((1u << lo) - 1u) : 0u;
-}
-
 // A thread per unit, grid-stride: each warp appends its live units in order with one atomicAdd;
 // the block counts the windows left with one more. E is not written while it runs (the unit
 // refinement merges polish into it), so every block sees the same neighbourhood centre.
@@ -511,7 +501,7 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
       for (int p = 0; p < kPruneUnitWindows; ++p) {
         if (p < n && __ldcs(bound + p) <= limit) inside |= 1u << p;
       }
-      const unsigned done = inside & settled_windows(centre, a.s.map_width, i, j0);
+      const unsigned done = inside & polish_settled_windows(centre, a.s.map_width, i, j0);
       windows += __popc(inside);
       settled += __popc(done);
       inside &= ~done;
@@ -600,7 +590,7 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
   for (int p = 0; p < kPruneUnitWindows; ++p) {
     if (j0 + p < a.s.map_width && a.bounds[first_index + p] <= first_limit) alive |= 1u << p;
   }
-  alive &= ~settled_windows(std::uint32_t(filter), a.s.map_width, i, j0);
+  alive &= ~polish_settled_windows(std::uint32_t(filter), a.s.map_width, i, j0);
   std::uint32_t partial[kPruneUnitWindows] = {}, total[kPruneUnitWindows];
   const std::uint32_t* row = a.target + std::size_t(i) * a.pitch_words + group * kUnitWords;
   // Derived from the width rather than read from a.query_words: the parameter costs the kernel

@@ -13,9 +13,12 @@
 //    (taller queries add passes). Each team's smallest (bound, index) is its candidate.
 // 3. A team per candidate refines it strip by strip (one reduction gives a strip's exact SAD and
 //    its target sum together, the bound grows, the team leaves once it exceeds E_guess); the
-//    finished ones lower E_guess with an atomic min on their sad_key: the first E_guess.
+//    finished ones lower E_guess with an atomic min on their sad_key: the first E_guess. Then
+//    the same for the polish neighbourhood of E_guess's window (kPrunePolishRadius), whose
+//    windows are settled from then on.
 // 4. Units of kPruneUnitWindows neighbouring windows of a map row that hold a window with bound
-//    ≤ E_guess are compacted with a parallel_scan, which counts those windows too.
+//    ≤ E_guess outside the settled ones are compacted with a parallel_scan, which counts the
+//    windows within E_guess too.
 // 5. A team thread per live unit sums its windows' SADs strip by strip with full search's row
 //    routine (accumulate_sad_row), its vector lanes a row each in turn; a window leaves once its
 //    SAD so far exceeds E_guess, the unit with its last window, and the survivors of the last
@@ -384,11 +387,57 @@ void refine_windows(const Geometry& g, const List& list, int count, const WordsV
       });
 }
 
+KOKKOS_INLINE_FUNCTION std::uint32_t bit_count(std::uint32_t x) {
+  x = x - ((x >> 1) & 0x55555555u);
+  x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+  return (((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24;
+}
+
+template <class Exec>
+using KeysView = typename OutputBuffer<std::uint64_t, Exec>::View;
+
+constexpr int kPolishSide = 2 * kPrunePolishRadius + 1;
+
+// The windows around E_guess's window (into list, for refine_windows; positions off the map
+// repeat the centre, whose SAD is already final) and E_guess itself into centre(0).
+template <class Exec>
+void polish_windows(const Geometry& g, const KeysView<Exec>& guess, const KeysView<Exec>& list,
+                    const KeysView<Exec>& centre) {
+  Kokkos::parallel_for(
+      "pruned_polish_windows", Kokkos::RangePolicy<Exec>(0, kPolishSide * kPolishSide),
+      KOKKOS_LAMBDA(int e) {
+        const std::uint64_t best = guess(0);
+        if (e == 0) centre(0) = best;
+        const std::uint32_t at = std::uint32_t(best);
+        const int i = int(at / std::uint32_t(g.s.map_width)) + e / kPolishSide - kPrunePolishRadius;
+        const int j = int(at % std::uint32_t(g.s.map_width)) + e % kPolishSide - kPrunePolishRadius;
+        const bool inside = i >= 0 && j >= 0 && i < g.s.map_height && j < g.s.map_width;
+        list(e) = inside ? std::uint64_t(i) * g.s.map_width + j : at;
+      });
+}
+
+// How many windows of the polish neighbourhood have a bound within E_guess (into settled(0)):
+// they are left after the bounds, settled by the polish refinement.
+template <class Exec>
+void count_settled(const Geometry& g, const U32View<Exec>& bounds, const KeysView<Exec>& guess,
+                   const KeysView<Exec>& centre, const KeysView<Exec>& settled) {
+  Kokkos::parallel_reduce(
+      "pruned_count_settled", Kokkos::RangePolicy<Exec>(0, kPolishSide * kPolishSide),
+      KOKKOS_LAMBDA(int e, std::uint64_t& count) {
+        const std::uint32_t at = std::uint32_t(centre(0));
+        const int i = int(at / std::uint32_t(g.s.map_width)) + e / kPolishSide - kPrunePolishRadius;
+        const int j = int(at % std::uint32_t(g.s.map_width)) + e % kPolishSide - kPrunePolishRadius;
+        if (i < 0 || j < 0 || i >= g.s.map_height || j >= g.s.map_width) return;
+        count += bounds(std::size_t(i) * g.s.map_width + j) <= std::uint32_t(guess(0) >> 32);
+      },
+      Kokkos::subview(settled, 0));
+}
+
 // The units holding a window whose bound does not exceed E_guess, compacted in order into
 // `live`. The scan's value counts units in its low half and those windows in its high half.
 template <class Exec>
 std::uint64_t live_units(const Geometry& g, const U32View<Exec>& bounds,
-                         const typename OutputBuffer<std::uint64_t, Exec>::View& guess,
+                         const KeysView<Exec>& guess, const KeysView<Exec>& centre,
                          const U32View<Exec>& live) {
   const int columns = g.unit_columns, width = g.s.map_width;
   std::uint64_t total = 0;
@@ -399,9 +448,14 @@ std::uint64_t live_units(const Geometry& g, const U32View<Exec>& bounds,
         const int j0 = int(unit % columns) * kPruneUnitWindows;
         const std::size_t first = std::size_t(unit / columns) * width + j0;
         const int n = width - j0 < kPruneUnitWindows ? width - j0 : kPruneUnitWindows;
-        std::uint32_t windows = 0;
-        for (int p = 0; p < n; ++p) windows += bounds(first + p) <= limit;
-        if (windows == 0) return;
+        unsigned inside = 0;
+        for (int p = 0; p < n; ++p) inside |= unsigned(bounds(first + p) <= limit) << p;
+        const std::uint32_t windows = bit_count(inside);
+        inside &= ~polish_settled_windows(std::uint32_t(centre(0)), width, int(unit / columns), j0);
+        if (inside == 0) {
+          offset += std::uint64_t(windows) << 32;
+          return;
+        }
         if (final) live(std::uint32_t(offset)) = std::uint32_t(unit);
         offset += (std::uint64_t(windows) << 32) + 1;
       },
@@ -420,12 +474,6 @@ struct QueryWords {
   const std::uint32_t* row;
   KOKKOS_INLINE_FUNCTION std::uint32_t operator()(int w) const { return row[w]; }
 };
-
-KOKKOS_INLINE_FUNCTION std::uint32_t bit_count(std::uint32_t x) {
-  x = x - ((x >> 1) & 0x55555555u);
-  x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
-  return (((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24;
-}
 
 // A unit's sums over some rows, added up across a unit's vector lanes.
 struct UnitSums {
@@ -451,8 +499,8 @@ constexpr int kDeviceUnitsPerTeam = 16;
 template <class Exec, Isa kIsa>
 void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t count,
                   const WordsView<Exec>& target, const WordsView<Exec>& query,
-                  const U32View<Exec>& bounds,
-                  const typename OutputBuffer<std::uint64_t, Exec>::View& guess,
+                  const U32View<Exec>& bounds, const KeysView<Exec>& guess,
+                  const KeysView<Exec>& centre,
                   const typename OutputBuffer<std::uint8_t, Exec>::View& alive_after) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
@@ -486,6 +534,8 @@ void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t cou
           for (int p = 0; p < kPruneUnitWindows; ++p) {
             if (j0 + p < g.s.map_width && bounds(first + p) <= first_limit) alive |= 1u << p;
           }
+          // The polish refinement settled these.
+          alive &= ~polish_settled_windows(std::uint32_t(centre(0)), g.s.map_width, i, j0);
           UnitSums sad;
           const std::uint32_t* row =
               target.data() + std::size_t(i) * g.target_pitch_words + group * kUnitWords;
@@ -539,6 +589,9 @@ class PrunedRunner final : public Runner<SadPruned> {
         live_(std::size_t(g_.units()), "pruned live units"),
         candidates_(std::size_t(std::max(1, g_.candidates())), "pruned candidates"),
         guess_(1, "pruned guess"),
+        polish_(kPolishSide * kPolishSide, "pruned polish windows"),
+        centre_(1, "pruned polish centre"),
+        settled_(1, "pruned settled windows"),
         alive_after_(std::size_t(g_.units()) * g_.strips.count, "pruned alive after strips"),
         full_search_(input, shape_) {}
 
@@ -562,7 +615,12 @@ class PrunedRunner final : public Runner<SadPruned> {
     strip_bounds<Exec, kIsa>(g_, target, query_strips_.view(), bounds_.view(), candidates_.view());
     refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), target, query,
                                query_strips_.view(), bounds_.view(), guess);
-    const std::uint64_t live = live_units<Exec>(g_, bounds_.view(), guess, live_.view());
+    polish_windows<Exec>(g_, guess, polish_.view(), centre_.view());
+    refine_windows<Exec, kIsa>(g_, polish_.view(), kPolishSide * kPolishSide, target, query,
+                               query_strips_.view(), bounds_.view(), guess);
+    count_settled<Exec>(g_, bounds_.view(), guess, centre_.view(), settled_.view());
+    const std::uint64_t live =
+        live_units<Exec>(g_, bounds_.view(), guess, centre_.view(), live_.view());
     live_count_ = std::int64_t(live & 0xFFFFFFFFu);
     stats_.after_bounds = live >> 32;
     if (double(live_count_) > kPruneUnitFullSearchFraction * double(g_.units())) {
@@ -571,7 +629,7 @@ class PrunedRunner final : public Runner<SadPruned> {
       return;
     }
     refine_units<Exec, kIsa>(g_, live_.view(), live_count_, target, query, bounds_.view(), guess,
-                             alive_after_.view());
+                             centre_.view(), alive_after_.view());
     Kokkos::deep_copy(best_key_, Kokkos::subview(guess, 0));
   }
   void sync() override { Exec{}.fence(); }
@@ -582,7 +640,11 @@ class PrunedRunner final : public Runner<SadPruned> {
     const int strips = g_.strips.count;
     std::vector<std::uint8_t> alive(alive_after_.view().size());
     alive_after_.download(alive.data());
-    out.stats.after_strip.assign(std::size_t(strips), 0);
+    // The settled windows were refined by the polish step, before the strip rounds: counted in
+    // each.
+    std::uint64_t settled = 0;
+    settled_.download(&settled);
+    out.stats.after_strip.assign(std::size_t(strips), settled);
     for (std::int64_t u = 0; u < live_count_; ++u) {
       for (int k = 0; k < strips; ++k)
         out.stats.after_strip[k] += alive[std::size_t(u) * strips + k];
@@ -595,7 +657,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   std::vector<std::uint32_t> strip_sums_;
   InputBuffer<std::uint32_t, Exec> query_strips_;
   OutputBuffer<std::uint32_t, Exec> bounds_, live_;
-  OutputBuffer<std::uint64_t, Exec> candidates_, guess_;
+  OutputBuffer<std::uint64_t, Exec> candidates_, guess_, polish_, centre_, settled_;
   OutputBuffer<std::uint8_t, Exec> alive_after_;
   portable_sad::TeamMethod<Exec, false, kIsa> full_search_;
   std::uint64_t best_key_ = kNoSadKey;
