@@ -164,6 +164,7 @@ struct Avx512Bytes {
   static constexpr int kBytes = 64;
   using Vec = __m512i;
   static constexpr __mmask8 kAllLanes4 = 0x0F;  // the four 64-bit lanes of a 256-bit half
+  static constexpr __mmask8 kAllLanes8 = 0xFF;  // all eight 64-bit lanes
 
   [[gnu::target(KBENCH_TARGET_AVX512), gnu::always_inline]] static inline Vec load(
       const std::uint8_t* p) {
@@ -205,7 +206,9 @@ struct Avx512Bytes {
   [[gnu::target(KBENCH_TARGET_AVX512), gnu::always_inline]] static inline Vec add_sad_half(Vec acc,
                                                                                            Half a,
                                                                                            Half b) {
-    return _mm512_add_epi64(acc, _mm512_zextsi256_si512(_mm256_sad_epu8(a, b)));
+    // The zero-masking insert, as in lane_sum (GCC 12's _mm512_zextsi256_si512 warns the same way).
+    return _mm512_add_epi64(acc, _mm512_maskz_inserti64x4(kAllLanes8, _mm512_setzero_si512(),
+                                                          _mm256_sad_epu8(a, b), 0));
   }
 };
 

@@ -45,7 +45,7 @@ struct SimdSadLayout {
 };
 
 // Query bytes per band: a band and the target window under it fit in a 32 KiB L1 together.
-constexpr int kBandBytes = 3 * 1024;
+constexpr int kBandBytes = 8 * 1024;
 // Padded rows start on cache lines, and span an odd number of them: the rows of a band then fall
 // into every L1 set rather than a few (a pitch of 24 lines, e.g., would use only 24 of 64 sets).
 constexpr std::size_t kCacheLine = 64;
