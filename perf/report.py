@@ -8,6 +8,10 @@
     perf/report.py WIDTHS.jsonl --widths [--markdown widths.md] [--plots DIR]
                                                   (perf/width_sweep.sh's results, issue 12)
 
+    perf/report.py RESULTS.jsonl --ceilings CEILINGS.jsonl [--markdown report.md]
+                                                  (adds the CPU fraction-of-ceiling table, from
+                                                  cpu-ceiling's JSON lines; perf/cpu_check.sh)
+
 Tables, per algorithm: each case's full results; time and speedup vs the sequential reference
 per size (the reports' layout); where each parallel variant starts beating the sequential
 reference (crossover); Kokkos / native per size and backend, three ways (below); the OpenMP
@@ -23,6 +27,9 @@ before it did, simple schedules are known by name and the plain set is left empt
 Plots (when matplotlib is installed): time and speedup vs size, one line per variant, per layer.
 sad-pruned: speedup of each pruned variant over the full search timed on the same input (the
 "sad" records of the same case), per noise σ, as a table and a plot like the paper's Fig. 6.
+CPU ceilings (issue 13, with --ceilings): each OpenMP variant's throughput as a fraction of the
+host's ceiling measured by cpu-ceiling on all threads: sad's byte-SADs/s against the fastest
+psadbw/vpsadbw rate, lbp's and conv's bytes/s against the copy bandwidth.
 """
 
 import re
@@ -58,6 +65,54 @@ def portable_sets(r):
     if simple:
         sets.add("simple")
     return sets
+
+
+# The cpu-ceiling measurement and the record field each algorithm's CPU fraction compares.
+CPU_CEILING_OF = {
+    "sad": ("packed_sad", "gops_per_s", "Gsad/s"),
+    "lbp": ("copy_bandwidth", "gb_per_s", "GB/s"),
+    "conv": ("copy_bandwidth", "gb_per_s", "GB/s"),
+}
+
+
+def load_ceilings(path):
+    """cpu-ceiling's JSON lines as {ceiling: its best line} (the fastest instruction of each)."""
+    best = {}
+    for r in load(path):
+        name = r.get("ceiling")
+        if name and (name not in best or r["value"] > best[name]["value"]):
+            best[name] = r
+    return best
+
+
+def cpu_ceiling_table(main, ceilings):
+    """Each OpenMP variant's throughput against the host ceiling of its algorithm."""
+    if not ceilings:
+        return []
+    rows = [r for r in main if r.get("backend") == "openmp" and r["algorithm"] in CPU_CEILING_OF
+            and CPU_CEILING_OF[r["algorithm"]][0] in ceilings]
+    if not rows:
+        return []
+    parts = []
+    for name in ("packed_sad", "copy_bandwidth"):
+        c = ceilings.get(name)
+        if c:
+            parts.append(f"{name} {fmt(c['value'])} {c['unit']} ({c.get('instruction', '')}, "
+                         f"{c.get('threads', '?')} threads, {c.get('cpu', '?')}, level "
+                         f"{c.get('level', '?')})")
+    out = ["## CPU variants against the host's ceilings", "",
+           "Ceilings from cpu-ceiling on all threads: " + "; ".join(parts) + ". sad: byte-SADs/s "
+           "against the fastest psadbw/vpsadbw rate; lbp and conv: bytes moved per second "
+           "against the copy bandwidth (read + write).", "",
+           "| algorithm | case | variant | layer | achieved | ceiling | % of ceiling |",
+           "|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (r["algorithm"], case_key(r["case"]))):
+        name, field, unit = CPU_CEILING_OF[r["algorithm"]]
+        achieved, ceiling = r.get(field, 0.0), ceilings[name]["value"]
+        out.append(f"| {r['algorithm']} | {r['case']} | {r['variant']} | {r['layer']} | "
+                   f"{fmt(achieved)} {unit} | {fmt(ceiling)} {unit} | "
+                   f"{100 * achieved / ceiling:.1f} |")
+    return out + [""]
 
 
 def ceiling_for(device):
@@ -141,7 +196,7 @@ def latest(records):
     return list(table.values())
 
 
-def markdown(records):
+def markdown(records, ceilings=None):
     main, sweep = split_runs(records)
     main = latest(main)
     lines = []
@@ -203,6 +258,7 @@ def markdown(records):
     lines += pruned_table(records)
     lines += cemd_table(records)
     lines += portability_summary(main)
+    lines += cpu_ceiling_table(main, ceilings)
     return "\n".join(lines) + "\n"
 
 
@@ -642,6 +698,8 @@ def main():
                         help="only the Kokkos / native summary table (tuned, plain, simple)")
     parser.add_argument("--widths", action="store_true",
                         help="throughput against width (perf/width_sweep.sh's results)")
+    parser.add_argument("--ceilings",
+                        help="cpu-ceiling's JSON lines: adds the CPU fraction-of-ceiling table")
     args = parser.parse_args()
     records = load(args.results)
     if not records:
@@ -651,7 +709,7 @@ def main():
     elif args.widths:
         text = width_tables(records)
     else:
-        text = markdown(records)
+        text = markdown(records, load_ceilings(args.ceilings) if args.ceilings else None)
     if args.markdown:
         tmp = args.markdown + ".partial"
         with open(tmp, "w") as f:

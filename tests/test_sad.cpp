@@ -2,6 +2,11 @@
 // (map and argmin), plus the tie rule, top-k selection, generated cases and bad input.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdlib>
+
+#include "kbench/cpu_features.hpp"
+#include "kbench/cpu_simd.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/random.hpp"
@@ -45,12 +50,27 @@ int check_all_variants(const SadInput& input) {
   return ran;
 }
 
-// Host variants: seq, omp, omp-blocked, and kokkos-mdrange / kokkos-team per host backend
-// write the map; kokkos-fused per host backend runs only without it.
+constexpr const char* kSimdPrefix = "omp-simd-";
+constexpr CpuLevel kLevels[] = {CpuLevel::generic, CpuLevel::avx2, CpuLevel::avx512};
+
+// The SIMD CPU variants (omp-simd-<level>) run at the levels this CPU has, the others anywhere.
+bool runs_on_this_cpu(const Variant<Sad>& v) {
+  for (const CpuLevel level : kLevels) {
+    if (v.name == kSimdPrefix + std::string(to_string(level))) return cpu_supports(level);
+  }
+  return true;
+}
+
+// Host variants: seq, omp, omp-blocked, omp-simd-<level> at the levels this CPU has, and
+// kokkos-mdrange / kokkos-team per host backend write the map; kokkos-fused per host backend
+// runs only without it.
 int host_variants(bool fused) {
   int n = 0;
   for (const auto& v : variants<Sad>()) {
-    if (v.backend != Backend::cuda && (v.name.find("fused") != std::string::npos) == fused) ++n;
+    if (v.backend != Backend::cuda && runs_on_this_cpu(v) &&
+        (v.name.find("fused") != std::string::npos) == fused) {
+      ++n;
+    }
   }
   return n;
 }
@@ -101,6 +121,124 @@ TEST_CASE("sad: every variant matches the reference at every width 1..130", "[sa
       INFO(describe(input));
       CHECK(check_all_variants(input) >= expected_host_runs(true));
     }
+  }
+}
+
+// The SIMD CPU variants at every query width 1..70 (whole, partial and half-vector tails at every
+// level's chunk size), with targets a little wider, map heights that leave register blocks
+// partly outside the map, and queries tall enough to be summed in several bands.
+TEST_CASE("sad: the SIMD CPU variants match the reference at query widths 1..70", "[sad][widths]") {
+  SplitMix64 random(1300);
+  for (int qw = 1; qw <= 70; ++qw) {
+    const int w = qw + random.between(0, 40);
+    const int qh = qw % 7 == 0 ? random.between(60, 110) : random.between(1, 6);
+    const int h = qh + random.between(0, 9);
+    SadInput input{random_gray(w, h, random.next()), random_gray(qw, qh, random.next()), {}};
+    input.params.want_map = qw % 2 == 0;
+    INFO(describe(input));
+    const Sad::Reference reference = Sad::reference(input);
+    int ran = 0;
+    for (const auto& v : variants<Sad>()) {
+      if (v.name.rfind(kSimdPrefix, 0) != 0 || !v.handles(input)) continue;
+      INFO("variant " << v.name);
+      const CheckResult check = Sad::check(input, reference, run_checked(v, input));
+      INFO(check.detail);
+      CHECK(check.ok);
+      ++ran;
+    }
+    CHECK(ran == 1 + int(cpu_supports(CpuLevel::avx2)) + int(cpu_supports(CpuLevel::avx512)));
+  }
+}
+
+TEST_CASE("the SIMD CPU variants: one per level, the generic one everywhere, the best by default",
+          "[sad]") {
+  const SadInput input{random_gray(40, 30, 5), random_gray(21, 9, 6), {}};
+  const Variant<Sad>& generic = find_variant<Sad>("omp-simd-generic");
+  CHECK(generic.layer == Layer::native_cpu);
+  CHECK(generic.handles(input));
+  CHECK(run_checked(generic, input) == Sad::reference(input));
+#if defined(KBENCH_X86_SIMD)
+  for (const CpuLevel level : {CpuLevel::avx2, CpuLevel::avx512}) {
+    const Variant<Sad>& v = find_variant<Sad>(kSimdPrefix + std::string(to_string(level)));
+    CHECK(v.handles(input) == cpu_supports(level));
+  }
+#endif
+  // Without a GPU the user calls take the highest level this CPU offers.
+  CHECK(best_variant<Sad>(input, false).name == kSimdPrefix + std::string(to_string(cpu_level())));
+}
+
+namespace {
+
+// Σ |a − b| over n bytes, masked: the byte-vector helpers' expected sums.
+std::uint32_t masked_sad(const std::uint8_t* a, const std::uint8_t* b, const std::uint8_t* mask,
+                         int n) {
+  std::uint32_t sum = 0;
+  for (int x = 0; x < n; ++x) sum += std::uint32_t(std::abs(int(a[x]) - int(b[x] & mask[x])));
+  return sum;
+}
+
+// Each level's helpers on kBytes bytes (a, b, mask) then the half vector: two accumulations,
+// the second one masked, reduced to one sum. The ones above the baseline are compiled for their
+// level (only called where the CPU has it).
+template <class Bytes>
+std::uint32_t helper_sums(const std::uint8_t* a, const std::uint8_t* b, const std::uint8_t* mask) {
+  typename Bytes::Vec acc = Bytes::add_sad(Bytes::zero(), Bytes::load(a), Bytes::load(b));
+  acc = Bytes::add_sad(acc, Bytes::load(a), Bytes::bit_and(Bytes::load(b), Bytes::load(mask)));
+  acc = Bytes::add_sad_half(acc, Bytes::load_half(a),
+                            Bytes::half_and(Bytes::load_half(b), Bytes::load_half(mask)));
+  return Bytes::lane_sum(acc);
+}
+#if defined(KBENCH_X86_SIMD)
+[[gnu::target(KBENCH_TARGET_AVX2)]] std::uint32_t avx2_sums(const std::uint8_t* a,
+                                                            const std::uint8_t* b,
+                                                            const std::uint8_t* mask) {
+  using Bytes = cpu_simd::Avx2Bytes;
+  Bytes::Vec acc = Bytes::add_sad(Bytes::zero(), Bytes::load(a), Bytes::load(b));
+  acc = Bytes::add_sad(acc, Bytes::load(a), Bytes::bit_and(Bytes::load(b), Bytes::load(mask)));
+  acc = Bytes::add_sad_half(acc, Bytes::load_half(a),
+                            Bytes::half_and(Bytes::load_half(b), Bytes::load_half(mask)));
+  return Bytes::lane_sum(acc);
+}
+[[gnu::target(KBENCH_TARGET_AVX512)]] std::uint32_t avx512_sums(const std::uint8_t* a,
+                                                                const std::uint8_t* b,
+                                                                const std::uint8_t* mask) {
+  using Bytes = cpu_simd::Avx512Bytes;
+  Bytes::Vec acc = Bytes::add_sad(Bytes::zero(), Bytes::load(a), Bytes::load(b));
+  acc = Bytes::add_sad(acc, Bytes::load(a), Bytes::bit_and(Bytes::load(b), Bytes::load(mask)));
+  acc = Bytes::add_sad_half(acc, Bytes::load_half(a),
+                            Bytes::half_and(Bytes::load_half(b), Bytes::load_half(mask)));
+  return Bytes::lane_sum(acc);
+}
+#endif
+
+}  // namespace
+
+TEST_CASE("the byte-vector helpers of every level this CPU has agree with byte arithmetic",
+          "[sad]") {
+  constexpr int kMaxBytes = 64;
+  SplitMix64 random(404);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::uint8_t a[kMaxBytes], b[kMaxBytes], mask[kMaxBytes];
+    const int masked_from = random.between(0, kMaxBytes);
+    for (int x = 0; x < kMaxBytes; ++x) {
+      // Extremes often, so sums near 255 per byte are covered.
+      a[x] = std::uint8_t(trial % 3 == 0 ? 255 * (x % 2) : random.between(0, 255));
+      b[x] = std::uint8_t(trial % 3 == 0 ? 255 * (1 - x % 2) : random.between(0, 255));
+      mask[x] = x < masked_from ? 0xFF : 0x00;
+    }
+    std::uint8_t all[kMaxBytes];
+    std::fill_n(all, kMaxBytes, std::uint8_t(0xFF));
+    const auto expected = [&](int bytes) {
+      return masked_sad(a, b, all, bytes) + masked_sad(a, b, mask, bytes) +
+             masked_sad(a, b, mask, bytes / 2);
+    };
+    INFO("trial " << trial << ", mask from byte " << masked_from);
+    CHECK(helper_sums<cpu_simd::GenericBytes<>>(a, b, mask) == expected(16));
+    CHECK(helper_sums<cpu_simd::GenericBytes<Isa::plain>>(a, b, mask) == expected(16));
+#if defined(KBENCH_X86_SIMD)
+    if (cpu_supports(CpuLevel::avx2)) CHECK(avx2_sums(a, b, mask) == expected(32));
+    if (cpu_supports(CpuLevel::avx512)) CHECK(avx512_sums(a, b, mask) == expected(64));
+#endif
   }
 }
 

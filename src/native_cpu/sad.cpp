@@ -1,5 +1,19 @@
-// Native CPU sad: the report's OpenMP map (collapse(2), static schedule) and a cache-blocked map
-// that keeps a tile's target rows and the current query row in L1 while they are reused.
+// Native CPU sad:
+// - omp: the report's OpenMP map (collapse(2), static schedule);
+// - omp-blocked: a cache-blocked map that keeps a tile's target rows and the current query row in
+//   L1 while they are reused;
+// - omp-simd-<level> (issue 13): packed SAD instructions (psadbw at 16, vpsadbw at 32 and 64
+//   bytes) on register blocks of map positions, one variant per CpuLevel compiled with that
+//   level's target (sad_simd_level.inc), each runnable where cpu_supports() says so; the generic
+//   one runs everywhere. Rows are split statically over the threads, and each thread first
+//   touches the map rows and target rows it works on.
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+#include "kbench/cpu_features.hpp"
+#include "kbench/cpu_simd.hpp"
+#include "kbench/error.hpp"
 #include "sequential/sad_host.hpp"
 
 namespace kbench {
@@ -15,17 +29,173 @@ void omp_map(const SadInput& input, const SadShape& s, std::int32_t* map) {
   }
 }
 
+// The SIMD variants' padded copies of target and query, with zeros around them so a register
+// block may read past the map's edge and a chunk past the query's width. The buffers belong to
+// SimdMapRunner.
+struct SimdSadLayout {
+  std::uint8_t* target;
+  std::size_t target_pitch;  // bytes per padded target row
+  int target_rows;           // the target's, plus a register block's overhang below it
+  std::uint8_t* query;
+  int query_width;
+  int query_pitch;          // the query's width rounded up to whole chunks
+  int whole_chunk_bytes;    // bytes of a query row in chunks that need no mask
+  std::uint8_t* tail_mask;  // one chunk: 0xFF over the tail's query bytes, 0 past them
+  int band_rows;            // query rows per pass over a map row (they stay in L1)
+};
+
+// Query bytes per band: a band and the target window under it fit in a 32 KiB L1 together.
+constexpr int kBandBytes = 8 * 1024;
+// Padded rows start on cache lines, and span an odd number of them: the rows of a band then fall
+// into every L1 set rather than a few (a pitch of 24 lines, e.g., would use only 24 of 64 sets).
+constexpr std::size_t kCacheLine = 64;
+
+std::size_t odd_lines_pitch(std::size_t bytes) {
+  const std::size_t lines = (bytes + kCacheLine - 1) / kCacheLine;
+  return (lines | 1) * kCacheLine;
+}
+
+}  // namespace
+
+// Every level's kernel, compiled for that level (see sad_simd_level.inc). The register blocks
+// use most of the level's vector registers: 16 at SSE2 and AVX2, 32 at AVX-512.
+namespace sad_simd_generic {
+using Bytes = cpu_simd::GenericBytes<>;
+constexpr int kRows = 2, kPositions = 4;
+#include "native_cpu/sad_simd_level.inc"
+}  // namespace sad_simd_generic
+
+#if defined(KBENCH_X86_SIMD)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,bmi2")
+namespace sad_simd_avx2 {
+using Bytes = cpu_simd::Avx2Bytes;
+constexpr int kRows = 1, kPositions = 8;
+#include "native_cpu/sad_simd_level.inc"
+}  // namespace sad_simd_avx2
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq")
+namespace sad_simd_avx512 {
+using Bytes = cpu_simd::Avx512Bytes;
+constexpr int kRows = 4, kPositions = 4;
+#include "native_cpu/sad_simd_level.inc"
+}  // namespace sad_simd_avx512
+#pragma GCC pop_options
+#endif
+
+namespace {
+
+std::size_t round_up(std::size_t value, std::size_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+struct FreeMemory {
+  void operator()(void* memory) const { std::free(memory); }
+};
+template <class T>
+using HostBuffer = std::unique_ptr<T[], FreeMemory>;
+
+// Host memory on whole cache lines (so aligned rows give aligned loads) that no thread has
+// touched yet, so that the first writer's node holds each page.
+template <class T>
+HostBuffer<T> allocate_untouched(std::size_t count, const char* what) {
+  const std::size_t bytes = round_up(std::max<std::size_t>(count, 1) * sizeof(T), kCacheLine);
+  void* memory = std::aligned_alloc(kCacheLine, bytes);
+  if (!memory) {
+    throw Error("cannot allocate " + std::to_string(bytes) + " bytes of host memory for " + what);
+  }
+  return HostBuffer<T>(static_cast<T*>(memory));
+}
+
+template <class Kernel>
+class SimdMapRunner final : public Runner<Sad> {
+ public:
+  explicit SimdMapRunner(const SadInput& input) : input_(input), shape_(validate_sad_input(input)) {
+    const SadShape& s = shape_;
+    constexpr int kChunk = Kernel::kChunkBytes;
+    // A block's last column reads up to kBlockPositions − 1 + a whole chunk past the map's edge.
+    layout_.target_pitch =
+        odd_lines_pitch(std::size_t(s.target_width) + Kernel::kBlockPositions + kChunk);
+    layout_.target_rows = s.target_height + Kernel::kBlockRows - 1;
+    layout_.query_width = s.query_width;
+    layout_.query_pitch = int(round_up(std::size_t(s.query_width), kChunk));
+    layout_.whole_chunk_bytes = s.query_width / kChunk * kChunk;
+    layout_.band_rows = std::max(1, kBandBytes / layout_.query_pitch);
+    target_ = allocate_untouched<std::uint8_t>(layout_.target_pitch * layout_.target_rows,
+                                               "the padded SAD target");
+    query_ = allocate_untouched<std::uint8_t>(
+        std::size_t(layout_.query_pitch) * std::size_t(s.query_height), "the padded SAD query");
+    tail_mask_ = allocate_untouched<std::uint8_t>(kChunk, "the SAD tail mask");
+    map_ = allocate_untouched<std::int32_t>(s.map_size(), "the SAD map");
+    layout_.target = target_.get();
+    layout_.query = query_.get();
+    layout_.tail_mask = tail_mask_.get();
+  }
+  // By row blocks, split over the threads as fill() splits them: the first touch of each map page.
+  void poison(std::uint8_t byte) override {
+    const SadShape& s = shape_;
+    const int row_blocks = (s.map_height + Kernel::kBlockRows - 1) / Kernel::kBlockRows;
+    std::uint8_t* map = reinterpret_cast<std::uint8_t*>(map_.get());
+    const std::size_t block_bytes =
+        std::size_t(Kernel::kBlockRows) * s.map_width * sizeof(std::int32_t);
+    const std::size_t map_bytes = s.map_size() * sizeof(std::int32_t);
+#pragma omp parallel for schedule(static)
+    for (int block = 0; block < row_blocks; ++block) {
+      const std::size_t start = block * block_bytes;
+      std::fill(map + start, map + std::min(map_bytes, start + block_bytes), byte);
+    }
+    std::fill_n(reinterpret_cast<std::uint8_t*>(&best_), sizeof best_, byte);
+  }
+  void compute() override {
+    Kernel::prepare(input_, shape_, layout_);
+    best_ = match_from_key(Kernel::fill(layout_, shape_, map_.get()), shape_.map_width);
+  }
+  void download(SadResult& out) override {
+    out.map_width = shape_.map_width;
+    out.map_height = shape_.map_height;
+    out.best = best_;
+    if (input_.params.want_map) {
+      out.map.assign(map_.get(), map_.get() + shape_.map_size());
+    } else {
+      out.map.clear();
+    }
+  }
+
+ private:
+  const SadInput& input_;
+  SadShape shape_;
+  SimdSadLayout layout_{};
+  HostBuffer<std::uint8_t> target_, query_, tail_mask_;
+  HostBuffer<std::int32_t> map_;
+  SadMatch best_;
+};
+
+template <class Kernel>
+bool level_supported(const SadInput&) {
+  return cpu_supports(Kernel::level);
+}
+
 }  // namespace
 
 void register_sad_native_cpu(VariantList<Sad>& list) {
-  // The blocked map is the fastest CPU path; compare also uses it for the checking reference
-  // where the sequential one is too slow.
-  const auto add = [&](const char* name, Variant<Sad>::Make make, int preference) {
-    list.push_back(
-        {name, Layer::native_cpu, Backend::openmp, false, std::move(make), {}, preference});
+  // The blocked map is compare's checking reference where the sequential one is too slow; the
+  // SIMD variants are the fastest CPU paths, the highest level this CPU has first.
+  const auto add = [&](const char* name, Variant<Sad>::Make make,
+                       std::function<bool(const SadInput&)> supports, int preference) {
+    list.push_back({name, Layer::native_cpu, Backend::openmp, false, std::move(make),
+                    std::move(supports), preference});
   };
-  add("omp", make_runner<MapRunner<omp_map, omp_argmin>>, 10);
-  add("omp-blocked", make_runner<MapRunner<blocked_map, omp_argmin>>, 11);
+  add("omp", make_runner<MapRunner<omp_map, omp_argmin>>, {}, 10);
+  add("omp-blocked", make_runner<MapRunner<blocked_map, omp_argmin>>, {}, 11);
+  add("omp-simd-generic", make_runner<SimdMapRunner<sad_simd_generic::Kernel>>, {}, 12);
+#if defined(KBENCH_X86_SIMD)
+  add("omp-simd-avx2", make_runner<SimdMapRunner<sad_simd_avx2::Kernel>>,
+      level_supported<sad_simd_avx2::Kernel>, 13);
+  add("omp-simd-avx512", make_runner<SimdMapRunner<sad_simd_avx512::Kernel>>,
+      level_supported<sad_simd_avx512::Kernel>, 14);
+#endif
 }
 
 }  // namespace kbench
