@@ -214,7 +214,7 @@ Table<Exec> allocate_table(const char* label, std::size_t count) {
     return Table<Exec>(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing), count);
   } catch (const std::exception& e) {
     throw OutOfMemory(std::string("cannot allocate ") + std::to_string(count * sizeof(float)) +
-                " bytes for " + label + " in " + Exec::name() + " memory: " + e.what());
+                      " bytes for " + label + " in " + Exec::name() + " memory: " + e.what());
   }
 }
 
@@ -684,7 +684,7 @@ struct TiledMethod {
                             units);
     } catch (const std::exception& e) {
       throw OutOfMemory(std::string("cannot allocate ") + std::to_string(units * sizeof(Bytes16)) +
-                  " bytes for " + label + " in " + Exec::name() + " memory: " + e.what());
+                        " bytes for " + label + " in " + Exec::name() + " memory: " + e.what());
     }
   }
 
