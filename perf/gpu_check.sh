@@ -15,9 +15,10 @@
 # is the OpenMP thread sweep, sweep the LBP size sweep, widths throughput against image width
 # (perf/width_sweep.sh into OUTDIR/widths), noise the sad-pruned noise sweep against full
 # search, the paper's Fig. 6; "profile" adds the ncu summary, "cemd-sweep" cemd's throughput
-# against size, the paper's Fig. 1; "peers" times perf/peers.py's libraries on the same cases);
-# the binaries come from
-# KBENCH_BUILD (default build/cuda); nothing is built here.
+# against size, the paper's Fig. 1; "peers" times perf/peers.py's libraries on the same cases;
+# "big" runs conv on 30000×30000 RGB and lbp on 50000×50000 gray, 2.7 and 2.5 GB, past 2^31
+# bytes, on the CUDA variants with sampled-row checks, then 600000-row images, into big.log and
+# big.jsonl); the binaries come from KBENCH_BUILD (default build/cuda); nothing is built here.
 set -uo pipefail
 
 out=${1:?usage: perf/gpu_check.sh OUTDIR [ALGO...]}
@@ -56,6 +57,15 @@ declare -A profile_cases=(
 # The cases perf/peers.py times per algorithm.
 declare -A peer_cases=([conv]="480p 1080p 4k" [lbp]="480p 1080p 4k" [sad]="test1 test2 test3"
   [cemd]="4Mi 4Mi-raw")
+# The big step's cases: images of more than 2^31 bytes, checked on this many sampled rows (whose
+# reference is computed on the host; lbp also counts its whole histogram there).
+big_cases=("conv --size 30000x30000 --channels 3" "lbp --size 50000x50000")
+big_check_rows=64
+# Tall, narrow images (10 MB): more row blocks and row tiles than a grid has in y (65535), so the
+# kernels' grid-stride rows and the Kokkos launches' row chunks run; checked against the whole
+# reference.
+tall_cases=("conv --size 16x600000 --channels 1" "conv --size 16x600000 --channels 3"
+  "lbp --size 16x600000")
 # sad-pruned's noise sweep (the paper's σ values) on the paper's photo sizes.
 noise_levels=(0 5 10 20 40 70)
 noise_cases=(photo3072-q128 photo2306-q64)
@@ -127,6 +137,20 @@ if [[ $steps == *" widths "* ]]; then
       >"$out/widths.log" 2>&1 || status=1
     tail -40 "$out/widths.log"
   fi
+fi
+
+if [[ $steps == *" big "* ]]; then
+  echo "== images past 2^31 bytes (CUDA variants, sampled-row checks)"
+  for case in "${big_cases[@]}"; do
+    # shellcheck disable=SC2086
+    "$bin/compare" --algo $case --backend cuda --check-rows "$big_check_rows" --reps 5 \
+      --json "$out/big.jsonl" >>"$out/big.log" 2>&1 || status=1
+  done
+  for case in "${tall_cases[@]}"; do
+    # shellcheck disable=SC2086
+    "$bin/compare" --algo $case --backend cuda --check-only >>"$out/big.log" 2>&1 || status=1
+  done
+  grep -E "^(conv|lbp) on |^(GPU )?memory:|^(cuda|kokkos)-|skipping" "$out/big.log" | tail -90
 fi
 
 if [[ $steps == *" noise "* && " ${algorithms[*]} " == *" sad-pruned "* ]]; then

@@ -1,6 +1,9 @@
 // Every conv variant this build and machine can run, against the double-precision reference,
 // within kConvToleranceGrey (±1 grey level after rounding).
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -206,4 +209,54 @@ TEST_CASE("masks load from built-in names and from files", "[conv]") {
   CHECK(load_mask(path).size == 5);
   std::filesystem::remove(path);
   CHECK_THROWS_WITH(load_mask("/no/such/mask.txt"), Catch::Contains("unknown mask"));
+}
+
+TEST_CASE("the sampled-row check accepts a right output and finds a wrong sample", "[conv]") {
+  for (const Border border : {Border::clamp, Border::crop}) {
+    INFO(to_string(border));
+    const ConvInput input{random_image(37, 29, 3, 11), builtin_mask("sharpen"), border};
+    const Conv::Reference whole = Conv::reference(input);
+    const ImageU8 right = run_once(find_variant<Conv>("seq-aos"), input);
+    const std::vector<int> rows = sample_rows(right.height, 6, 4);
+    const Conv::RowsReference sampled = Conv::reference_rows(input, rows);
+    REQUIRE(sampled.rows == rows);
+    // Each sampled row's values are the whole reference's row.
+    const std::size_t row_samples = std::size_t(right.width) * right.channels;
+    REQUIRE(sampled.values.size() == rows.size() * row_samples);
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      for (std::size_t i = 0; i < row_samples; ++i) {
+        CHECK(sampled.values[k * row_samples + i] == whole[rows[k] * row_samples + i]);
+      }
+    }
+    CHECK(Conv::check_rows(input, sampled, right).ok);
+
+    // 100 grey levels off in the last sample of a sampled row in the middle: found and named.
+    ImageU8 wrong = right;
+    const int y = rows[2], x = right.width - 1;
+    const double want =
+        std::clamp(std::round(whole[std::size_t(y) * row_samples + 3 * x + 2]), 0.0, 255.0);
+    wrong.at(x, y, 2) = std::uint8_t(want < 128 ? want + 100 : want - 100);
+    const CheckResult check = Conv::check_rows(input, sampled, wrong);
+    CHECK_FALSE(check.ok);
+    CHECK(check.max_error == 100.0);
+    CHECK_THAT(check.detail,
+               Catch::Contains("x=" + std::to_string(x) + ", y=" + std::to_string(y) + ", c=2"));
+    // A row outside the sample is not looked at: that is what the whole check is for.
+    ImageU8 unsampled = right;
+    int other = 0;
+    while (std::find(rows.begin(), rows.end(), other) != rows.end()) ++other;
+    unsampled.at(0, other, 0) ^= 0x80;
+    CHECK(Conv::check_rows(input, sampled, unsampled).ok);
+    CHECK_FALSE(Conv::check(input, whole, unsampled).ok);
+  }
+}
+
+TEST_CASE("the sampled-row check refuses a wrong shape and rows outside the output", "[conv]") {
+  const ConvInput input{random_image(20, 12, 3, 2), builtin_mask("box"), Border::crop};
+  const Conv::RowsReference sampled = Conv::reference_rows(input, {0, 5, 9});
+  const CheckResult check = Conv::check_rows(input, sampled, ImageU8(20, 12, 3));
+  CHECK_FALSE(check.ok);
+  CHECK_THAT(check.detail, Catch::Contains("expected 18x10x3"));
+  CHECK_THROWS_WITH(Conv::reference_rows(input, {0, 10}), Catch::Contains("row 10 is outside"));
+  CHECK_THROWS_AS(Conv::reference_rows(input, {}), Error);
 }

@@ -397,3 +397,43 @@ TEST_CASE("the check counts differing pixels and bins", "[lbp]") {
   out.histogram.pop_back();
   CHECK_FALSE(Lbp::check(input, reference, out).ok);
 }
+
+TEST_CASE("the sampled-row check accepts a right output and finds wrong codes and bins", "[lbp]") {
+  for (const Border border : {Border::clamp, Border::crop}) {
+    for (const LbpMapping mapping : {LbpMapping::plain, LbpMapping::uniform}) {
+      INFO(to_string(border) << " " << to_string(mapping));
+      const LbpInput input{random_gray(41, 23, 5, 4), {border, mapping}};
+      const LbpResult whole = Lbp::reference(input);
+      const std::vector<int> rows = sample_rows(whole.codes.height, 5, 8);
+      const Lbp::RowsReference sampled = Lbp::reference_rows(input, rows);
+      REQUIRE(sampled.rows == rows);
+      REQUIRE(sampled.codes.height == int(rows.size()));
+      CHECK(sampled.histogram == whole.histogram);
+      for (std::size_t k = 0; k < rows.size(); ++k) {
+        for (int x = 0; x < whole.codes.width; ++x) {
+          CHECK(sampled.codes.at(x, int(k), 0) == whole.codes.at(x, rows[k], 0));
+        }
+      }
+      CHECK(Lbp::check_rows(input, sampled, whole).ok);
+
+      LbpResult wrong = whole;
+      wrong.codes.at(3, rows[1], 0) ^= 1;
+      CheckResult check = Lbp::check_rows(input, sampled, wrong);
+      CHECK_FALSE(check.ok);
+      CHECK(check.max_error == 1.0);
+      CHECK_THAT(check.detail, Catch::Contains("x=3, y=" + std::to_string(rows[1])));
+      // The histogram covers every row, sampled or not.
+      wrong = whole;
+      wrong.histogram[0] += 1;
+      check = Lbp::check_rows(input, sampled, wrong);
+      CHECK_FALSE(check.ok);
+      CHECK_THAT(check.detail, Catch::Contains("bin 0"));
+    }
+  }
+  const LbpInput input{random_gray(9, 7, 1), {Border::crop, LbpMapping::plain}};
+  CHECK_THROWS_WITH(Lbp::reference_rows(input, {0, 5}), Catch::Contains("row 5 is outside"));
+  CHECK_THROWS_AS(Lbp::reference_rows(input, {}), Error);
+  const Lbp::RowsReference sampled = Lbp::reference_rows(input, {0, 4});
+  CHECK_FALSE(
+      Lbp::check_rows(input, sampled, make_lbp_output(LbpInput{random_gray(9, 8, 1), {}})).ok);
+}

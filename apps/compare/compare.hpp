@@ -21,6 +21,9 @@ struct Options {
   std::string json_path;
   std::uint64_t seed = 1;
   bool check_only = false;  // check every variant, time none
+  // conv, lbp: check outputs on this many sampled rows instead of against the whole reference
+  // (0: the whole reference), for images whose reference is too large to hold.
+  int check_rows = 0;
   TimingOptions timing;
 };
 
@@ -28,12 +31,18 @@ struct Options {
 template <class Algorithm>
 struct Case {
   typename Algorithm::Input input;
-  std::string name;         // e.g. "4k", or the image's file name
-  std::string description;  // e.g. "3840x2160x3 gaussian 3x3 clamp"
+  std::string name;                // e.g. "4k", or the image's file name
+  std::string description;         // e.g. "3840x2160x3 gaussian 3x3 clamp"
+  std::vector<std::string> notes;  // printed under the heading, e.g. what the case holds in memory
   // Where Algorithm::reference is too slow for this case: computes the reference another way,
   // and `reference_source` says how (printed). Empty: Algorithm::reference.
   std::function<typename Algorithm::Reference()> reference;
   std::string reference_source;
+  // Where the whole reference is too large to hold: makes, from a partial reference of the input
+  // (e.g. of sampled rows), the check that replaces Algorithm::check; `reference_source` says
+  // what the partial reference holds (printed). Empty: Algorithm::check against the reference.
+  using Check = std::function<CheckResult(const typename Algorithm::Output&)>;
+  std::function<Check(const typename Algorithm::Input&)> make_check;
   // A non-empty reason keeps a variant from running on this case; its row prints the reason.
   std::function<std::string(const Variant<Algorithm>&)> skip;
   // What a correct variant's output says beyond right or wrong (e.g. how much was pruned):

@@ -40,11 +40,21 @@ int run(const Options& options, const Case<Algorithm>& problem) {
               problem.description.c_str());
   std::printf("host: %s, %d threads%s%s\n", cpu_name().c_str(), host_threads(),
               have_gpu ? "; GPU: " : "", have_gpu ? gpu_name().c_str() : "");
-  std::printf("computing the reference%s%s...\n", problem.reference ? " by " : "",
+  for (const std::string& note : problem.notes) std::printf("%s\n", note.c_str());
+  std::printf("computing the reference%s%s...\n",
+              problem.make_check ? " " : (problem.reference ? " by " : ""),
               problem.reference_source.c_str());
   std::fflush(stdout);
-  const typename Algorithm::Reference reference =
-      problem.reference ? problem.reference() : Algorithm::reference(problem.input);
+  typename Algorithm::Reference reference;
+  typename Case<Algorithm>::Check check_output;
+  if (problem.make_check) {
+    check_output = problem.make_check(problem.input);
+  } else {
+    reference = problem.reference ? problem.reference() : Algorithm::reference(problem.input);
+    check_output = [&](const typename Algorithm::Output& out) {
+      return Algorithm::check(problem.input, reference, out);
+    };
+  }
 
   std::ofstream json;
   if (!options.json_path.empty()) {
@@ -84,7 +94,7 @@ int run(const Options& options, const Case<Algorithm>& problem) {
     std::fflush(stdout);
     try {
       const auto out = run_checked(v, problem.input);
-      const CheckResult check = Algorithm::check(problem.input, reference, out);
+      const CheckResult check = check_output(out);
       row.max_error = check.max_error;
       if (check.ok && problem.summary) row.summary = problem.summary(out);
       if (!check.ok) {
@@ -95,12 +105,17 @@ int run(const Options& options, const Case<Algorithm>& problem) {
         std::fflush(stdout);
         row.timing = time_variant(v, problem.input, options.timing);
       }
+    } catch (const OutOfMemory& e) {
+      // Too large for this machine's memory (or the GPU's): not a wrong variant.
+      row.status = "skipped";
+      row.detail = e.what();
+      std::cerr << "compare: skipping " << v.name << ": " << e.what() << '\n';
     } catch (const std::exception& e) {
       row.status = "FAILED";
       row.detail = e.what();
     }
     std::printf(" %s\n", row.status.c_str());
-    if (row.status != "ok") ++failures;
+    if (row.status != "ok" && row.status != "skipped") ++failures;
     if (is_reference && row.status == "ok") reference_ms = row.timing.compute.median_ms;
     rows.push_back(row);
   }

@@ -2,6 +2,7 @@
 #include "kbench/conv.hpp"
 #include "compare/compare_impl.hpp"
 #include "compare/inputs.hpp"
+#include "compare/sampled_rows.hpp"
 
 namespace kbench::compare {
 namespace {
@@ -31,6 +32,10 @@ int run_conv(const Options& options) {
                         std::to_string(image.channels) + " " + conv.mask + " " +
                         std::to_string(problem.input.mask.size) + "x" +
                         std::to_string(problem.input.mask.size) + " " + options.border;
+  const ImageSize out =
+      conv_output_size(image.width, image.height, problem.input.mask, problem.input.border);
+  use_sampled_rows(options, problem, out.height, double(image.sample_count()),
+                   double(out.width) * out.height * image.channels);
   return run(options, problem);
 }
 

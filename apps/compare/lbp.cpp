@@ -2,6 +2,7 @@
 #include "kbench/lbp.hpp"
 #include "compare/compare_impl.hpp"
 #include "compare/inputs.hpp"
+#include "compare/sampled_rows.hpp"
 
 namespace kbench::compare {
 namespace {
@@ -26,6 +27,9 @@ int run_lbp(const Options& options) {
   const ImageU8& gray = problem.input.gray;
   problem.description = std::to_string(gray.width) + "x" + std::to_string(gray.height) + " gray " +
                         options.border + " " + lbp_options.mapping;
+  const ImageSize out = lbp_output_size(gray.width, gray.height, problem.input.params.border);
+  use_sampled_rows(options, problem, out.height, double(gray.sample_count()),
+                   double(out.width) * out.height);
   return run(options, problem);
 }
 

@@ -3,6 +3,7 @@
 //   compare --algo conv|lbp --size 4k [--image photo.png] [--border crop] [--mask sharpen|FILE]
 //           [--mapping uniform] [--backend cuda] [--variant NAME]... [--reps 20]
 //           [--json results.jsonl] [--list]
+//   compare --algo conv --size 30000x30000 --check-rows 64 --backend cuda   (images > 2^31 bytes)
 //   compare --algo sad --size test3 [--no-map] [--image target.png [--query query.png]]
 //   compare --algo cemd --size 4Mi|64Kix1Mi|NxM [--distance raw] [--all-pairs] [--ratio 0.8]
 //   compare --algo cemd --query q.npy --database d.npy [--distance raw] [--all-pairs]
@@ -97,6 +98,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--check-only", options.check_only,
                "Check every variant against the reference; time none");
+  app.add_option("--check-rows", options.check_rows,
+                 "conv, lbp: check outputs on this many sampled rows (the first, the last and "
+                 "seeded ones; lbp: and the whole histogram) instead of the whole reference, for "
+                 "images too large for it; single-core variants then run only where --variant "
+                 "names them")
+      ->check(CLI::Range(0, 1000000));
   app.add_flag("--list", list, "Print the variant registry and exit");
   app.add_flag("--list-cases", list_cases, "Print the algorithm's standard cases and exit");
   const auto entries = algorithm_entries();
@@ -107,6 +114,11 @@ int main(int argc, char** argv) {
       std::cerr << "compare: unknown option '" << extra << "' (see --help)\n";
       return 2;
     }
+  }
+
+  if (options.check_rows > 0 && options.algorithm != "conv" && options.algorithm != "lbp") {
+    std::cerr << "compare: --check-rows applies to conv and lbp, not " << options.algorithm << '\n';
+    return 2;
   }
 
   // Listings need no execution space, so they work where a backend cannot start.

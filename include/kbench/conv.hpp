@@ -64,6 +64,19 @@ struct Conv {
   static CheckResult check(const Input& input, const Reference& reference, const Output& out);
   // Input and output samples once each; a multiply and an add per mask tap and sample.
   static Workload workload(const Input& input);
+
+  // The reference of some output rows, where the whole of it is too large to hold (2.7 G
+  // doubles for 30000×30000 RGB): `values` holds output row rows[k] at row k, out_width ×
+  // channels values a row.
+  struct RowsReference {
+    std::vector<int> rows;
+    std::vector<double> values;
+  };
+  // Throws Error for a row outside the output.
+  static RowsReference reference_rows(const Input& input, std::vector<int> rows);
+  // check() on the reference's rows of `out` only.
+  static CheckResult check_rows(const Input& input, const RowsReference& reference,
+                                const Output& out);
 };
 
 // Output size for `border`; throws Error when the mask is larger than the image or not a

@@ -12,4 +12,11 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// A buffer (host or device memory) that could not be allocated: the input may be fine but too
+// large for this machine, which compare reports as a skipped variant rather than a wrong one.
+class OutOfMemory : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace kbench

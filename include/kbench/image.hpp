@@ -6,10 +6,32 @@
 #include <string>
 #include <vector>
 
+#include "kbench/host_device.hpp"
+
 namespace kbench {
 
+// Images may hold more than 2^31 (or 2^32) samples: a 30000×30000 RGB image is 2.7 GB. Sample
+// and row offsets are therefore 64-bit everywhere, while coordinates and the byte offsets within
+// one row stay int, which the kernels' inner loops use. A row may hold at most kMaxRowBytes
+// bytes, so that a row's length, its padded pitch and a few samples past either end all fit in
+// int with room to spare.
+constexpr std::size_t kMaxRowBytes = std::size_t(1) << 30;
+
+// Index of interleaved sample (x, y, c) of an image `width` pixels wide with `channels` samples
+// a pixel, computed in 64 bits.
+KBENCH_HOST_DEVICE constexpr std::size_t sample_index(int width, int channels, int x, int y,
+                                                      int c) {
+  return (std::size_t(y) * std::size_t(width) + std::size_t(x)) * std::size_t(channels) +
+         std::size_t(c);
+}
+
+// Index of byte x of row y in rows `pitch` bytes apart, computed in 64 bits.
+KBENCH_HOST_DEVICE constexpr std::size_t pitched_index(std::size_t pitch, int x, int y) {
+  return std::size_t(y) * pitch + std::size_t(x);
+}
+
 // Checks that a width × height × channels buffer of `sample_bytes` samples is valid and can
-// be addressed; throws Error otherwise. Returns the sample count.
+// be addressed (no row above kMaxRowBytes); throws Error otherwise. Returns the sample count.
 std::size_t checked_sample_count(int width, int height, int channels, std::size_t sample_bytes);
 
 // Allocates `count` elements, turning an allocation failure into an Error that names `what`.
@@ -33,10 +55,8 @@ struct Image {
 
   std::size_t pixel_count() const { return std::size_t(width) * std::size_t(height); }
   std::size_t sample_count() const { return data.size(); }
-  T& at(int x, int y, int c) { return data[(std::size_t(y) * width + x) * channels + c]; }
-  const T& at(int x, int y, int c) const {
-    return data[(std::size_t(y) * width + x) * channels + c];
-  }
+  T& at(int x, int y, int c) { return data[sample_index(width, channels, x, y, c)]; }
+  const T& at(int x, int y, int c) const { return data[sample_index(width, channels, x, y, c)]; }
 };
 
 // Planar: sample (x, y, c) lives at data[c * width * height + y * width + x].
@@ -58,8 +78,8 @@ struct PlanarImage {
   std::size_t sample_count() const { return data.size(); }
   T* plane(int c) { return data.data() + std::size_t(c) * pixel_count(); }
   const T* plane(int c) const { return data.data() + std::size_t(c) * pixel_count(); }
-  T& at(int x, int y, int c) { return plane(c)[std::size_t(y) * width + x]; }
-  const T& at(int x, int y, int c) const { return plane(c)[std::size_t(y) * width + x]; }
+  T& at(int x, int y, int c) { return plane(c)[sample_index(width, 1, x, y, 0)]; }
+  const T& at(int x, int y, int c) const { return plane(c)[sample_index(width, 1, x, y, 0)]; }
 };
 
 template <class T>
@@ -95,6 +115,12 @@ ImageU8 to_gray(const ImageU8& image);
 
 // A deterministic, non-trivial test image: smooth gradients, hard-edged shapes and noise.
 ImageU8 synthetic_image(int width, int height, int channels, std::uint64_t seed);
+
+// The rows a check compares where the whole reference is too large to hold (the double
+// reference of a conv of 30000×30000 RGB is 21.6 GB): the first and the last of `height` rows and
+// others drawn with `seed`, `count` in all (at least the two ends), in increasing order; every row
+// when count >= height.
+std::vector<int> sample_rows(int height, int count, std::uint64_t seed);
 
 struct ImageSize {
   int width;

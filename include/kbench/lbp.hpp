@@ -82,6 +82,20 @@ struct Lbp {
   static CheckResult check(const Input& input, const Reference& reference, const Output& out);
   // Input and output pixels once each (plus the histogram); one code per output pixel.
   static Workload workload(const Input& input);
+
+  // The reference's codes of some output rows and its whole histogram, where the codes image is
+  // more than a check should hold (2.5 GB for 50000×50000): `codes` holds output row rows[k] at
+  // row k.
+  struct RowsReference {
+    std::vector<int> rows;
+    ImageU8 codes;
+    std::vector<std::uint32_t> histogram;
+  };
+  // Throws Error for a row outside the output.
+  static RowsReference reference_rows(const Input& input, std::vector<int> rows);
+  // check() on the reference's rows of `out` and the whole histogram.
+  static CheckResult check_rows(const Input& input, const RowsReference& reference,
+                                const Output& out);
 };
 
 constexpr int kLbpCodes = 256;

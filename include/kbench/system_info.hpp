@@ -1,6 +1,7 @@
 #pragma once
 // Facts about the machine and the build, stamped on every result.
 
+#include <cstddef>
 #include <string>
 
 namespace kbench {
@@ -10,6 +11,11 @@ std::string cpu_name();
 // The CUDA device's name, or "" when this build or machine has none.
 std::string gpu_name();
 bool gpu_available();
+// The CUDA device's free and total memory in bytes; both 0 when gpu_available() is false.
+struct GpuMemory {
+  std::size_t free_bytes = 0, total_bytes = 0;
+};
+GpuMemory gpu_memory();
 // Why gpu_available() is false ("" when it is true).
 std::string gpu_unavailable_reason();
 int host_threads();

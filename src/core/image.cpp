@@ -1,5 +1,6 @@
 #include "kbench/image.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <new>
@@ -18,6 +19,12 @@ std::size_t checked_sample_count(int width, int height, int channels, std::size_
   if (channels < 1 || channels > 4) {
     throw Error("an image has 1 to 4 channels, not " + std::to_string(channels));
   }
+  const std::size_t row_bytes = std::size_t(width) * std::size_t(channels) * sample_bytes;
+  if (row_bytes > kMaxRowBytes) {
+    throw Error("an image row of " + std::to_string(width) + " pixels x " +
+                std::to_string(channels) + " channels is " + std::to_string(row_bytes) +
+                " bytes, more than the " + std::to_string(kMaxRowBytes) + " a row may hold");
+  }
   const std::size_t count = std::size_t(width) * std::size_t(height) * std::size_t(channels);
   if (count > std::numeric_limits<std::size_t>::max() / sample_bytes) {
     throw Error("image size " + std::to_string(width) + "x" + std::to_string(height) +
@@ -33,8 +40,8 @@ std::vector<T> allocate_samples(std::size_t count, const char* what) {
   } catch (const std::bad_alloc&) {
   } catch (const std::length_error&) {
   }
-  throw Error(std::string("cannot allocate ") + std::to_string(count * sizeof(T)) +
-              " bytes of host memory for " + what);
+  throw OutOfMemory(std::string("cannot allocate ") + std::to_string(count * sizeof(T)) +
+                    " bytes of host memory for " + what);
 }
 
 template std::vector<std::uint8_t> allocate_samples(std::size_t, const char*);
@@ -90,7 +97,10 @@ ImageU8 to_u8(const ImageF32& image) {
 ImageU8 to_gray(const ImageU8& image) {
   if (image.channels == 1) return image;
   ImageU8 gray(image.width, image.height, 1);
-  for (std::size_t i = 0; i < image.pixel_count(); ++i) {
+  // Pixels are independent: threads share the multi-gigabyte images compare generates.
+  const std::size_t pixels = image.pixel_count();
+#pragma omp parallel for schedule(static)
+  for (std::size_t i = 0; i < pixels; ++i) {
     const std::uint8_t* p = &image.data[i * image.channels];
     if (image.channels < 3) {
       gray.data[i] = p[0];
@@ -118,7 +128,14 @@ ImageU8 synthetic_image(int width, int height, int channels, std::uint64_t seed)
     d.r2 = r * r;
     for (int& c : d.colour) c = int(random.next() % 256);
   }
+  // Sample (x, y, c) takes the generator's next value in row-major sample order after the discs'
+  // draws; each row jumps its own copy of the generator there, so rows can be made in parallel
+  // (the multi-gigabyte images of the big cases) with the same result as one pass.
+  const std::size_t row_samples = std::size_t(width) * std::size_t(channels);
+#pragma omp parallel for schedule(static)
   for (int y = 0; y < height; ++y) {
+    SplitMix64 row_random = random;
+    row_random.skip(std::size_t(y) * row_samples);
     for (int x = 0; x < width; ++x) {
       for (int c = 0; c < channels; ++c) {
         double v = 255.0 * (double(x) / width * (c + 1) + double(y) / height * (3 - c)) / 4.0;
@@ -126,12 +143,37 @@ ImageU8 synthetic_image(int width, int height, int channels, std::uint64_t seed)
           const double dx = x - d.cx, dy = y - d.cy;
           if (dx * dx + dy * dy < d.r2) v = d.colour[c];
         }
-        v += double(int(random.next() % 33) - 16);
+        v += double(int(row_random.next() % 33) - 16);
         image.at(x, y, c) = static_cast<std::uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
       }
     }
   }
   return image;
+}
+
+std::vector<int> sample_rows(int height, int count, std::uint64_t seed) {
+  if (height <= 0)
+    throw Error("cannot sample rows of an image " + std::to_string(height) + " high");
+  std::vector<int> rows;
+  if (count >= height) {
+    for (int y = 0; y < height; ++y) rows.push_back(y);
+    return rows;
+  }
+  // The others are drawn from the rows between the ends until `count` are distinct; fewer than
+  // height are wanted, so new rows remain.
+  std::vector<bool> taken(std::size_t(height), false);
+  taken[0] = taken[std::size_t(height) - 1] = true;
+  rows = {0, height - 1};
+  SplitMix64 random(seed);
+  while (int(rows.size()) < std::max(count, 2) && int(rows.size()) < height) {
+    const int y = random.between(1, height - 2);
+    if (taken[std::size_t(y)]) continue;
+    taken[std::size_t(y)] = true;
+    rows.push_back(y);
+  }
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());  // a one-row image's two ends
+  return rows;
 }
 
 ImageSize parse_image_size(const std::string& text) {

@@ -483,6 +483,18 @@ void write_image(const std::string& path, const ImageU8& image) {
   const std::string ext = lower_extension(path);
   std::string encoded;
   if (ext == "png") {
+    // stb_image_write sizes its filtered copy of the rows, (width × channels + 1) × height bytes,
+    // and the compressed stream, which can be larger, in int: the reader's limit keeps both far
+    // from 2^31.
+    const std::uint64_t filtered =
+        (std::uint64_t(image.width) * std::uint64_t(image.channels) + 1) *
+        std::uint64_t(image.height);
+    if (filtered > max_image_bytes) {
+      throw Error("'" + path + "': a " + std::to_string(image.width) + " x " +
+                  std::to_string(image.height) + " x " + std::to_string(image.channels) +
+                  " image is larger than the PNG writer's limit of " + byte_count(max_image_bytes) +
+                  "; write a .ppm or .pgm");
+    }
     stbi_write_png_to_func(
         [](void* context, void* data, int size) {
           static_cast<std::string*>(context)->append(static_cast<const char*>(data), size);

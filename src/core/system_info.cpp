@@ -13,6 +13,7 @@ namespace kbench {
 namespace cuda {
 std::string unavailable_reason();
 std::string device_name();
+void memory_info(std::size_t* free_bytes, std::size_t* total_bytes);
 }  // namespace cuda
 #endif
 
@@ -46,6 +47,14 @@ std::string gpu_name() {
 #else
   return "";
 #endif
+}
+
+GpuMemory gpu_memory() {
+  GpuMemory memory;
+#if defined(KBENCH_HAVE_CUDA)
+  if (gpu_available()) cuda::memory_info(&memory.free_bytes, &memory.total_bytes);
+#endif
+  return memory;
 }
 
 int host_threads() {

@@ -15,6 +15,7 @@
 #include "kbench/conv.hpp"
 #include "kbench/conv_band.hpp"
 #include "kbench/error.hpp"
+#include "kbench/grid.hpp"
 #include "native_cuda/cuda_support.hpp"
 #include "registry_parts.hpp"
 
@@ -30,7 +31,6 @@ using cuda::Stream;
 
 constexpr int kWarpSize = 32;
 constexpr unsigned kFullWarp = 0xffffffffu;
-constexpr int kMaxGridY = 65535;
 
 // The mask of the kernels that read it from constant memory; every launch copies its runner's
 // mask here first, on a stream ordered before the launch.
@@ -88,18 +88,15 @@ unsigned blocks_for(long long items, int per_block) {
   return unsigned((items + per_block - 1) / per_block);
 }
 
-// grid.y is limited to 65535 blocks.
+// Blocks in grid y for `rows` rows: at most CUDA's 65535, past which the kernels stride over
+// the rows by the grid.
 unsigned row_blocks(int rows, int rows_per_block) {
-  const unsigned blocks = blocks_for(rows, rows_per_block);
-  if (blocks > unsigned(kMaxGridY)) {
-    throw Error("an image of " + std::to_string(rows) +
-                " rows is too tall for the CUDA conv kernels");
-  }
-  return blocks;
+  return std::min(blocks_for(rows, rows_per_block), unsigned(kMaxGridBlocksY));
 }
 
 // ---------------------------------------------------------------------------------------------
-// Naive kernels: one thread per output pixel, every tap and the mask read from global memory.
+// Naive kernels: one thread per output pixel, every tap and the mask read from global memory;
+// rows stride by the grid, for images taller than 65535 blocks of rows.
 
 constexpr int kNaiveBlockX = 32;
 constexpr int kNaiveBlockY = 8;
@@ -107,19 +104,21 @@ constexpr int kNaiveBlockY = 8;
 __global__ void conv_naive_aos_kernel(const std::uint8_t* in, std::uint8_t* out, const float* mask,
                                       ConvGeometry g) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  const int y = blockIdx.y * blockDim.y + threadIdx.y;
-  if (x >= g.out_width || y >= g.out_height) return;
+  if (x >= g.out_width) return;
   const int n = g.mask_size;
-  for (int c = 0; c < g.channels; ++c) {
-    float sum = 0.f;
-    for (int j = 0; j < n; ++j) {
-      const int sy = clamp_coordinate(y + g.shift + j, g.height);
-      for (int i = 0; i < n; ++i) {
-        const int sx = clamp_coordinate(x + g.shift + i, g.width);
-        sum += mask[j * n + i] * in[(std::size_t(sy) * g.width + sx) * g.channels + c];
+  for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < g.out_height;
+       y += gridDim.y * blockDim.y) {
+    for (int c = 0; c < g.channels; ++c) {
+      float sum = 0.f;
+      for (int j = 0; j < n; ++j) {
+        const int sy = clamp_coordinate(y + g.shift + j, g.height);
+        for (int i = 0; i < n; ++i) {
+          const int sx = clamp_coordinate(x + g.shift + i, g.width);
+          sum += mask[j * n + i] * in[sample_index(g.width, g.channels, sx, sy, c)];
+        }
       }
+      out[sample_index(g.out_width, g.channels, x, y, c)] = conv_to_pixel(sum);
     }
-    out[(std::size_t(y) * g.out_width + x) * g.channels + c] = conv_to_pixel(sum);
   }
 }
 
@@ -127,22 +126,24 @@ __global__ void conv_naive_aos_kernel(const std::uint8_t* in, std::uint8_t* out,
 __global__ void conv_naive_soa_kernel(const std::uint8_t* in, std::uint8_t* out, const float* mask,
                                       ConvGeometry g) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  const int y = blockIdx.y * blockDim.y + threadIdx.y;
-  if (x >= g.out_width || y >= g.out_height) return;
+  if (x >= g.out_width) return;
   const int n = g.mask_size;
   const std::size_t in_plane = std::size_t(g.width) * g.height;
   const std::size_t out_plane = std::size_t(g.out_width) * g.out_height;
-  for (int c = 0; c < g.channels; ++c) {
-    const std::uint8_t* plane = in + c * in_plane;
-    float sum = 0.f;
-    for (int j = 0; j < n; ++j) {
-      const int sy = clamp_coordinate(y + g.shift + j, g.height);
-      for (int i = 0; i < n; ++i) {
-        const int sx = clamp_coordinate(x + g.shift + i, g.width);
-        sum += mask[j * n + i] * plane[std::size_t(sy) * g.width + sx];
+  for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < g.out_height;
+       y += gridDim.y * blockDim.y) {
+    for (int c = 0; c < g.channels; ++c) {
+      const std::uint8_t* plane = in + c * in_plane;
+      float sum = 0.f;
+      for (int j = 0; j < n; ++j) {
+        const int sy = clamp_coordinate(y + g.shift + j, g.height);
+        for (int i = 0; i < n; ++i) {
+          const int sx = clamp_coordinate(x + g.shift + i, g.width);
+          sum += mask[j * n + i] * plane[pitched_index(g.width, sx, sy)];
+        }
       }
+      out[c * out_plane + pitched_index(g.out_width, x, y)] = conv_to_pixel(sum);
     }
-    out[c * out_plane + std::size_t(y) * g.out_width + x] = conv_to_pixel(sum);
   }
 }
 
@@ -173,29 +174,36 @@ __global__ void __launch_bounds__(kW* kH) conv_tiled_kernel(const ConvLaunch p) 
   const int tile_w = kW + n - 1;
   const int tile_h = kH + n - 1;
   const int x0 = blockIdx.x * kW;
-  const int y0 = p.out_row_begin + blockIdx.y * kH;
-
-  for (int r = threadIdx.y; r < tile_h; r += kH) {
-    const std::uint8_t* src = in + std::size_t(stored_row(p, y0 + p.g.shift + r)) * p.in_pitch;
-    std::uint8_t* dst = tile + r * tile_w * channels;
-    for (int px = threadIdx.x; px < tile_w; px += kW) {
-      const int sx = clamp_coordinate(x0 + p.g.shift + px, p.g.width) * channels;
-      for (int c = 0; c < channels; ++c) dst[px * channels + c] = src[sx + c];
-    }
-  }
-  __syncthreads();
-
   const int x = x0 + threadIdx.x;
-  const int y = y0 + threadIdx.y;
-  if (x >= p.g.out_width || y >= p.out_row_end) return;
-  std::uint8_t* dst = out + std::size_t(y) * p.out_pitch + std::size_t(x) * channels;
-  for (int c = 0; c < channels; ++c) {
-    float sum = 0.f;
-    for (int j = 0; j < n; ++j) {
-      const std::uint8_t* row = tile + ((threadIdx.y + j) * tile_w + threadIdx.x) * channels + c;
-      for (int i = 0; i < n; ++i) sum += c_conv_mask[j * n + i] * row[i * channels];
+
+  // Tile rows stride by the grid, for images taller than 65535 tiles; the whole block takes
+  // every step, as the barriers need.
+  for (int y0 = p.out_row_begin + blockIdx.y * kH; y0 < p.out_row_end; y0 += gridDim.y * kH) {
+    for (int r = threadIdx.y; r < tile_h; r += kH) {
+      const std::uint8_t* src =
+          in + pitched_index(p.in_pitch, 0, stored_row(p, y0 + p.g.shift + r));
+      std::uint8_t* dst = tile + r * tile_w * channels;
+      for (int px = threadIdx.x; px < tile_w; px += kW) {
+        const int sx = clamp_coordinate(x0 + p.g.shift + px, p.g.width) * channels;
+        for (int c = 0; c < channels; ++c) dst[px * channels + c] = src[sx + c];
+      }
     }
-    dst[c] = conv_to_pixel(sum);
+    __syncthreads();
+
+    const int y = y0 + threadIdx.y;
+    if (x < p.g.out_width && y < p.out_row_end) {
+      std::uint8_t* dst = out + pitched_index(p.out_pitch, x * channels, y);
+      for (int c = 0; c < channels; ++c) {
+        float sum = 0.f;
+        for (int j = 0; j < n; ++j) {
+          const std::uint8_t* row =
+              tile + ((threadIdx.y + j) * tile_w + threadIdx.x) * channels + c;
+          for (int i = 0; i < n; ++i) sum += c_conv_mask[j * n + i] * row[i * channels];
+        }
+        dst[c] = conv_to_pixel(sum);
+      }
+    }
+    __syncthreads();  // the next tile overwrites this one
   }
 }
 
@@ -344,7 +352,10 @@ void launch_band3x3(const ConvLaunch& p, const Taps3x3& taps, cudaStream_t strea
   static const long long resident = cuda::resident_threads(kernel, kWarpSize, 0);
   const unsigned warps_x = blocks_for(blocks_for(p.g.out_width * kChannels, kBandBytes), kWarpSize);
   const int rows = p.out_row_end - p.out_row_begin;
-  const int band_rows = conv_band::band_rows(rows, (long long)warps_x * kWarpSize, resident);
+  // Bands lengthen past kMaxBandRows where the image is taller than 65535 of them (grid y).
+  const int band_rows =
+      std::max(conv_band::band_rows(rows, (long long)warps_x * kWarpSize, resident),
+               min_rows_per_block(rows));
   const dim3 grid(warps_x, row_blocks(rows, band_rows));
   kernel<<<grid, kWarpSize, 0, stream>>>(p, taps, band_rows);
   check_launch("conv3x3_band_kernel");

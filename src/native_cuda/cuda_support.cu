@@ -57,4 +57,8 @@ std::string device_name() {
   return properties.name;
 }
 
+void memory_info(std::size_t* free_bytes, std::size_t* total_bytes) {
+  check(cudaMemGetInfo(free_bytes, total_bytes), "cudaMemGetInfo");
+}
+
 }  // namespace kbench::cuda

@@ -32,8 +32,8 @@ class DeviceBuffer {
     const cudaError_t status = cudaMalloc(&data_, count * sizeof(T));
     if (status != cudaSuccess) {
       cudaGetLastError();  // clear the sticky allocation error
-      throw Error("cannot allocate " + std::to_string(count * sizeof(T)) +
-                  " bytes of GPU memory: " + cudaGetErrorString(status));
+      throw OutOfMemory("cannot allocate " + std::to_string(count * sizeof(T)) +
+                        " bytes of GPU memory: " + cudaGetErrorString(status));
     }
   }
   DeviceBuffer(DeviceBuffer&& other) noexcept
@@ -135,8 +135,8 @@ class PinnedBuffer {
     const cudaError_t status = cudaMallocHost(&data_, count * sizeof(T));
     if (status != cudaSuccess) {
       cudaGetLastError();
-      throw Error("cannot allocate " + std::to_string(count * sizeof(T)) +
-                  " bytes of pinned host memory: " + cudaGetErrorString(status));
+      throw OutOfMemory("cannot allocate " + std::to_string(count * sizeof(T)) +
+                        " bytes of pinned host memory: " + cudaGetErrorString(status));
     }
   }
   PinnedBuffer(PinnedBuffer&& other) noexcept
@@ -210,5 +210,7 @@ int resident_blocks(Kernel kernel, int threads, std::size_t shared_bytes, long l
 std::string unavailable_reason();
 // The current device's name.
 std::string device_name();
+// The current device's free and total memory in bytes.
+void memory_info(std::size_t* free_bytes, std::size_t* total_bytes);
 
 }  // namespace kbench::cuda

@@ -213,8 +213,8 @@ Table<Exec> allocate_table(const char* label, std::size_t count) {
   try {
     return Table<Exec>(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing), count);
   } catch (const std::exception& e) {
-    throw Error(std::string("cannot allocate ") + std::to_string(count * sizeof(float)) +
-                " bytes for " + label + " in " + Exec::name() + " memory: " + e.what());
+    throw OutOfMemory(std::string("cannot allocate ") + std::to_string(count * sizeof(float)) +
+                      " bytes for " + label + " in " + Exec::name() + " memory: " + e.what());
   }
 }
 
@@ -683,8 +683,8 @@ struct TiledMethod {
       return Prepared<Exec>(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing),
                             units);
     } catch (const std::exception& e) {
-      throw Error(std::string("cannot allocate ") + std::to_string(units * sizeof(Bytes16)) +
-                  " bytes for " + label + " in " + Exec::name() + " memory: " + e.what());
+      throw OutOfMemory(std::string("cannot allocate ") + std::to_string(units * sizeof(Bytes16)) +
+                        " bytes for " + label + " in " + Exec::name() + " memory: " + e.what());
     }
   }
 

@@ -101,9 +101,11 @@ struct MDRangeSchedule {
     using Policy =
         Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2, Kokkos::Iterate::Left, Kokkos::Iterate::Left>>;
     const ImageSource<In> source{s, in};
-    Kokkos::parallel_for(
-        "conv_mdrange", Policy({0, 0}, {s.out_width, s.out_height}, {kTileX, kTileY}),
-        KOKKOS_LAMBDA(int x, int y) { conv_pixel<kSize>(s, source, mask, out, x, y); });
+    for (const portable::RowRange& rows : portable::row_chunks(s.out_height, kTileY)) {
+      Kokkos::parallel_for(
+          "conv_mdrange", Policy({0, rows.begin}, {s.out_width, rows.end}, {kTileX, kTileY}),
+          KOKKOS_LAMBDA(int x, int y) { conv_pixel<kSize>(s, source, mask, out, x, y); });
+    }
   }
 };
 
@@ -261,44 +263,47 @@ struct RowVectorSchedule {
     using Policy =
         Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2, Kokkos::Iterate::Left, Kokkos::Iterate::Left>,
                               Kokkos::LaunchBounds<kTileSegments * kTileRows, 4>>;
-    Kokkos::parallel_for(
-        "conv_rowvec", Policy({0, 0}, {segments, groups}, {kTileSegments, kTileRows}),
-        KOKKOS_LAMBDA(int segment, int group) {
-          const int k0 = segment * kBytes, y0 = group * kRows;
-          if (k0 + kBytes > out_row_bytes || !loader.covers(k0)) {
-            edge(s, source, mask, out, k0, y0);
-            return;
-          }
-          float m[9];
-          for (int t = 0; t < 9; ++t) m[t] = mask(t);
-          float sum[kRows][kBytes] = {};
-          for (int row = 0; row < kRows + 2; ++row) {
-            float v[Window::kSpan];
-            loader.load(clamp_coordinate(y0 + kShift - 1 + row, s.in_height), k0, v);
-            // Input row `row` is mask row j = row − r of output row r.
-            for (int r = 0; r < kRows; ++r) {
-              const int j = row - r;
-              if (j < 0 || j > 2) continue;
-              // One fused multiply-add per tap (a sum of products would add a multiply).
-              for (int t = 0; t < kBytes; ++t) {
-                sum[r][t] += m[3 * j] * v[t];
-                sum[r][t] += m[3 * j + 1] * v[t + kC];
-                sum[r][t] += m[3 * j + 2] * v[t + 2 * kC];
+    for (const portable::RowRange& chunk : portable::row_chunks(groups, kTileRows)) {
+      Kokkos::parallel_for(
+          "conv_rowvec",
+          Policy({0, chunk.begin}, {segments, chunk.end}, {kTileSegments, kTileRows}),
+          KOKKOS_LAMBDA(int segment, int group) {
+            const int k0 = segment * kBytes, y0 = group * kRows;
+            if (k0 + kBytes > out_row_bytes || !loader.covers(k0)) {
+              edge(s, source, mask, out, k0, y0);
+              return;
+            }
+            float m[9];
+            for (int t = 0; t < 9; ++t) m[t] = mask(t);
+            float sum[kRows][kBytes] = {};
+            for (int row = 0; row < kRows + 2; ++row) {
+              float v[Window::kSpan];
+              loader.load(clamp_coordinate(y0 + kShift - 1 + row, s.in_height), k0, v);
+              // Input row `row` is mask row j = row − r of output row r.
+              for (int r = 0; r < kRows; ++r) {
+                const int j = row - r;
+                if (j < 0 || j > 2) continue;
+                // One fused multiply-add per tap (a sum of products would add a multiply).
+                for (int t = 0; t < kBytes; ++t) {
+                  sum[r][t] += m[3 * j] * v[t];
+                  sum[r][t] += m[3 * j + 1] * v[t + kC];
+                  sum[r][t] += m[3 * j + 2] * v[t + 2 * kC];
+                }
               }
             }
-          }
-          for (int r = 0; r < kRows && y0 + r < s.out_height; ++r) {
-            // Pitched rows: the run starts on a word.
-            const std::size_t at = std::size_t(y0 + r) * s.out_pitch + k0;
-            for (int w = 0; w < kBytes / 4; ++w) {
-              std::uint32_t packed = 0;
-              for (int b = 0; b < 4; ++b) {
-                packed |= std::uint32_t(conv_to_pixel(sum[r][4 * w + b])) << (8 * b);
+            for (int r = 0; r < kRows && y0 + r < s.out_height; ++r) {
+              // Pitched rows: the run starts on a word.
+              const std::size_t at = std::size_t(y0 + r) * s.out_pitch + k0;
+              for (int w = 0; w < kBytes / 4; ++w) {
+                std::uint32_t packed = 0;
+                for (int b = 0; b < 4; ++b) {
+                  packed |= std::uint32_t(conv_to_pixel(sum[r][4 * w + b])) << (8 * b);
+                }
+                out_words(at / 4 + w) = packed;
               }
-              out_words(at / 4 + w) = packed;
             }
-          }
-        });
+          });
+    }
   }
 
   // The per-sample path, with clamped reads, for items at the image's edges.

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "kbench/error.hpp"
+#include "kbench/grid.hpp"
+#include "kbench/image.hpp"
 #include "kbench/isa.hpp"
 #include "kbench/registry.hpp"
 
@@ -77,6 +79,13 @@ long long resident_items(int threads_per_block, int blocks_per_multiprocessor) {
   return Exec().concurrency();
 }
 
+// Kokkos 3.4 launches a rank-2 MDRange on CUDA with one block per tile in grid y as in grid x,
+// capped only at the x limit (2^31 − 1), while CUDA allows at most 65535 blocks in y: a range
+// taller than that many tiles fails to launch. Ranges over image rows therefore launch in chunks
+// (kbench::row_chunks), one chunk up to 262140 rows of 4-row tiles.
+using kbench::row_chunks;
+using kbench::RowRange;
+
 template <class Exec>
 constexpr bool reads_host_memory() {
   return Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible;
@@ -126,8 +135,8 @@ class InputBuffer {
     try {
       return DeviceView(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing), count);
     } catch (const std::exception& e) {
-      throw Error(std::string("cannot allocate ") + std::to_string(count * sizeof(T)) +
-                  " bytes for " + label + " in " + Exec::name() + " memory: " + e.what());
+      throw OutOfMemory(std::string("cannot allocate ") + std::to_string(count * sizeof(T)) +
+                        " bytes for " + label + " in " + Exec::name() + " memory: " + e.what());
     }
   }
 
@@ -146,8 +155,8 @@ class OutputBuffer {
     try {
       view_ = View(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing), count);
     } catch (const std::exception& e) {
-      throw Error(std::string("cannot allocate ") + std::to_string(count * sizeof(T)) +
-                  " bytes for " + label + " in " + Exec::name() + " memory: " + e.what());
+      throw OutOfMemory(std::string("cannot allocate ") + std::to_string(count * sizeof(T)) +
+                        " bytes for " + label + " in " + Exec::name() + " memory: " + e.what());
     }
   }
   void poison(std::uint8_t byte) {
@@ -194,10 +203,12 @@ class PitchedImage {
     }
     const View pitched = view_;
     const std::size_t row_bytes = std::size_t(row_bytes_), pitch = pitch_;
-    Kokkos::parallel_for(
-        "spread_rows", rows_policy(), KOKKOS_LAMBDA(int x, int y) {
-          pitched(std::size_t(y) * pitch + x) = tight(std::size_t(y) * row_bytes + x);
-        });
+    for (const RowRange& rows : row_chunks(rows_, kCopyTileRows)) {
+      Kokkos::parallel_for(
+          "spread_rows", rows_policy(rows), KOKKOS_LAMBDA(int x, int y) {
+            pitched(pitched_index(pitch, x, y)) = tight(pitched_index(row_bytes, x, y));
+          });
+    }
     Exec{}.fence();
   }
 
@@ -205,10 +216,12 @@ class PitchedImage {
     const Tight tight = tight_view(host);
     const View pitched = view_;
     const std::size_t row_bytes = std::size_t(row_bytes_), pitch = pitch_;
-    Kokkos::parallel_for(
-        "gather_rows", rows_policy(), KOKKOS_LAMBDA(int x, int y) {
-          tight(std::size_t(y) * row_bytes + x) = pitched(std::size_t(y) * pitch + x);
-        });
+    for (const RowRange& rows : row_chunks(rows_, kCopyTileRows)) {
+      Kokkos::parallel_for(
+          "gather_rows", rows_policy(rows), KOKKOS_LAMBDA(int x, int y) {
+            tight(pitched_index(row_bytes, x, y)) = pitched(pitched_index(pitch, x, y));
+          });
+    }
     Exec{}.fence();
     if constexpr (!reads_host_memory<Exec>()) {
       Kokkos::deep_copy(HostView<std::uint8_t>(host, staging_.size()), staging_);
@@ -237,8 +250,9 @@ class PitchedImage {
       Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2, Kokkos::Iterate::Left, Kokkos::Iterate::Left>>;
   static constexpr int kCopyTileBytes = 64;
   static constexpr int kCopyTileRows = 4;
-  RowsPolicy rows_policy() const {
-    return RowsPolicy({0, 0}, {row_bytes_, rows_}, {kCopyTileBytes, kCopyTileRows});
+  // One of row_chunks().
+  RowsPolicy rows_policy(const RowRange& rows) const {
+    return RowsPolicy({0, rows.begin}, {row_bytes_, rows.end}, {kCopyTileBytes, kCopyTileRows});
   }
 
   // The tight rows in Exec's memory: `host` itself, or the staging array.
@@ -259,8 +273,8 @@ class PitchedImage {
                  : Kokkos::View<T*, Memory>(
                        Kokkos::view_alloc(std::string(label_), Kokkos::WithoutInitializing), count);
     } catch (const std::exception& e) {
-      throw Error(std::string("cannot allocate ") + std::to_string(count * sizeof(T)) +
-                  " bytes for " + label_ + " in " + Exec::name() + " memory: " + e.what());
+      throw OutOfMemory(std::string("cannot allocate ") + std::to_string(count * sizeof(T)) +
+                        " bytes for " + label_ + " in " + Exec::name() + " memory: " + e.what());
     }
   }
 

@@ -177,16 +177,18 @@ struct ScatterViewSchedule {
     Kokkos::deep_copy(Exec{}, hist, 0u);
     state.scatter.reset_except(Exec{}, hist);
     const Scatter<Hist> scatter = state.scatter;
-    Kokkos::parallel_for(
-        "lbp_scatterview", Policy({0, 0}, {s.out_width, s.out_height}, {kTileX, kTileY}),
-        KOKKOS_LAMBDA(int x, int y) {
-          std::uint8_t value;
-          int bin;
-          map_code(s, tables, code_clamped(s, in, x, y), value, bin);
-          codes(std::size_t(y) * s.out_pitch + x) = value;
-          auto counts = scatter.access();
-          counts(bin) += 1u;
-        });
+    for (const portable::RowRange& rows : portable::row_chunks(s.out_height, kTileY)) {
+      Kokkos::parallel_for(
+          "lbp_scatterview", Policy({0, rows.begin}, {s.out_width, rows.end}, {kTileX, kTileY}),
+          KOKKOS_LAMBDA(int x, int y) {
+            std::uint8_t value;
+            int bin;
+            map_code(s, tables, code_clamped(s, in, x, y), value, bin);
+            codes(pitched_index(s.out_pitch, x, y)) = value;
+            auto counts = scatter.access();
+            counts(bin) += 1u;
+          });
+    }
     state.scatter.contribute_into(Exec{}, hist);
   }
 };

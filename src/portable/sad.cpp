@@ -60,20 +60,23 @@ struct MDRangeMethod {
         Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2, Kokkos::Iterate::Left, Kokkos::Iterate::Left>>;
     const auto t = target.view();
     const auto q = query.view();
-    Kokkos::parallel_for(
-        "sad_mdrange", Policy({0, 0}, {s.map_width, s.map_height}, {32, 8}),
-        KOKKOS_LAMBDA(int j, int i) {
-          std::int32_t sum = 0;
-          for (int k = 0; k < s.query_height; ++k) {
-            const std::size_t t_row = std::size_t(i + k) * s.target_width + j;
-            const std::size_t q_row = std::size_t(k) * s.query_width;
-            for (int l = 0; l < s.query_width; ++l) {
-              const int d = int(t(t_row + l)) - int(q(q_row + l));
-              sum += d < 0 ? -d : d;
+    constexpr int kTileX = 32, kTileY = 8;
+    for (const portable::RowRange& rows : portable::row_chunks(s.map_height, kTileY)) {
+      Kokkos::parallel_for(
+          "sad_mdrange", Policy({0, rows.begin}, {s.map_width, rows.end}, {kTileX, kTileY}),
+          KOKKOS_LAMBDA(int j, int i) {
+            std::int32_t sum = 0;
+            for (int k = 0; k < s.query_height; ++k) {
+              const std::size_t t_row = std::size_t(i + k) * s.target_width + j;
+              const std::size_t q_row = std::size_t(k) * s.query_width;
+              for (int l = 0; l < s.query_width; ++l) {
+                const int d = int(t(t_row + l)) - int(q(q_row + l));
+                sum += d < 0 ? -d : d;
+              }
             }
-          }
-          map(std::size_t(i) * s.map_width + j) = sum;
-        });
+            map(std::size_t(i) * s.map_width + j) = sum;
+          });
+    }
     return map_argmin<Exec>(map);
   }
 
