@@ -399,15 +399,19 @@ using KeysView = typename OutputBuffer<std::uint64_t, Exec>::View;
 constexpr int kPolishSide = 2 * kPrunePolishRadius + 1;
 
 // The windows around E_guess's window (into list, for refine_windows; positions off the map
-// repeat the centre, whose SAD is already final) and E_guess itself into centre(0).
+// repeat the centre, whose SAD is already final) and E_guess itself into centre(0); zeroes
+// settled(0) for count_settled.
 template <class Exec>
 void polish_windows(const Geometry& g, const KeysView<Exec>& guess, const KeysView<Exec>& list,
-                    const KeysView<Exec>& centre) {
+                    const KeysView<Exec>& centre, const KeysView<Exec>& settled) {
   Kokkos::parallel_for(
       "pruned_polish_windows", Kokkos::RangePolicy<Exec>(0, kPolishSide * kPolishSide),
       KOKKOS_LAMBDA(int e) {
         const std::uint64_t best = guess(0);
-        if (e == 0) centre(0) = best;
+        if (e == 0) {
+          centre(0) = best;
+          settled(0) = 0;
+        }
         const std::uint32_t at = std::uint32_t(best);
         const int i = int(at / std::uint32_t(g.s.map_width)) + e / kPolishSide - kPrunePolishRadius;
         const int j = int(at % std::uint32_t(g.s.map_width)) + e % kPolishSide - kPrunePolishRadius;
@@ -416,21 +420,24 @@ void polish_windows(const Geometry& g, const KeysView<Exec>& guess, const KeysVi
       });
 }
 
-// How many windows of the polish neighbourhood have a bound within E_guess (into settled(0)):
-// they are left after the bounds, settled by the polish refinement.
+// How many windows of the polish neighbourhood have a bound within E_guess, added to
+// settled(0) (zeroed by polish_windows): they are left after the bounds, settled by the polish
+// refinement. (Atomic adds rather than a reduction into a device View, whose Kokkos kernel
+// racecheck flags.)
 template <class Exec>
 void count_settled(const Geometry& g, const U32View<Exec>& bounds, const KeysView<Exec>& guess,
                    const KeysView<Exec>& centre, const KeysView<Exec>& settled) {
-  Kokkos::parallel_reduce(
+  Kokkos::parallel_for(
       "pruned_count_settled", Kokkos::RangePolicy<Exec>(0, kPolishSide * kPolishSide),
-      KOKKOS_LAMBDA(int e, std::uint64_t& count) {
+      KOKKOS_LAMBDA(int e) {
         const std::uint32_t at = std::uint32_t(centre(0));
         const int i = int(at / std::uint32_t(g.s.map_width)) + e / kPolishSide - kPrunePolishRadius;
         const int j = int(at % std::uint32_t(g.s.map_width)) + e % kPolishSide - kPrunePolishRadius;
         if (i < 0 || j < 0 || i >= g.s.map_height || j >= g.s.map_width) return;
-        count += bounds(std::size_t(i) * g.s.map_width + j) <= std::uint32_t(guess(0) >> 32);
-      },
-      Kokkos::subview(settled, 0));
+        if (bounds(std::size_t(i) * g.s.map_width + j) <= std::uint32_t(guess(0) >> 32)) {
+          Kokkos::atomic_add(&settled(0), std::uint64_t(1));
+        }
+      });
 }
 
 // The units holding a window whose bound does not exceed E_guess, compacted in order into
@@ -615,7 +622,7 @@ class PrunedRunner final : public Runner<SadPruned> {
     strip_bounds<Exec, kIsa>(g_, target, query_strips_.view(), bounds_.view(), candidates_.view());
     refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), target, query,
                                query_strips_.view(), bounds_.view(), guess);
-    polish_windows<Exec>(g_, guess, polish_.view(), centre_.view());
+    polish_windows<Exec>(g_, guess, polish_.view(), centre_.view(), settled_.view());
     refine_windows<Exec, kIsa>(g_, polish_.view(), kPolishSide * kPolishSide, target, query,
                                query_strips_.view(), bounds_.view(), guess);
     count_settled<Exec>(g_, bounds_.view(), guess, centre_.view(), settled_.view());
