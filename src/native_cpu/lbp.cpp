@@ -133,7 +133,8 @@ void walk_simd(const LbpInput& input, const Geometry& g, const LbpTables& t, Lbp
 
 void register_lbp_native_cpu(VariantList<Lbp>& list) {
   // Preferences: the SIMD variants first, the highest level this CPU has; then whole rows, which
-  // keep the interior loop free of per-pixel border tests.
+  // keep the interior loop free of per-pixel border tests. All stay below the CUDA variants' (20
+  // and up), which user calls take when a GPU is present.
   const auto add = [&](const char* name, Variant<Lbp>::Make make,
                        std::function<bool(const LbpInput&)> supports, int preference) {
     list.push_back({name, Layer::native_cpu, Backend::openmp, false, std::move(make),
@@ -143,12 +144,12 @@ void register_lbp_native_cpu(VariantList<Lbp>& list) {
   add("omp-rows", make_runner<HostRunner<walk_rows>>, {}, 11);
   add("omp-collapse2", make_runner<HostRunner<walk_collapse2>>, {}, 10);
   add("omp-simd-generic", make_runner<HostRunner<walk_simd<code_band_generic>>>,
-      level(CpuLevel::generic), 20);
+      level(CpuLevel::generic), 12);
 #if KBENCH_X86_SIMD
   add("omp-simd-avx2", make_runner<HostRunner<walk_simd<code_band_avx2>>>, level(CpuLevel::avx2),
-      21);
+      13);
   add("omp-simd-avx512", make_runner<HostRunner<walk_simd<code_band_avx512>>>,
-      level(CpuLevel::avx512), 22);
+      level(CpuLevel::avx512), 14);
 #endif
 }
 
