@@ -3,9 +3,6 @@
 // chosen at run time.
 #include <omp.h>
 
-#include <algorithm>
-#include <vector>
-
 #include "kbench/conv_rows.hpp"
 #include "kbench/cpu_features.hpp"
 #include "sequential/conv_host.hpp"
@@ -71,82 +68,27 @@ void walk_soa3x3(const PlanarImageU8& in, const Mask& mask, const Geometry& g, P
   }
 }
 
-// ---- SIMD variants: each thread walks a band of output rows, strip by strip. ----
-//
-// A strip is a run of a row's samples whose N rows of floats stay in the core's cache while the
-// walk goes down the band: each input row's strip is turned into floats once, used by
-// the N output rows it feeds, and left behind. Bands are contiguous (a static schedule), one per
-// thread.
+// ---- SIMD variants: each thread walks a band of output rows (conv_rows::convolve_band). ----
+// Bands are contiguous (a static schedule), one per thread.
 
-// Bytes of floats a strip's N rows may take: about half the L2 cache of one core, so a 3×3 mask
-// takes whole rows up to 4K RGB. (Strips of L1 size were slower: walking down the rows of a narrow
-// strip, the hardware prefetchers restart on every row.)
-constexpr std::size_t kStripRowsBytes = 256 * 1024;
-
-// What every thread's band walk reads.
-struct BandJob {
-  const std::uint8_t* in;
-  std::uint8_t* out;
-  const float* weights;
-  int mask_size, channels, in_height, out_height, shift;
-  std::ptrdiff_t in_row_samples;  // input samples per row
-  std::size_t out_row_samples;    // output samples per row
-  std::ptrdiff_t pad;             // padded samples before and after an input row
-};
+using conv_rows::BandJob;
+using conv_rows::LevelRows;
 
 BandJob band_job(const ConvInput& input, const Geometry& g, ImageU8& out) {
-  const int r = input.mask.radius();
+  const std::size_t in_row = std::size_t(g.in_width) * g.channels;
+  const std::size_t out_row = std::size_t(g.out_width) * g.channels;
   return {input.image.data.data(),
+          in_row,
           out.data.data(),
+          out_row,
           input.mask.weights.data(),
           input.mask.size,
           g.channels,
           g.in_height,
-          g.out_height,
           g.shift,
-          std::ptrdiff_t(g.in_width) * g.channels,
-          std::size_t(g.out_width) * g.channels,
-          input.border == Border::clamp ? std::ptrdiff_t(r) * g.channels : 0};
-}
-
-// Output samples per strip: a whole number of blocks, as many as kStripRowsBytes allows.
-template <class Ops>
-std::size_t strip_samples(const BandJob& job) {
-  const std::size_t block = conv_rows::block_samples<Ops>();
-  const std::size_t fit = kStripRowsBytes / (sizeof(float) * std::size_t(job.mask_size));
-  const std::size_t blocks = std::max<std::size_t>(1, fit / block);
-  return std::min(blocks * block, job.out_row_samples);
-}
-
-// Output rows [y0, y1). Padded input row v (row v of the unclamped row numbering, v >= −r) lives
-// in ring slot (v + r) mod N while the N output rows that read it are computed.
-template <class Ops, int kN>
-void convolve_band(const BandJob& job, int y0, int y1) {
-  const int n = job.mask_size, r = n / 2;
-  const std::size_t strip = strip_samples<Ops>(job);
-  const std::size_t stride = conv_rows::row_floats<Ops>(strip, n, job.channels);
-  // Zeroed: the floats past a strip's last taps that a last block reads are finite.
-  std::vector<float> ring(stride * std::size_t(n));
-  std::vector<const float*> rows(std::size_t(n), nullptr);
-  const auto slot = [&](int v) { return ring.data() + std::size_t((v + r) % n) * stride; };
-  for (std::size_t s0 = 0; s0 < job.out_row_samples; s0 += strip) {
-    const std::size_t count = std::min(strip, job.out_row_samples - s0);
-    const std::ptrdiff_t end = std::ptrdiff_t(s0 + count) + std::ptrdiff_t(n - 1) * job.channels;
-    const auto load = [&](int v) {
-      const std::uint8_t* row =
-          job.in + std::size_t(clamp_coordinate(v, job.in_height)) * job.in_row_samples;
-      conv_rows::widen_padded<Ops>(row, job.in_row_samples, job.channels, job.pad,
-                                   std::ptrdiff_t(s0), end, slot(v));
-    };
-    const int first = y0 + job.shift - r;  // the first input row of the band
-    for (int v = first; v < first + n - 1; ++v) load(v);
-    for (int y = y0; y < y1; ++y) {
-      load(y + job.shift + r);
-      for (int j = 0; j < n; ++j) rows[j] = slot(y + job.shift - r + j);
-      conv_rows::convolve_row<Ops, kN>(rows.data(), job.weights, n, job.channels, count,
-                                       job.out + std::size_t(y) * job.out_row_samples + s0);
-    }
-  }
+          std::ptrdiff_t(in_row),
+          out_row,
+          input.border == Border::clamp ? std::ptrdiff_t(input.mask.radius()) * g.channels : 0};
 }
 
 // The common mask sizes with their taps unrolled, the others through the run-time loop.
@@ -154,11 +96,11 @@ template <class Ops>
 void convolve_band_any(const BandJob& job, int y0, int y1) {
   switch (job.mask_size) {
     case 3:
-      return convolve_band<Ops, 3>(job, y0, y1);
+      return conv_rows::convolve_band(job, y0, y1, LevelRows<Ops, 3>{});
     case 5:
-      return convolve_band<Ops, 5>(job, y0, y1);
+      return conv_rows::convolve_band(job, y0, y1, LevelRows<Ops, 5>{});
     default:
-      return convolve_band<Ops, 0>(job, y0, y1);
+      return conv_rows::convolve_band(job, y0, y1, LevelRows<Ops, 0>{});
   }
 }
 
