@@ -165,13 +165,12 @@ TEST_CASE("conv: pitched variants match the reference on camera frame sizes", "[
   }
 }
 
-// The band walk's own paths: masks unrolled at compile time (3, 5) and through the run-time loop
-// (1, 7 and larger), every odd width up to 129 (rows that end anywhere in a block of vectors),
-// 1 to 4 channels, both borders.
-TEST_CASE("conv: band-walk variants match the reference for every mask size and odd width",
+// The band walk's run-time mask loop (sizes other than 3 and 5, which the width test above covers
+// unrolled for every variant) at 1×1 and 7×7, every odd width up to 129 (rows that end anywhere
+// in a block of vectors), 1 to 4 channels, both borders.
+TEST_CASE("conv: band-walk variants match the reference with 1x1 and 7x7 masks at odd widths",
           "[conv][simd]") {
-  const Mask masks[] = {random_mask(1, 11), random_mask(3, 12), random_mask(5, 13),
-                        random_mask(7, 14)};
+  const Mask masks[] = {random_mask(1, 11), random_mask(7, 14)};
   std::uint64_t seed = 4000;
   for (int w = 1; w <= 129; w += 2) {
     const int h = 7 + w % 3;
