@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "kbench/conv.hpp"
+#include "kbench/cpu_features.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/random.hpp"
@@ -33,6 +34,12 @@ Mask random_mask(int n, std::uint64_t seed) {
 
 bool any_variant(const Variant<Conv>&) {
   return true;
+}
+
+// The variants of the SIMD band walk (kbench/conv_rows.hpp, issue 13): the native ones, one per
+// x86 level, and the portable rows schedule.
+bool band_walk_variant(const Variant<Conv>& v) {
+  return v.name.rfind("omp-simd-", 0) == 0 || v.name.rfind("kokkos-rows", 0) == 0;
 }
 
 // The variants that run pitched device images: portable (not Serial, too slow for camera frames
@@ -159,6 +166,65 @@ TEST_CASE("conv: pitched variants match the reference on camera frame sizes", "[
     INFO(describe(input));
     CHECK(check_all_variants(input, pitched_variant) >= 1);
   }
+}
+
+// The band walk's run-time mask loop (sizes other than 3 and 5, which the width test above covers
+// unrolled for every variant) at 1×1 and 7×7, every odd width up to 129 (rows that end anywhere
+// in a block of vectors), 1 to 4 channels, both borders.
+TEST_CASE("conv: band-walk variants match the reference with 1x1 and 7x7 masks at odd widths",
+          "[conv][simd]") {
+  const Mask masks[] = {random_mask(1, 11), random_mask(7, 14)};
+  std::uint64_t seed = 4000;
+  for (int w = 1; w <= 129; w += 2) {
+    const int h = 7 + w % 3;
+    for (const int channels : {1, 2, 3, 4}) {
+      for (const Border border : {Border::crop, Border::clamp}) {
+        for (const Mask& mask : masks) {
+          if (mask.size > w) continue;
+          const ConvInput input{random_image(w, h, channels, ++seed), mask, border};
+          INFO(describe(input));
+          CHECK(check_all_variants(input, band_walk_variant) >= 1);
+        }
+      }
+    }
+  }
+}
+
+// Large masks: rows of several strips (a strip's rows of floats are bounded, so the larger the
+// mask the shorter the strip), up to the largest mask.
+TEST_CASE("conv: band-walk variants match the reference with large masks", "[conv][simd]") {
+  struct Case {
+    int w, h, channels, mask;
+  };
+  std::uint64_t seed = 5000;
+  for (const Case c : {Case{1101, 23, 3, 9}, Case{800, 40, 3, 31}, Case{700, 33, 4, 31},
+                       Case{361, 70, 3, kMaxMaskSize}, Case{130, 64, 1, kMaxMaskSize}}) {
+    for (const Border border : {Border::crop, Border::clamp}) {
+      const ConvInput input{random_image(c.w, c.h, c.channels, ++seed), random_mask(c.mask, seed),
+                            border};
+      INFO(describe(input));
+      CHECK(check_all_variants(input, band_walk_variant) >= 1);
+    }
+  }
+}
+
+// Each level is a variant that runs where the CPU has the level: the generic one everywhere,
+// and the user call takes the highest this CPU has.
+TEST_CASE("conv: a SIMD variant for every level this CPU has, the generic one always",
+          "[conv][simd]") {
+  const ConvInput input{random_image(40, 30, 3, 21), builtin_mask("gaussian"), Border::clamp};
+  const Variant<Conv>& generic = find_variant<Conv>("omp-simd-generic");
+  CHECK(generic.handles(input));
+  const ImageU8 out = run_checked(generic, input);
+  CHECK(Conv::check(input, Conv::reference(input), out).ok);
+#if defined(__x86_64__)
+  for (const CpuLevel level : {CpuLevel::avx2, CpuLevel::avx512}) {
+    const Variant<Conv>& v = find_variant<Conv>(std::string("omp-simd-") + to_string(level));
+    CHECK(v.handles(input) == cpu_supports(level));
+  }
+  // Among the CPU variants.
+  CHECK(best_variant<Conv>(input, false).name == std::string("omp-simd-") + to_string(cpu_level()));
+#endif
 }
 
 TEST_CASE("images smaller than a 3x3 mask work with a 1x1 mask", "[conv]") {

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <set>
 
+#include "kbench/cpu_features.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/lbp.hpp"
@@ -340,6 +341,39 @@ TEST_CASE("lbp: pitched variants match the reference on camera frame sizes", "[l
       CHECK(check_all_variants(input, pitched_variant) >= 1);
     }
   }
+}
+
+// Each level is a variant that runs where the CPU has the level: the generic one everywhere, and
+// the user call takes the highest this CPU has. Tall images give each thread a band of several
+// rows; flat ones make consecutive codes equal (the same counters, one after another).
+TEST_CASE("lbp: a SIMD variant for every level this CPU has, the generic one always",
+          "[lbp][simd]") {
+  const Variant<Lbp>& generic = find_variant<Lbp>("omp-simd-generic");
+  const std::vector<ImageU8> images = {random_gray(200, 97, 31), few_levels(129, 131, 32),
+                                       generated(260, 70, [](int, int) { return 200; })};
+  for (const ImageU8& image : images) {
+    for (const Border border : {Border::crop, Border::clamp}) {
+      for (const LbpMapping mapping :
+           {LbpMapping::plain, LbpMapping::uniform, LbpMapping::rotation_invariant}) {
+        const LbpInput input{image, {border, mapping}};
+        INFO(describe(input));
+        CHECK(generic.handles(input));
+        const CheckResult check =
+            Lbp::check(input, Lbp::reference(input), run_checked(generic, input));
+        INFO(check.detail);
+        CHECK(check.ok);
+      }
+    }
+  }
+#if defined(__x86_64__)
+  const LbpInput input{images[0], {}};
+  for (const CpuLevel level : {CpuLevel::avx2, CpuLevel::avx512}) {
+    const Variant<Lbp>& v = find_variant<Lbp>(std::string("omp-simd-") + to_string(level));
+    CHECK(v.handles(input) == cpu_supports(level));
+  }
+  // Among the CPU variants.
+  CHECK(best_variant<Lbp>(input, false).name == std::string("omp-simd-") + to_string(cpu_level()));
+#endif
 }
 
 TEST_CASE("images smaller than 3x3 code with clamp", "[lbp]") {

@@ -157,7 +157,7 @@ TEST_CASE("the SIMD CPU variants: one per level, the generic one everywhere, the
   CHECK(generic.layer == Layer::native_cpu);
   CHECK(generic.handles(input));
   CHECK(run_checked(generic, input) == Sad::reference(input));
-#if defined(KBENCH_X86_SIMD)
+#if defined(KBENCH_X86_PACKED_SAD)
   for (const CpuLevel level : {CpuLevel::avx2, CpuLevel::avx512}) {
     const Variant<Sad>& v = find_variant<Sad>(kSimdPrefix + std::string(to_string(level)));
     CHECK(v.handles(input) == cpu_supports(level));
@@ -188,7 +188,7 @@ std::uint32_t helper_sums(const std::uint8_t* a, const std::uint8_t* b, const st
                             Bytes::half_and(Bytes::load_half(b), Bytes::load_half(mask)));
   return Bytes::lane_sum(acc);
 }
-#if defined(KBENCH_X86_SIMD)
+#if defined(KBENCH_X86_PACKED_SAD)
 [[gnu::target(KBENCH_TARGET_AVX2)]] std::uint32_t avx2_sums(const std::uint8_t* a,
                                                             const std::uint8_t* b,
                                                             const std::uint8_t* mask) {
@@ -235,7 +235,7 @@ TEST_CASE("the byte-vector helpers of every level this CPU has agree with byte a
     INFO("trial " << trial << ", mask from byte " << masked_from);
     CHECK(helper_sums<cpu_simd::GenericBytes<>>(a, b, mask) == expected(16));
     CHECK(helper_sums<cpu_simd::GenericBytes<Isa::plain>>(a, b, mask) == expected(16));
-#if defined(KBENCH_X86_SIMD)
+#if defined(KBENCH_X86_PACKED_SAD)
     if (cpu_supports(CpuLevel::avx2)) CHECK(avx2_sums(a, b, mask) == expected(32));
     if (cpu_supports(CpuLevel::avx512)) CHECK(avx512_sums(a, b, mask) == expected(64));
 #endif

@@ -1,5 +1,10 @@
 // Native CPU conv: the report's OpenMP variants (collapse(2), static schedule, unrolled bodies,
-// omp simd over a row).
+// omp simd over a row), and the SIMD variants of issue 13, one per x86 level (kbench/cpu_simd.hpp),
+// chosen at run time.
+#include <omp.h>
+
+#include "kbench/conv_rows.hpp"
+#include "kbench/cpu_features.hpp"
 #include "sequential/conv_host.hpp"
 
 namespace kbench {
@@ -63,11 +68,77 @@ void walk_soa3x3(const PlanarImageU8& in, const Mask& mask, const Geometry& g, P
   }
 }
 
+// ---- SIMD variants: each thread walks a band of output rows (conv_rows::convolve_band). ----
+// Bands are contiguous (a static schedule), one per thread.
+
+using conv_rows::BandJob;
+using conv_rows::LevelRows;
+
+BandJob band_job(const ConvInput& input, const Geometry& g, ImageU8& out) {
+  const std::size_t in_row = std::size_t(g.in_width) * g.channels;
+  const std::size_t out_row = std::size_t(g.out_width) * g.channels;
+  return {input.image.data.data(),
+          in_row,
+          out.data.data(),
+          out_row,
+          input.mask.weights.data(),
+          input.mask.size,
+          g.channels,
+          g.in_height,
+          g.shift,
+          std::ptrdiff_t(in_row),
+          out_row,
+          input.border == Border::clamp ? std::ptrdiff_t(input.mask.radius()) * g.channels : 0};
+}
+
+// The common mask sizes with their taps unrolled, the others through the run-time loop.
+template <class Ops>
+void convolve_band_any(const BandJob& job, int y0, int y1) {
+  switch (job.mask_size) {
+    case 3:
+      return conv_rows::convolve_band(job, y0, y1, LevelRows<Ops, 3>{});
+    case 5:
+      return conv_rows::convolve_band(job, y0, y1, LevelRows<Ops, 5>{});
+    default:
+      return conv_rows::convolve_band(job, y0, y1, LevelRows<Ops, 0>{});
+  }
+}
+
+// One entry per level, its target attribute reaching the whole inlined walk (cpu_simd.hpp).
+[[gnu::flatten]] void convolve_band_generic(const BandJob& job, int y0, int y1) {
+  convolve_band_any<simd::Generic>(job, y0, y1);
+}
+#if KBENCH_X86_SIMD
+[[KBENCH_CPU_TARGET_AVX2, gnu::flatten]] void convolve_band_avx2(const BandJob& job, int y0,
+                                                                 int y1) {
+  convolve_band_any<simd::Avx2>(job, y0, y1);
+}
+[[KBENCH_CPU_TARGET_AVX512, gnu::flatten]] void convolve_band_avx512(const BandJob& job, int y0,
+                                                                     int y1) {
+  convolve_band_any<simd::Avx512>(job, y0, y1);
+}
+#endif
+
+using BandWalk = void (*)(const BandJob&, int, int);
+
+template <BandWalk kBand>
+void walk_simd(const ConvInput& input, const Geometry& g, ImageU8& out) {
+  const BandJob job = band_job(input, g, out);
+#pragma omp parallel
+  {
+    const int bands = omp_get_num_threads(), band = omp_get_thread_num();
+    const int y0 = int(std::int64_t(g.out_height) * band / bands);
+    const int y1 = int(std::int64_t(g.out_height) * (band + 1) / bands);
+    if (y0 < y1) kBand(job, y0, y1);
+  }
+}
+
 }  // namespace
 
 void register_conv_native_cpu(VariantList<Conv>& list) {
-  // Preferences: the unrolled AoS body is the fastest CPU path for 3×3 RGB; the generic one
-  // serves every other input.
+  // Preferences: the SIMD variants first, the highest level this CPU has; then the unrolled AoS
+  // body, the fastest of the report's paths for 3×3 RGB; the generic one serves every input. All
+  // stay below the CUDA variants' (16 and up), which user calls take when a GPU is present.
   const auto add = [&](const char* name, Variant<Conv>::Make make,
                        std::function<bool(const ConvInput&)> supports, int preference) {
     list.push_back({name, Layer::native_cpu, Backend::openmp, false, std::move(make),
@@ -76,6 +147,16 @@ void register_conv_native_cpu(VariantList<Conv>& list) {
   add("omp-aos", make_runner<AosRunner<walk_aos>>, {}, 10);
   add("omp-aos-unrolled3", make_runner<AosRunner<walk_aos_rgb3x3>>, is_rgb3x3, 12);
   add("omp-soa-unrolled3", make_runner<SoaRunner<walk_soa3x3>>, is_3x3, 11);
+  // The SIMD variants take every input; each runs where the CPU has its level.
+  const auto level = [](CpuLevel l) { return [l](const ConvInput&) { return cpu_supports(l); }; };
+  add("omp-simd-generic", make_runner<AosRunner<walk_simd<convolve_band_generic>>>,
+      level(CpuLevel::generic), 13);
+#if KBENCH_X86_SIMD
+  add("omp-simd-avx2", make_runner<AosRunner<walk_simd<convolve_band_avx2>>>, level(CpuLevel::avx2),
+      14);
+  add("omp-simd-avx512", make_runner<AosRunner<walk_simd<convolve_band_avx512>>>,
+      level(CpuLevel::avx512), 15);
+#endif
 }
 
 }  // namespace kbench

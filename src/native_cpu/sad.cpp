@@ -65,7 +65,7 @@ constexpr int kRows = 2, kPositions = 4;
 #include "native_cpu/sad_simd_level.inc"
 }  // namespace sad_simd_generic
 
-#if defined(KBENCH_X86_SIMD)
+#if defined(KBENCH_X86_PACKED_SAD)
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,bmi2")
 namespace sad_simd_avx2 {
@@ -190,7 +190,7 @@ void register_sad_native_cpu(VariantList<Sad>& list) {
   add("omp", make_runner<MapRunner<omp_map, omp_argmin>>, {}, 10);
   add("omp-blocked", make_runner<MapRunner<blocked_map, omp_argmin>>, {}, 11);
   add("omp-simd-generic", make_runner<SimdMapRunner<sad_simd_generic::Kernel>>, {}, 12);
-#if defined(KBENCH_X86_SIMD)
+#if defined(KBENCH_X86_PACKED_SAD)
   add("omp-simd-avx2", make_runner<SimdMapRunner<sad_simd_avx2::Kernel>>,
       level_supported<sad_simd_avx2::Kernel>, 13);
   add("omp-simd-avx512", make_runner<SimdMapRunner<sad_simd_avx512::Kernel>>,

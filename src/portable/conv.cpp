@@ -6,16 +6,19 @@
 // weights), so each work item turns a few word loads into a run of output bytes.
 // Masks of size 3 get compile-time unrolled code; other sizes use the run-time loop.
 // A fourth schedule, the band walk, runs the native CUDA kernel's register-level arithmetic
-// (kbench/conv_band.hpp) for 3×3 masks.
+// (kbench/conv_band.hpp) for 3×3 masks; a fifth, on host spaces, the native SIMD CPU variants'
+// band walk over rows of floats (kbench/conv_rows.hpp).
 //
 // The row-vector and band schedules turn bytes into floats and sums into bytes through
-// conv_band's helpers, which use byte permutes and paired packing on CUDA devices: they are
-// registered twice, as built with Isa::tuned and with Isa::plain (`-plain`, the helpers' C++
-// forms). The flat and team-tiled schedules use no helper and are plain C++ as they are.
+// conv_band's helpers, which use byte permutes and paired packing on CUDA devices, and the rows
+// schedule calls the CPU level's vector helpers: they are registered twice, as built with
+// Isa::tuned and with Isa::plain (`-plain`, the helpers' C++ forms). The flat and team-tiled
+// schedules use no helper and are plain C++ as they are.
 #include <memory>
 
 #include "kbench/conv.hpp"
 #include "kbench/conv_band.hpp"
+#include "kbench/conv_rows.hpp"
 #include "portable/kokkos_support.hpp"
 
 // Named (not anonymous) namespace: CUDA extended lambdas may not live in internal-linkage
@@ -461,6 +464,55 @@ struct BandSchedule {
   }
 };
 
+// The native SIMD variants' band walk (kbench/conv_rows.hpp, issue 13) for host execution spaces:
+// one work item per core walks a contiguous band of output rows, strip by strip, each input row's
+// strip turned into floats once. Isa::tuned calls the row helpers of the highest level this CPU
+// has through conv_rows::row_kernels (a Kokkos kernel carries no target attribute of its own);
+// Isa::plain (`-plain`) runs the same walk with conv_rows::PlainOps, one float at a time in plain
+// C++. A GPU would run each band on one thread, so the schedule is registered for host spaces
+// only.
+template <class Exec, Isa kIsa>
+struct RowsSchedule {
+  static constexpr const char* name = kIsa == Isa::tuned ? "kokkos-rows" : "kokkos-rows-plain";
+  static constexpr Isa isa = kIsa;
+  static constexpr bool simple = false;
+
+  template <int kSize, class In, class MaskView, class Out>
+  static void run(const ConvShape& s, const In& in, const MaskView& mask, const Out& out) {
+    const int r = s.mask_size / 2;
+    const std::size_t in_row = std::size_t(s.in_width) * s.channels;
+    const conv_rows::BandJob job{in.data(),
+                                 std::size_t(s.in_pitch),
+                                 out.data(),
+                                 std::size_t(s.out_pitch),
+                                 mask.data(),
+                                 s.mask_size,
+                                 s.channels,
+                                 s.in_height,
+                                 s.shift,
+                                 std::ptrdiff_t(in_row),
+                                 std::size_t(s.out_width) * s.channels,
+                                 s.shift == 0 ? std::ptrdiff_t(r) * s.channels : 0};
+    if constexpr (kIsa == Isa::tuned) {
+      walk(job, s.out_height, conv_rows::row_kernels(s.mask_size));
+    } else {
+      walk(job, s.out_height, conv_rows::LevelRows<conv_rows::PlainOps, kSize>{});
+    }
+  }
+
+  template <class Rows>
+  static void walk(const conv_rows::BandJob& job, int out_height, const Rows& helpers) {
+    const int bands = Exec().concurrency();
+    Kokkos::parallel_for("conv_rows",
+                         Kokkos::RangePolicy<Exec, Kokkos::Schedule<Kokkos::Static>>(0, bands),
+                         [=](int band) {
+                           const int y0 = int(std::int64_t(out_height) * band / bands);
+                           const int y1 = int(std::int64_t(out_height) * (band + 1) / bands);
+                           if (y0 < y1) conv_rows::convolve_band(job, y0, y1, helpers);
+                         });
+  }
+};
+
 template <class Exec, class Schedule>
 class KokkosConvRunner final : public Runner<Conv> {
  public:
@@ -528,6 +580,9 @@ void register_conv_portable(VariantList<Conv>& list) {
       portable_conv::add_variant<Exec, portable_conv::RowVectorScheduleR4<Exec, kIsa>>(list,
                                                                                        base + 2);
       portable_conv::add_variant<Exec, portable_conv::BandSchedule<Exec, kIsa>>(list, base + 4);
+      if constexpr (portable::backend_of<Exec>() != Backend::cuda) {
+        portable_conv::add_variant<Exec, portable_conv::RowsSchedule<Exec, kIsa>>(list, base + 5);
+      }
     });
   });
 }
