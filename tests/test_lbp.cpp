@@ -5,6 +5,7 @@
 #include <set>
 
 #include "kbench/cpu_features.hpp"
+#include "kbench/cpu_simd.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/lbp.hpp"
@@ -365,7 +366,7 @@ TEST_CASE("lbp: a SIMD variant for every level this CPU has, the generic one alw
       }
     }
   }
-#if defined(__x86_64__)
+#if KBENCH_X86_SIMD  // the levels above generic are in this build (not under nvcc)
   const LbpInput input{images[0], {}};
   for (const CpuLevel level : {CpuLevel::avx2, CpuLevel::avx512}) {
     const Variant<Lbp>& v = find_variant<Lbp>(std::string("omp-simd-") + to_string(level));
