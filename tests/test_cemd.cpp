@@ -303,14 +303,6 @@ void check_neighbours(const CemdResult& out, const CemdReference& reference,
 
 using NeighbourCheck = std::function<void(const CemdResult&)>;
 
-// Host variants everywhere; CUDA variants too where a GPU is present, so the GPU suite asserts
-// the same bits.
-template <class Variant>
-bool runs_here(const Variant& v) {
-  static const bool gpu = gpu_available();
-  return v.backend != Backend::cuda || gpu;
-}
-
 // Runs both operations of every variant that runs here (each run twice over differently
 // poisoned outputs by run_checked) on the two sets in `mode` and checks them; `also` adds a
 // case's own checks on each fused result. Returns how many variants ran.

@@ -110,7 +110,6 @@ TEST_CASE("sharded matching equals one process bit for bit, ties and empty shard
           "[cemd_shards]") {
   const DescriptorSet database = repeated_database(7, 3, 5);  // 21 rows, each row 3 times
   const DescriptorSet queries = generated_queries(database, 23, 6);
-  const bool gpu = gpu_available();
   for (const auto distance : {DescriptorDistance::cemd_normalised, DescriptorDistance::cemd_raw,
                               DescriptorDistance::l2}) {
     for (const bool all_pairs : {false, true}) {
@@ -119,7 +118,7 @@ TEST_CASE("sharded matching equals one process bit for bit, ties and empty shard
       options.params.all_pairs = all_pairs;
       for (const auto& v : variants<Cemd>()) {
         const CemdInput whole_input{queries, database, options.params};
-        if ((v.backend == Backend::cuda && !gpu) || !v.handles(whole_input)) continue;
+        if (!runs_here(v) || !v.handles(whole_input)) continue;
         options.variant = v.name;
         INFO(to_string(distance) << (all_pairs ? " all pairs" : " nearest two") << ", variant "
                                  << v.name);

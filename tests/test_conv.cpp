@@ -54,10 +54,9 @@ bool pitched_variant(const Variant<Conv>& v) {
 // ran.
 int check_all_variants(const ConvInput& input, bool (*chosen)(const Variant<Conv>&) = any_variant) {
   const Conv::Reference reference = Conv::reference(input);
-  const bool gpu = gpu_available();
   int ran = 0;
   for (const auto& v : variants<Conv>()) {
-    if ((v.backend == Backend::cuda && !gpu) || !v.handles(input) || !chosen(v)) continue;
+    if (!runs_here(v) || !v.handles(input) || !chosen(v)) continue;
     INFO("variant " << v.name);
     const ImageU8 out = run_checked(v, input);
     const CheckResult check = Conv::check(input, reference, out);

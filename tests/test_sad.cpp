@@ -36,10 +36,9 @@ std::string describe(const SadInput& in) {
 // the reference; returns how many ran.
 int check_all_variants(const SadInput& input) {
   const Sad::Reference reference = Sad::reference(input);
-  const bool gpu = gpu_available();
   int ran = 0;
   for (const auto& v : variants<Sad>()) {
-    if ((v.backend == Backend::cuda && !gpu) || !v.handles(input)) continue;
+    if (!runs_here(v) || !v.handles(input)) continue;
     INFO("variant " << v.name);
     const SadResult out = run_checked(v, input);
     const CheckResult check = Sad::check(input, reference, out);

@@ -27,10 +27,9 @@ SadInput argmin_only(ImageU8 target, ImageU8 query) {
 int check_all_variants(const SadInput& input) {
   const SadMatch reference = Sad::reference(input).best;
   const SadShape s = validate_sad_input(input);
-  const bool gpu = gpu_available();
   int ran = 0;
   for (const auto& v : variants<SadPruned>()) {
-    if ((v.backend == Backend::cuda && !gpu) || !v.handles(input)) continue;
+    if (!runs_here(v) || !v.handles(input)) continue;
     INFO("variant " << v.name);
     const SadPrunedResult out = run_checked(v, input);
     const CheckResult check = SadPruned::check(input, reference, out);

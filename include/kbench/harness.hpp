@@ -11,8 +11,16 @@
 
 #include "kbench/error.hpp"
 #include "kbench/registry.hpp"
+#include "kbench/system_info.hpp"
 
 namespace kbench {
+
+// Whether this process can run `v`: host variants always, CUDA variants where a GPU is usable.
+template <class Algorithm>
+bool runs_here(const Variant<Algorithm>& v) {
+  static const bool gpu = gpu_available();
+  return v.backend != Backend::cuda || gpu;
+}
 
 // Runs `variant` once end to end and returns its output. The run is done twice, with outputs
 // poisoned to 0x00 and to 0xFF first: an element the variant fails to write differs between
