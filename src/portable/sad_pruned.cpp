@@ -288,40 +288,24 @@ void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& targe
       });
 }
 
+// bound_pass<kStrips> for a run-time count of 1 .. kStrips strips.
+template <class Exec, Isa kIsa, int kStrips = kMaxPassStrips, class... Args>
+void bound_pass_of(int strips, const Args&... args) {
+  if constexpr (kStrips > 1) {
+    if (strips < kStrips) return bound_pass_of<Exec, kIsa, kStrips - 1>(strips, args...);
+  }
+  bound_pass<Exec, kIsa, kStrips>(args...);
+}
+
 // Every window's strip bound into `bounds`, a pass per kMaxPassStrips strips.
 template <class Exec, Isa kIsa>
 void strip_bounds(const Geometry& g, const WordsView<Exec>& target,
                   const typename InputBuffer<std::uint32_t, Exec>::View& query_strips,
                   const U32View<Exec>& bounds,
                   const typename OutputBuffer<std::uint64_t, Exec>::View& candidates) {
-  static_assert(kMaxPassStrips == 8, "a pass function per size");
   for (int first = 0; first < g.strips.count; first += kMaxPassStrips) {
-    switch (std::min(kMaxPassStrips, g.strips.count - first)) {
-      case 1:
-        bound_pass<Exec, kIsa, 1>(g, first, target, query_strips, bounds, candidates);
-        break;
-      case 2:
-        bound_pass<Exec, kIsa, 2>(g, first, target, query_strips, bounds, candidates);
-        break;
-      case 3:
-        bound_pass<Exec, kIsa, 3>(g, first, target, query_strips, bounds, candidates);
-        break;
-      case 4:
-        bound_pass<Exec, kIsa, 4>(g, first, target, query_strips, bounds, candidates);
-        break;
-      case 5:
-        bound_pass<Exec, kIsa, 5>(g, first, target, query_strips, bounds, candidates);
-        break;
-      case 6:
-        bound_pass<Exec, kIsa, 6>(g, first, target, query_strips, bounds, candidates);
-        break;
-      case 7:
-        bound_pass<Exec, kIsa, 7>(g, first, target, query_strips, bounds, candidates);
-        break;
-      default:
-        bound_pass<Exec, kIsa, 8>(g, first, target, query_strips, bounds, candidates);
-        break;
-    }
+    bound_pass_of<Exec, kIsa>(std::min(kMaxPassStrips, g.strips.count - first), g, first, target,
+                              query_strips, bounds, candidates);
   }
 }
 
