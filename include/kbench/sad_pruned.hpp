@@ -109,6 +109,24 @@ KBENCH_HOST_DEVICE unsigned polish_settled_windows(std::uint32_t centre, int map
 }
 static_assert(kPruneUnitWindows < 32, "a unit's windows are bits of a word");
 
+constexpr int kPrunePolishSide = 2 * kPrunePolishRadius + 1;
+
+// Entry e < kPrunePolishSide² of the polish neighbourhood of window `centre` (map index), row by
+// row: its map index, or false when it lies off the map.
+KBENCH_HOST_DEVICE bool polish_window(std::uint32_t centre, int map_width, int map_height, int e,
+                                      std::uint32_t& index) {
+  const int i = int(centre / unsigned(map_width)) + e / kPrunePolishSide - kPrunePolishRadius;
+  const int j = int(centre % unsigned(map_width)) + e % kPrunePolishSide - kPrunePolishRadius;
+  if (i < 0 || j < 0 || i >= map_height || j >= map_width) return false;
+  index = std::uint32_t(i) * std::uint32_t(map_width) + std::uint32_t(j);
+  return true;
+}
+
+// The GPU layers' bound pass walks down columns of windows, adding row sums into a column prefix
+// of which a ring keeps the rows of one pass of up to kPrunePassStrips strips; taller queries
+// take several passes.
+constexpr int kPrunePassStrips = 8;
+
 struct StripLayout {
   int count = 0;  // S
   int rows = 0;   // rows of every strip but the last
@@ -118,6 +136,14 @@ struct StripLayout {
   KBENCH_HOST_DEVICE int end(int k) const { return k + 1 < count ? (k + 1) * rows : query_rows; }
 };
 StripLayout strip_layout(const SadShape& s);
+
+// The bound pass's prefix ring: a power of two, at least a pass's query rows and kPruneStripRows
+// (so that a block of kPruneStripRows ring slots never wraps inside).
+int prune_ring_rows(const StripLayout& strips);
+// Map rows each walking team takes, for `column_tiles` tiles across the map and about `teams`
+// teams wanted: at least one pass's rows (a segment walks that many before its first window),
+// and at most 65535 segments.
+int prune_segment_rows(const SadShape& s, const StripLayout& strips, int column_tiles, int teams);
 
 // |a − b| of two unsigned sums.
 KBENCH_HOST_DEVICE std::uint32_t abs_difference(std::uint32_t a, std::uint32_t b) {

@@ -10,7 +10,7 @@
 //    and each strip sum is the difference of two ring entries. No barrier, no intermediate in
 //    global memory; queries taller than kMaxPassStrips strips take several passes.
 // 2. refine_kernel over the candidates: their exact SADs lower E, a device key, by atomicMin.
-// 3. refine_kernel over the (2·kPolishRadius + 1)² windows around E's window: the best tile
+// 3. refine_kernel over the kPrunePolishSide² windows around E's window: the best tile
 //    candidate is often a pixel or two off the match (its bound is as small, its SAD is not),
 //    and a first E close to the minimum prunes much more. Exact SADs of any windows are valid
 //    upper bounds, so this changes nothing but the speed.
@@ -93,10 +93,9 @@ __device__ __forceinline__ std::uint32_t strip_term(std::uint32_t d, std::uint32
 // pass's last strip may be shorter: with the walk in blocks of kStripRows, their ring addresses
 // are fixed per block and the row within the block is an immediate offset.
 constexpr int kStripRows = kPruneStripRows;
-constexpr int kMaxPassStrips = 8;
-constexpr int kMinRingRows = kStripRows;  // ring slots of a block never wrap inside it
-constexpr int kSumRows = kWarp;           // target rows summed at once, a lane each
-constexpr int kSumPitch = kWarp + 1;      // the transposed tile's rows: odd, no bank conflicts
+constexpr int kMaxPassStrips = kPrunePassStrips;
+constexpr int kSumRows = kWarp;       // target rows summed at once, a lane each
+constexpr int kSumPitch = kWarp + 1;  // the transposed tile's rows: odd, no bank conflicts
 static_assert(kSumRows % kStripRows == 0, "whole ring blocks per summed block");
 
 struct BoundArgs {
@@ -105,7 +104,7 @@ struct BoundArgs {
   SadShape s;
   StripLayout strips;
   int first_strip;                  // this pass: strips first_strip .. + the kernel's kStrips − 1
-  int ring_rows;                    // a power of two ≥ the pass's rows and ≥ kMinRingRows
+  int ring_rows;                    // a power of two ≥ the pass's rows (prune_ring_rows)
   int segment_rows;                 // map rows a warp walks
   bool first_pass, last_pass;       // the first writes the bound map, the last its candidates
   const std::uint32_t* strip_sums;  // x_k
@@ -278,8 +277,6 @@ static_assert(kMaxPassStrips == 8, "one kernel per pass size");
 constexpr int kRefineThreads = 256;
 constexpr int kRefineWarps = kRefineThreads / kWarp;
 constexpr std::size_t kMaxSharedQueryBytes = 96 * 1024;
-constexpr int kPolishRadius = kPrunePolishRadius;
-constexpr int kPolishSide = 2 * kPolishRadius + 1;
 
 // What every refinement reads (steps 2, 3 and 5).
 struct PackedSearch {
@@ -411,16 +408,14 @@ struct Neighbourhood {
   const Key* centre;  // not written while the kernel runs
   const std::uint32_t* bounds;
 
-  __device__ unsigned long long size() const { return kPolishSide * kPolishSide; }
+  __device__ unsigned long long size() const { return kPrunePolishSide * kPrunePolishSide; }
   __device__ bool entry(unsigned long long e, const RefineArgs& a, Key& key) const {
-    const std::uint32_t at = std::uint32_t(*centre);
-    const int di = int(e / kPolishSide) - kPolishRadius, dj = int(e % kPolishSide) - kPolishRadius;
-    const int i = int(at / std::uint32_t(a.s.map_width)) + di;
-    const int j = int(at % std::uint32_t(a.s.map_width)) + dj;
-    if ((di == 0 && dj == 0) || i < 0 || j < 0 || i >= a.s.map_height || j >= a.s.map_width) {
+    std::uint32_t index;
+    // The centre's own SAD is already final.
+    if (e == kPrunePolishSide * kPrunePolishSide / 2 ||
+        !polish_window(std::uint32_t(*centre), a.s.map_width, a.s.map_height, int(e), index)) {
       return false;
     }
-    const std::uint32_t index = std::uint32_t(i) * std::uint32_t(a.s.map_width) + std::uint32_t(j);
     key = sad_key(std::int32_t(bounds[index]), index);
     return true;
   }
@@ -634,26 +629,6 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
 
 // --- runner --------------------------------------------------------------------------------------
 
-// Map rows per warp: enough segments for a wave of warps, each at least one pass's rows long
-// (a segment first walks that many rows before its first window).
-int bound_segment_rows(const SadShape& s, const StripLayout& strips, std::size_t ring_bytes) {
-  const int column_tiles = (s.map_width + kWarp - 1) / kWarp;
-  const int wave =
-      cuda::resident_blocks(kBoundKernels[kMaxPassStrips - 1], kWarp, ring_bytes, 1 << 30);
-  const int segments = std::clamp(wave / column_tiles, 1, 65535);
-  const int rows = std::max((s.map_height + segments - 1) / segments,
-                            std::min(strips.query_rows, kMaxPassStrips * kStripRows));
-  return std::max(rows, (s.map_height + 65535 - 1) / 65535);
-}
-
-// The ring for a pass of up to kMaxPassStrips strips: a power of two, at least its rows.
-int bound_ring_rows(const StripLayout& strips) {
-  const int rows = std::min(strips.query_rows, strips.rows * kMaxPassStrips);
-  int ring = kMinRingRows;
-  while (ring < rows) ring *= 2;
-  return ring;
-}
-
 bool pruned_fits(const SadInput& input) {
   const SadShape s = validate_sad_pruned_input(input);
   return strip_layout(s).count <= kMaxStrips;
@@ -688,9 +663,12 @@ class PrunedRunner final : public Runner<SadPruned> {
         unit_columns_((shape_.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows),
         units_(std::uint64_t(shape_.map_height) * std::uint64_t(unit_columns_)),
         limit_(std::uint64_t(kPruneUnitFullSearchFraction * double(units_))),
-        ring_rows_(bound_ring_rows(strips_)),
+        ring_rows_(prune_ring_rows(strips_)),
         ring_bytes_(bound_shared_bytes(ring_rows_)),
-        segment_rows_(bound_segment_rows(shape_, strips_, ring_bytes_)),
+        // Enough segments for a wave of warps.
+        segment_rows_(prune_segment_rows(
+            shape_, strips_, (shape_.map_width + kWarp - 1) / kWarp,
+            cuda::resident_blocks(kBoundKernels[kMaxPassStrips - 1], kWarp, ring_bytes_, 1 << 30))),
         bound_grid_(dim3((shape_.map_width + kWarp - 1) / kWarp,
                          (shape_.map_height + segment_rows_ - 1) / segment_rows_)),
         strip_sums_(host_strip_sums_.size()),
@@ -763,7 +741,7 @@ class PrunedRunner final : public Runner<SadPruned> {
     RefineArgs polish = refine;
     polish.best = scalars + kPolishSlot;
     polish.other = scalars + kBestSlot;
-    const int polish_blocks = std::min(kPolishSide * kPolishSide, refine_grid_);
+    const int polish_blocks = std::min(kPrunePolishSide * kPrunePolishSide, refine_grid_);
     launch_refine<Neighbourhood>(polish, Neighbourhood{scalars + kBestSlot, bounds_.get()},
                                  polish_blocks, shared_query_, list_shared_);
 

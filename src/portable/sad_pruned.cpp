@@ -40,8 +40,7 @@ using portable::OutputBuffer;
 constexpr int kTileColumns = 32;  // window columns per bound team, and target rows summed at once
 constexpr int kSumPitch = kTileColumns + 1;  // the transposed sums' rows: odd, no bank conflicts
 constexpr int kStripRows = kPruneStripRows;
-constexpr int kMaxPassStrips = 8;
-constexpr int kMinRingRows = kStripRows;  // ring slots of a strip block never wrap inside it
+constexpr int kMaxPassStrips = kPrunePassStrips;
 static_assert(kTileColumns % kStripRows == 0, "whole strip blocks per summed block");
 // Threads per refining team on a device: a 128 × 128 window is 4 K words, which one warp would
 // walk serially.
@@ -104,16 +103,12 @@ Geometry geometry(const SadShape& s) {
              (s.map_width + kTileColumns - 1) / kTileColumns,
              1,
              s.map_height,
-             kMinRingRows,
+             prune_ring_rows(strip_layout(s)),
              (s.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows};
-  const int pass_rows = std::min(g.strips.query_rows, g.strips.rows * kMaxPassStrips);
-  while (g.ring_rows < pass_rows) g.ring_rows *= 2;
-  // Enough teams to fill the device (a few per thread on a host, for balance), each segment at
-  // least a pass's rows long: a segment first walks that many rows before its first window.
+  // Enough teams to fill the device (a few per thread on a host, for balance).
   const int team = team_threads<Exec>(kTileColumns);
   const int teams = std::max(1, int(Exec().concurrency() / team)) * (team == 1 ? 4 : 1);
-  g.segments = std::max(1, std::min(teams / g.column_tiles, 65535));
-  g.segment_rows = std::max((s.map_height + g.segments - 1) / g.segments, pass_rows);
+  g.segment_rows = prune_segment_rows(s, g.strips, g.column_tiles, teams);
   g.segments = (s.map_height + g.segment_rows - 1) / g.segment_rows;
   return g;
 }
@@ -380,8 +375,6 @@ KOKKOS_INLINE_FUNCTION std::uint32_t bit_count(std::uint32_t x) {
 template <class Exec>
 using KeysView = typename OutputBuffer<std::uint64_t, Exec>::View;
 
-constexpr int kPolishSide = 2 * kPrunePolishRadius + 1;
-
 // The windows around E_guess's window (into list, for refine_windows; positions off the map
 // repeat the centre, whose SAD is already final) and E_guess itself into centre(0); zeroes
 // settled(0) for count_settled.
@@ -389,18 +382,17 @@ template <class Exec>
 void polish_windows(const Geometry& g, const KeysView<Exec>& guess, const KeysView<Exec>& list,
                     const KeysView<Exec>& centre, const KeysView<Exec>& settled) {
   Kokkos::parallel_for(
-      "pruned_polish_windows", Kokkos::RangePolicy<Exec>(0, kPolishSide * kPolishSide),
+      "pruned_polish_windows", Kokkos::RangePolicy<Exec>(0, kPrunePolishSide * kPrunePolishSide),
       KOKKOS_LAMBDA(int e) {
         const std::uint64_t best = guess(0);
         if (e == 0) {
           centre(0) = best;
           settled(0) = 0;
         }
-        const std::uint32_t at = std::uint32_t(best);
-        const int i = int(at / std::uint32_t(g.s.map_width)) + e / kPolishSide - kPrunePolishRadius;
-        const int j = int(at % std::uint32_t(g.s.map_width)) + e % kPolishSide - kPrunePolishRadius;
-        const bool inside = i >= 0 && j >= 0 && i < g.s.map_height && j < g.s.map_width;
-        list(e) = inside ? std::uint64_t(i) * g.s.map_width + j : at;
+        std::uint32_t index;
+        const bool inside =
+            polish_window(std::uint32_t(best), g.s.map_width, g.s.map_height, e, index);
+        list(e) = inside ? index : std::uint32_t(best);
       });
 }
 
@@ -412,13 +404,13 @@ template <class Exec>
 void count_settled(const Geometry& g, const U32View<Exec>& bounds, const KeysView<Exec>& guess,
                    const KeysView<Exec>& centre, const KeysView<Exec>& settled) {
   Kokkos::parallel_for(
-      "pruned_count_settled", Kokkos::RangePolicy<Exec>(0, kPolishSide * kPolishSide),
+      "pruned_count_settled", Kokkos::RangePolicy<Exec>(0, kPrunePolishSide * kPrunePolishSide),
       KOKKOS_LAMBDA(int e) {
-        const std::uint32_t at = std::uint32_t(centre(0));
-        const int i = int(at / std::uint32_t(g.s.map_width)) + e / kPolishSide - kPrunePolishRadius;
-        const int j = int(at % std::uint32_t(g.s.map_width)) + e % kPolishSide - kPrunePolishRadius;
-        if (i < 0 || j < 0 || i >= g.s.map_height || j >= g.s.map_width) return;
-        if (bounds(std::size_t(i) * g.s.map_width + j) <= std::uint32_t(guess(0) >> 32)) {
+        std::uint32_t index;
+        if (!polish_window(std::uint32_t(centre(0)), g.s.map_width, g.s.map_height, e, index)) {
+          return;
+        }
+        if (bounds(index) <= std::uint32_t(guess(0) >> 32)) {
           Kokkos::atomic_add(&settled(0), std::uint64_t(1));
         }
       });
@@ -580,7 +572,7 @@ class PrunedRunner final : public Runner<SadPruned> {
         live_(std::size_t(g_.units()), "pruned live units"),
         candidates_(std::size_t(std::max(1, g_.candidates())), "pruned candidates"),
         guess_(1, "pruned guess"),
-        polish_(kPolishSide * kPolishSide, "pruned polish windows"),
+        polish_(kPrunePolishSide * kPrunePolishSide, "pruned polish windows"),
         centre_(1, "pruned polish centre"),
         settled_(1, "pruned settled windows"),
         alive_after_(std::size_t(g_.units()) * g_.strips.count, "pruned alive after strips"),
@@ -607,8 +599,8 @@ class PrunedRunner final : public Runner<SadPruned> {
     refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), target, query,
                                query_strips_.view(), bounds_.view(), guess);
     polish_windows<Exec>(g_, guess, polish_.view(), centre_.view(), settled_.view());
-    refine_windows<Exec, kIsa>(g_, polish_.view(), kPolishSide * kPolishSide, target, query,
-                               query_strips_.view(), bounds_.view(), guess);
+    refine_windows<Exec, kIsa>(g_, polish_.view(), kPrunePolishSide * kPrunePolishSide, target,
+                               query, query_strips_.view(), bounds_.view(), guess);
     count_settled<Exec>(g_, bounds_.view(), guess, centre_.view(), settled_.view());
     const std::uint64_t live =
         live_units<Exec>(g_, bounds_.view(), guess, centre_.view(), live_.view());
