@@ -126,6 +126,16 @@ KBENCH_HOST_DEVICE bool polish_window(std::uint32_t centre, int map_width, int m
 // of which a ring keeps the rows of one pass of up to kPrunePassStrips strips; taller queries
 // take several passes.
 constexpr int kPrunePassStrips = 8;
+// A walking team owns a tile of kPruneTileColumns window columns × a segment of map rows, and
+// keeps the tile's smallest key as its candidate. The tile's smallest bound is in that key, so
+// the filter skips a tile without reading its bounds when that bound exceeds E.
+constexpr int kPruneTileColumns = 32;
+static_assert(kPruneTileColumns % kPruneUnitWindows == 0, "a unit lies in one tile");
+
+// The tile holding window (i, j): tiles are numbered row of segments by row.
+KBENCH_HOST_DEVICE int prune_tile_of(int i, int j, int segment_rows, int column_tiles) {
+  return i / segment_rows * column_tiles + j / kPruneTileColumns;
+}
 
 struct StripLayout {
   int count = 0;  // S

@@ -51,6 +51,7 @@ static_assert(sizeof(Key) == sizeof(std::uint64_t), "64-bit keys");
 
 constexpr int kWarp = 32;
 constexpr unsigned kAllLanes = 0xFFFFFFFFu;
+static_assert(kPruneTileColumns == kWarp, "a bound block's lanes are its tile's columns");
 
 // The run's device scalars (64-bit each), reset by the bound kernel.
 constexpr int kBestSlot = 0;         // E
@@ -347,12 +348,11 @@ __device__ __forceinline__ uint2 block_sums(std::uint32_t sad, std::uint32_t sum
   return total;
 }
 
-// One window, by a whole block (a 128 × 128 query is 4 K words a window): strip by strip while
-// its bound stays within E.
+// One window whose bound is within E, by a whole block (a 128 × 128 query is 4 K words a
+// window): strip by strip while its bound stays within E.
 template <bool kSharedQuery>
 __device__ void refine_window(const RefineArgs& a, const std::uint32_t* query,
                               const ThreadWalk& walk, Key key, RefineShared& sh) {
-  if (key > current_limit(a, sh)) return;
   const std::uint32_t index = std::uint32_t(key);
   std::uint32_t bound = std::uint32_t(key >> 32);
   const std::uint32_t i = index / std::uint32_t(a.s.map_width);
@@ -422,24 +422,28 @@ struct Neighbourhood {
 };
 
 // A block per entry of `source`, grid-stride (the staged query serves several); blocks past the
-// entries return at once.
+// entries return at once, and a block stages the query only once it has a window within E.
 template <class Source, bool kSharedQuery>
 __global__ void __launch_bounds__(kRefineThreads) refine_kernel(RefineArgs a, Source source) {
   extern __shared__ std::uint32_t staged_query[];
   __shared__ RefineShared sh;
   const unsigned long long entries = source.size();
   if (blockIdx.x >= entries) return;  // the whole block: before any barrier
-  const int tid = threadIdx.x;
-  if constexpr (kSharedQuery) {
-    const std::size_t words = std::size_t(a.query_words) * a.s.query_height;
-    for (std::size_t e = tid; e < words; e += kRefineThreads) staged_query[e] = __ldg(a.query + e);
-  }
-  __syncthreads();
+  bool staged = !kSharedQuery;
   const std::uint32_t* query = kSharedQuery ? staged_query : a.query;
   const ThreadWalk walk(a.query_words);
   for (unsigned long long e = blockIdx.x; e < entries; e += gridDim.x) {
     Key key;
-    if (source.entry(e, a, key)) refine_window<kSharedQuery>(a, query, walk, key, sh);
+    if (!source.entry(e, a, key) || key > current_limit(a, sh)) continue;
+    if (!staged) {
+      const std::size_t words = std::size_t(a.query_words) * a.s.query_height;
+      for (std::size_t w = threadIdx.x; w < words; w += kRefineThreads) {
+        staged_query[w] = __ldg(a.query + w);
+      }
+      __syncthreads();
+      staged = true;
+    }
+    refine_window<kSharedQuery>(a, query, walk, key, sh);
   }
 }
 
@@ -455,6 +459,8 @@ constexpr int kFilterThreads = 256;
 
 struct FilterArgs {
   const std::uint32_t* bounds;
+  const Key* tile_minima;  // the bound pass's candidates: each tile's smallest key
+  int segment_rows, column_tiles;
   SadShape s;
   int unit_columns;          // units per map row
   unsigned long long units;  // map_height · unit_columns
@@ -468,8 +474,9 @@ struct FilterArgs {
 };
 
 // A thread per unit, grid-stride: each warp appends its live units in order with one atomicAdd;
-// the block counts the windows left with one more. E is not written while it runs (the unit
-// refinement merges polish into it), so every block sees the same neighbourhood centre.
+// the block counts the windows left with one more. A unit of a tile whose smallest bound exceeds
+// the limit (most of them at low noise) reads none of its bounds. E is not written while it runs
+// (the unit refinement merges polish into it), so every block sees the same neighbourhood centre.
 __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
   static_assert(kPruneUnitWindows < 32, "a unit's windows are bits of a word");
   __shared__ unsigned warp_windows[kFilterThreads / kWarp], warp_settled[kFilterThreads / kWarp];
@@ -492,9 +499,12 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
       const int j0 = int(unit % unsigned(a.unit_columns)) * kPruneUnitWindows;
       const std::uint32_t* bound = a.bounds + std::size_t(i) * a.s.map_width + j0;
       const int n = min(kPruneUnitWindows, a.s.map_width - j0);
+      const Key tile = __ldg(a.tile_minima + prune_tile_of(i, j0, a.segment_rows, a.column_tiles));
+      if (std::uint32_t(tile >> 32) <= limit) {
 #pragma unroll
-      for (int p = 0; p < kPruneUnitWindows; ++p) {
-        if (p < n && __ldcs(bound + p) <= limit) inside |= 1u << p;
+        for (int p = 0; p < kPruneUnitWindows; ++p) {
+          if (p < n && __ldcs(bound + p) <= limit) inside |= 1u << p;
+        }
       }
       const unsigned done = inside & polish_settled_windows(centre, a.s.map_width, i, j0);
       windows += __popc(inside);
@@ -746,6 +756,9 @@ class PrunedRunner final : public Runner<SadPruned> {
                                  polish_blocks, shared_query_, list_shared_);
 
     const FilterArgs filter{bounds_.get(),
+                            candidates_.get(),
+                            segment_rows_,
+                            int(bound_grid_.x),
                             shape_,
                             unit_columns_,
                             units_,

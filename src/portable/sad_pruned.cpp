@@ -37,7 +37,7 @@ using portable::backend_of;
 using portable::InputBuffer;
 using portable::OutputBuffer;
 
-constexpr int kTileColumns = 32;  // window columns per bound team, and target rows summed at once
+constexpr int kTileColumns = kPruneTileColumns;  // and target rows summed at once
 constexpr int kSumPitch = kTileColumns + 1;  // the transposed sums' rows: odd, no bank conflicts
 constexpr int kStripRows = kPruneStripRows;
 constexpr int kMaxPassStrips = kPrunePassStrips;
@@ -417,24 +417,30 @@ void count_settled(const Geometry& g, const U32View<Exec>& bounds, const KeysVie
 }
 
 // The units holding a window whose bound does not exceed E_guess, compacted in order into
-// `live`. The scan's value counts units in its low half and those windows in its high half.
+// `live`. The scan's value counts units in its low half and those windows in its high half. A
+// unit of a tile whose smallest bound (its candidate) exceeds E_guess reads none of its bounds.
 template <class Exec>
 std::uint64_t live_units(const Geometry& g, const U32View<Exec>& bounds,
-                         const KeysView<Exec>& guess, const KeysView<Exec>& centre,
-                         const U32View<Exec>& live) {
+                         const KeysView<Exec>& tile_minima, const KeysView<Exec>& guess,
+                         const KeysView<Exec>& centre, const U32View<Exec>& live) {
   const int columns = g.unit_columns, width = g.s.map_width;
+  const int segment_rows = g.segment_rows, column_tiles = g.column_tiles;
   std::uint64_t total = 0;
   Kokkos::parallel_scan(
       "pruned_live_units", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(0, g.units()),
       KOKKOS_LAMBDA(std::int64_t unit, std::uint64_t & offset, bool final) {
         const std::uint32_t limit = std::uint32_t(guess(0) >> 32);
-        const int j0 = int(unit % columns) * kPruneUnitWindows;
-        const std::size_t first = std::size_t(unit / columns) * width + j0;
+        const int i = int(unit / columns), j0 = int(unit % columns) * kPruneUnitWindows;
+        if (std::uint32_t(tile_minima(prune_tile_of(i, j0, segment_rows, column_tiles)) >> 32) >
+            limit) {
+          return;
+        }
+        const std::size_t first = std::size_t(i) * width + j0;
         const int n = width - j0 < kPruneUnitWindows ? width - j0 : kPruneUnitWindows;
         unsigned inside = 0;
         for (int p = 0; p < n; ++p) inside |= unsigned(bounds(first + p) <= limit) << p;
         const std::uint32_t windows = bit_count(inside);
-        inside &= ~polish_settled_windows(std::uint32_t(centre(0)), width, int(unit / columns), j0);
+        inside &= ~polish_settled_windows(std::uint32_t(centre(0)), width, i, j0);
         if (inside == 0) {
           offset += std::uint64_t(windows) << 32;
           return;
@@ -602,8 +608,8 @@ class PrunedRunner final : public Runner<SadPruned> {
     refine_windows<Exec, kIsa>(g_, polish_.view(), kPrunePolishSide * kPrunePolishSide, target,
                                query, query_strips_.view(), bounds_.view(), guess);
     count_settled<Exec>(g_, bounds_.view(), guess, centre_.view(), settled_.view());
-    const std::uint64_t live =
-        live_units<Exec>(g_, bounds_.view(), guess, centre_.view(), live_.view());
+    const std::uint64_t live = live_units<Exec>(g_, bounds_.view(), candidates_.view(), guess,
+                                                centre_.view(), live_.view());
     live_count_ = std::int64_t(live & 0xFFFFFFFFu);
     stats_.after_bounds = live >> 32;
     if (double(live_count_) > kPruneUnitFullSearchFraction * double(g_.units())) {
