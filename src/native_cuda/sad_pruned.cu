@@ -495,8 +495,9 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
     const unsigned long long unit = warp_first + lane;
     unsigned inside = 0;
     if (unit < a.units) {
-      const int i = int(unit / unsigned(a.unit_columns));
-      const int j0 = int(unit % unsigned(a.unit_columns)) * kPruneUnitWindows;
+      // 32-bit division: units, fewer than the map's positions, fit (validate_sad_input).
+      const int i = int(std::uint32_t(unit) / unsigned(a.unit_columns));
+      const int j0 = int(std::uint32_t(unit) % unsigned(a.unit_columns)) * kPruneUnitWindows;
       const std::uint32_t* bound = a.bounds + std::size_t(i) * a.s.map_width + j0;
       const int n = min(kPruneUnitWindows, a.s.map_width - j0);
       const Key tile = __ldg(a.tile_minima + prune_tile_of(i, j0, a.segment_rows, a.column_tiles));

@@ -4,6 +4,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -76,6 +77,29 @@ long long resident_items(int threads_per_block, int blocks_per_multiprocessor) {
 #endif
   (void)threads_per_block;
   (void)blocks_per_multiprocessor;
+  return Exec().concurrency();
+}
+
+// Teams of `team_threads` threads with `scratch_bytes` of team scratch each that Exec runs at
+// once: on GPUs what the multiprocessors' shared memory, thread slots and block slots allow
+// together (a block's shared memory is its scratch, the team header that Kokkos 3.4's
+// ParallelFor<TeamPolicy> puts before it, and the runtime's reservation); on host backends, one
+// per thread.
+template <class Exec>
+long long resident_teams(int team_threads, std::size_t scratch_bytes) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if constexpr (std::is_same<Exec, Kokkos::Cuda>::value) {
+    const cudaDeviceProp& p = Exec().cuda_device_prop();
+    const std::size_t per_block =
+        scratch_bytes + sizeof(double) * (team_threads + 2) + p.reservedSharedMemPerBlock;
+    long long per_sm =
+        std::min(p.maxThreadsPerMultiProcessor / team_threads, p.maxBlocksPerMultiProcessor);
+    per_sm = std::min(per_sm, (long long)(p.sharedMemPerMultiprocessor / per_block));
+    return std::max(1LL, per_sm) * p.multiProcessorCount;
+  }
+#endif
+  (void)team_threads;
+  (void)scratch_bytes;
   return Exec().concurrency();
 }
 

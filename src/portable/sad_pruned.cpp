@@ -105,9 +105,12 @@ Geometry geometry(const SadShape& s) {
              s.map_height,
              prune_ring_rows(strip_layout(s)),
              (s.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows};
-  // Enough teams to fill the device (a few per thread on a host, for balance).
+  // One wave of teams on a device (a second, partial wave would add a quarter of the pass); a
+  // few per thread on a host, for balance.
   const int team = team_threads<Exec>(kTileColumns);
-  const int teams = std::max(1, int(Exec().concurrency() / team)) * (team == 1 ? 4 : 1);
+  const int teams = team == 1
+                        ? 4 * int(Exec().concurrency())
+                        : int(portable::resident_teams<Exec>(team, bound_scratch_bytes<Exec>(g)));
   g.segment_rows = prune_segment_rows(s, g.strips, g.column_tiles, teams);
   g.segments = (s.map_height + g.segment_rows - 1) / g.segment_rows;
   return g;
@@ -430,7 +433,9 @@ std::uint64_t live_units(const Geometry& g, const U32View<Exec>& bounds,
       "pruned_live_units", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(0, g.units()),
       KOKKOS_LAMBDA(std::int64_t unit, std::uint64_t & offset, bool final) {
         const std::uint32_t limit = std::uint32_t(guess(0) >> 32);
-        const int i = int(unit / columns), j0 = int(unit % columns) * kPruneUnitWindows;
+        // 32-bit division: units, fewer than the map's positions, fit (validate_sad_input).
+        const int i = int(std::uint32_t(unit) / std::uint32_t(columns));
+        const int j0 = int(std::uint32_t(unit) % std::uint32_t(columns)) * kPruneUnitWindows;
         if (std::uint32_t(tile_minima(prune_tile_of(i, j0, segment_rows, column_tiles)) >> 32) >
             limit) {
           return;
@@ -619,13 +624,16 @@ class PrunedRunner final : public Runner<SadPruned> {
     }
     refine_units<Exec, kIsa>(g_, live_.view(), live_count_, target, query, bounds_.view(), guess,
                              centre_.view(), alive_after_.view());
-    Kokkos::deep_copy(best_key_, Kokkos::subview(guess, 0));
   }
   void sync() override { Exec{}.fence(); }
   void download(SadPrunedResult& out) override {
-    out.best = match_from_key(best_key_, shape_.map_width);
     out.stats = stats_;
-    if (stats_.full_search) return;
+    if (stats_.full_search) {
+      out.best = match_from_key(best_key_, shape_.map_width);
+      return;
+    }
+    guess_.download(&best_key_);
+    out.best = match_from_key(best_key_, shape_.map_width);
     const int strips = g_.strips.count;
     std::vector<std::uint8_t> alive(alive_after_.view().size());
     alive_after_.download(alive.data());
