@@ -160,39 +160,6 @@ KBENCH_HOST_DEVICE std::uint32_t abs_difference(std::uint32_t a, std::uint32_t b
   return a > b ? a - b : b - a;
 }
 
-// The GPU layers' unit refinement tests Tombari's whole bound after each strip, not the SAD so
-// far alone: after strips 0..j a window's bound is its SAD so far plus the terms of the strips
-// still to come, which is its bound-map entry less the terms |x_k − y_{i,k}| of strips 0..j. So
-// each strip also sums the target under each window of the unit (y_{i,k}), with this routine:
-// sums[s] += Σ_{l<c} T(s + l) for the unit's kPruneUnitWindows positions s of one target row,
-// where T(x) is the row's byte x from the unit's origin and `row.word(x)` its word x (bytes
-// 4x .. 4x + 3). Words up to ⌈c/4⌉ + kPruneUnitWindows/4 − 1 are read, within what
-// accumulate_sad_row reads for the unit. The first position's sum goes word by word; each next
-// one adds the byte entering at its right end and drops the one leaving at its left end.
-template <Isa kIsa, class Row>
-KBENCH_HOST_DEVICE void accumulate_window_sums(const Row& row, int query_width,
-                                               std::uint32_t (&sums)[kPruneUnitWindows]) {
-  constexpr int kWords = kPruneUnitWindows / 4;
-  const int full = query_width / 4, shift = 8 * (query_width % 4);
-  std::uint32_t sum = 0;
-  for (int w = 0; w < full; ++w) sum = sad4<kIsa>(row.word(w), 0u, sum);
-  std::uint32_t next = row.word(full);  // the query's partial last word, or bytes c .. c + 3
-  if (shift) sum = sad4<kIsa>(next & ((1u << shift) - 1u), 0u, sum);
-  KBENCH_UNROLL
-  for (int q = 0; q < kWords; ++q) {
-    // Bytes c + 4q .. c + 4q + 3 enter, bytes 4q .. 4q + 3 leave.
-    const std::uint32_t after = q + 1 < kWords || shift ? row.word(full + q + 1) : 0u;
-    const std::uint32_t entering = shift ? (next >> shift) | (after << (32 - shift)) : next;
-    const std::uint32_t leaving = row.word(q);
-    KBENCH_UNROLL
-    for (int b = 0; b < 4; ++b) {
-      sums[4 * q + b] += sum;
-      sum += ((entering >> (8 * b)) & 0xFFu) - ((leaving >> (8 * b)) & 0xFFu);
-    }
-    next = after;
-  }
-}
-
 // Per strip of the query, the sum of its bytes |x_k|₁.
 std::vector<std::uint32_t> query_strip_sums(const ImageU8& query, const StripLayout& strips);
 

@@ -21,9 +21,8 @@
 //    the match is among them, and its unit would otherwise be the refinement's longest chain.
 // 5. unit_refine_kernel: kPruneUnitLanes threads per live unit sum its windows' SADs strip by
 //    strip with full search's register-blocked row routine (accumulate_sad_row, packed-byte SAD),
-//    a row each in turn, and the windows' strip sums (accumulate_window_sums); after each strip a
-//    window whose Tombari bound (SAD so far plus the bound terms of the strips to come) exceeds E
-//    leaves, and the group leaves with its last window. After the last strip the
+//    a row each in turn; after each strip a window whose SAD so far, a lower bound of its SAD,
+//    exceeds E leaves, and the group leaves with its last window. After the last strip the
 //    survivors' exact SADs lower E. Blocks count the windows alive after each strip (after_strip).
 // 6. The fused full search of cuda-regblock-vsad-p32 (SadFullSearch), gated on the device: it
 //    runs, and step 5 returns at once, when more than kPruneUnitFullSearchFraction of the units
@@ -543,7 +542,6 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
 constexpr int kUnitThreads = 128;
 
 struct UnitArgs : PackedSearch {
-  const std::uint32_t* strip_sums;  // x_k
   int unit_columns;
   const std::uint32_t* bounds;
   const std::uint32_t* live;
@@ -562,18 +560,11 @@ struct QueryRow {
   __device__ __forceinline__ std::uint32_t operator()(int w) const { return __ldg(words + w); }
 };
 
-// Target words of one row for accumulate_window_sums (L1 hits: the row routine read them).
-struct TargetWords {
-  const std::uint32_t* __restrict__ row;
-  __device__ __forceinline__ std::uint32_t word(int x) const { return __ldg(row + x); }
-};
-
 // kPruneUnitLanes threads per live unit, each summing every kPruneUnitLanes-th row of a strip
-// into its partial SADs of the unit's windows and the window's target sums, strip by strip.
-// After each strip the group adds both up (butterfly shuffles: every lane holds the totals), the
-// strip's bound term leaves the window's remaining bound, and a window whose SAD so far plus
-// remaining bound, its Tombari bound, exceeds E leaves (equal stays: ties); the group leaves with
-// its last window. After the last strip the totals are the survivors' exact SADs, which lower E.
+// into its partial SADs of the unit's windows, strip by strip. After each strip the group adds
+// its partials up (butterfly shuffles: every lane holds the totals), and a window whose summed
+// SAD, a lower bound of its SAD, exceeds E leaves (equal stays: ties); the group leaves with its
+// last window. After the last strip the totals are the survivors' exact SADs, which lower E.
 static_assert(kWarp % kPruneUnitLanes == 0 && kUnitThreads % kPruneUnitLanes == 0,
               "unit groups tile warps and blocks");
 
@@ -601,43 +592,34 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
   const Key filter = *a.filter;
   const std::uint32_t first_limit = std::uint32_t(filter >> 32);
   std::uint32_t alive = 0;
-  // The bound terms of the strips not summed yet, from the bound map.
-  std::uint32_t remaining[kPruneUnitWindows];
 #pragma unroll
   for (int p = 0; p < kPruneUnitWindows; ++p) {
-    remaining[p] = j0 + p < a.s.map_width ? a.bounds[first_index + p] : ~0u;
-    if (remaining[p] <= first_limit) alive |= 1u << p;
+    if (j0 + p < a.s.map_width && a.bounds[first_index + p] <= first_limit) alive |= 1u << p;
   }
   alive &= ~polish_settled_windows(std::uint32_t(filter), a.s.map_width, i, j0);
-  // This lane's share of the SADs so far; after each strip lane 0 holds the group's totals and
-  // the others zeros, so that no second array of totals stays live.
-  std::uint32_t partial[kPruneUnitWindows] = {};
+  std::uint32_t partial[kPruneUnitWindows] = {}, total[kPruneUnitWindows];
   const std::uint32_t* row = a.target + std::size_t(i) * a.pitch_words + group * kUnitWords;
   // Derived from the width rather than read from a.query_words: the parameter costs the kernel
   // 8 more registers (72 instead of 64: one block less per SM).
   const int query_words = words_for(a.s.query_width);
   for (int k = 0; k < a.strips.count; ++k) {
-    std::uint32_t strip[kPruneUnitWindows] = {};  // y_{i,k}, this lane's rows
     for (int y = a.strips.begin(k) + part; y < a.strips.end(k); y += kPruneUnitLanes) {
-      const std::uint32_t* target_row = row + std::size_t(y) * a.pitch_words;
-      accumulate_sad_row<kUnitWords>(cuda::GlobalTarget<kUnitWords>{target_row},
-                                     QueryRow{a.query + std::size_t(y) * query_words},
-                                     a.s.query_width, partial);
-      accumulate_window_sums<Isa::tuned>(TargetWords{target_row}, a.s.query_width, strip);
+      accumulate_sad_row<kUnitWords>(
+          cuda::GlobalTarget<kUnitWords>{row + std::size_t(y) * a.pitch_words},
+          QueryRow{a.query + std::size_t(y) * query_words}, a.s.query_width, partial);
     }
-    const std::uint32_t x = __ldg(a.strip_sums + k);
+#pragma unroll
+    for (int p = 0; p < kPruneUnitWindows; ++p) {
+      total[p] = partial[p];
+#pragma unroll
+      for (int offset = kPruneUnitLanes / 2; offset > 0; offset /= 2) {
+        total[p] += __shfl_xor_sync(group_lanes, total[p], offset, kPruneUnitLanes);
+      }
+    }
     const std::uint32_t limit = limit_now();
 #pragma unroll
     for (int p = 0; p < kPruneUnitWindows; ++p) {
-      std::uint32_t sad = partial[p];
-#pragma unroll
-      for (int offset = kPruneUnitLanes / 2; offset > 0; offset /= 2) {
-        sad += __shfl_xor_sync(group_lanes, sad, offset, kPruneUnitLanes);
-        strip[p] += __shfl_xor_sync(group_lanes, strip[p], offset, kPruneUnitLanes);
-      }
-      partial[p] = part == 0 ? sad : 0u;
-      remaining[p] -= strip_term(strip[p], x);
-      if (sad + remaining[p] > limit) alive &= ~(1u << p);
+      if (total[p] > limit) alive &= ~(1u << p);
     }
     // The groups still here count together, one atomic per warp.
     const unsigned lanes = __activemask();
@@ -651,7 +633,7 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
 #pragma unroll
   for (int p = 0; p < kPruneUnitWindows; ++p) {
     if (alive & (1u << p))
-      key = sad_min(key, sad_key(std::int32_t(partial[p]), std::uint32_t(first_index + p)));
+      key = sad_min(key, sad_key(std::int32_t(total[p]), std::uint32_t(first_index + p)));
   }
   atomicMin(a.best, key);
 }
@@ -795,7 +777,6 @@ class PrunedRunner final : public Runner<SadPruned> {
     // loop, statically or from a device counter, costs less with few live units but more with
     // many: perf/NOTES.md.)
     const UnitArgs units{search,
-                         strip_sums_.get(),
                          unit_columns_,
                          bounds_.get(),
                          live_.get(),
