@@ -316,8 +316,8 @@ KOKKOS_INLINE_FUNCTION std::uint32_t limit_of(const Team& team, const View& gues
   return std::uint32_t(seen >> 32);
 }
 
-// Refines the windows list(0 .. count) (indices in the low 32 bits) from their bounds, strip by
-// strip, against the shared key `guess`, a team per window.
+// Refines the windows list(0 .. count) (indices in the low 32 bits; kNoSadKey entries are
+// skipped) from their bounds, strip by strip, against the shared key `guess`, a team per window.
 template <class Exec, Isa kIsa, class List>
 void refine_windows(const Geometry& g, const List& list, int count, const WordsView<Exec>& target,
                     const WordsView<Exec>& query, const WordsView<Exec>& query_strips,
@@ -332,7 +332,9 @@ void refine_windows(const Geometry& g, const List& list, int count, const WordsV
   Kokkos::parallel_for(
       "pruned_refine_windows", Policy(count, team_threads<Exec>(kDeviceTeam)),
       KOKKOS_LAMBDA(const Team& team) {
-        const std::uint32_t w = std::uint32_t(list(team.league_rank()));
+        const std::uint64_t entry = list(team.league_rank());
+        if (entry == kNoSadKey) return;  // nothing to refine
+        const std::uint32_t w = std::uint32_t(entry);
         const int i = int(w / std::uint32_t(g.s.map_width));
         const int j = int(w % std::uint32_t(g.s.map_width));
         std::uint32_t bound = bounds(w);
@@ -378,9 +380,9 @@ KOKKOS_INLINE_FUNCTION std::uint32_t bit_count(std::uint32_t x) {
 template <class Exec>
 using KeysView = typename OutputBuffer<std::uint64_t, Exec>::View;
 
-// The windows around E_guess's window (into list, for refine_windows; positions off the map
-// repeat the centre, whose SAD is already final) and E_guess itself into centre(0); zeroes
-// settled(0) for count_settled.
+// The windows around E_guess's window (into list, for refine_windows; the centre, whose SAD is
+// already final, and positions off the map are kNoSadKey, which it skips) and E_guess itself
+// into centre(0); zeroes settled(0) for count_settled.
 template <class Exec>
 void polish_windows(const Geometry& g, const KeysView<Exec>& guess, const KeysView<Exec>& list,
                     const KeysView<Exec>& centre, const KeysView<Exec>& settled) {
@@ -395,7 +397,7 @@ void polish_windows(const Geometry& g, const KeysView<Exec>& guess, const KeysVi
         std::uint32_t index;
         const bool inside =
             polish_window(std::uint32_t(best), g.s.map_width, g.s.map_height, e, index);
-        list(e) = inside ? index : std::uint32_t(best);
+        list(e) = inside && e != kPrunePolishSide * kPrunePolishSide / 2 ? index : kNoSadKey;
       });
 }
 
