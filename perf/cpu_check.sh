@@ -44,7 +44,8 @@ for entry in "${main_cases[@]}"; do
   read -r algo case <<<"$entry"
   # OpenMP only: the serial backend's dozen Kokkos and sequential variants take many minutes
   # here and answer nothing these tables ask.
-  "$bin/compare" --algo "$algo" --size "$case" --backend openmp --json "$out/compare.jsonl" >>"$out/compare.log" 2>&1 || status=1
+  "$bin/compare" --algo "$algo" --size "$case" --backend openmp --json "$out/compare.jsonl" \
+    >>"$out/compare.log" 2>&1 || status=1
 done
 grep -E "^(variant|seq|omp|kokkos)" "$out/compare.log" | tail -60
 
