@@ -110,6 +110,8 @@ KBENCH_HOST_DEVICE unsigned polish_settled_windows(std::uint32_t centre, int map
 static_assert(kPruneUnitWindows < 32, "a unit's windows are bits of a word");
 
 constexpr int kPrunePolishSide = 2 * kPrunePolishRadius + 1;
+// The neighbourhood's centre, entry e of polish_window (its SAD is final before the polish).
+constexpr int kPrunePolishCentre = kPrunePolishSide * kPrunePolishSide / 2;
 
 // Entry e < kPrunePolishSide² of the polish neighbourhood of window `centre` (map index), row by
 // row: its map index, or false when it lies off the map.
@@ -132,7 +134,7 @@ constexpr int kPrunePassStrips = 8;
 constexpr int kPruneTileColumns = 32;
 static_assert(kPruneTileColumns % kPruneUnitWindows == 0, "a unit lies in one tile");
 
-// The tile holding window (i, j): tiles are numbered row of segments by row.
+// The tile holding window (i, j): segment by segment, across the map within each.
 KBENCH_HOST_DEVICE int prune_tile_of(int i, int j, int segment_rows, int column_tiles) {
   return i / segment_rows * column_tiles + j / kPruneTileColumns;
 }

@@ -412,7 +412,7 @@ struct Neighbourhood {
   __device__ bool entry(unsigned long long e, const RefineArgs& a, Key& key) const {
     std::uint32_t index;
     // The centre's own SAD is already final.
-    if (e == kPrunePolishSide * kPrunePolishSide / 2 ||
+    if (e == kPrunePolishCentre ||
         !polish_window(std::uint32_t(*centre), a.s.map_width, a.s.map_height, int(e), index)) {
       return false;
     }

@@ -397,7 +397,7 @@ void polish_windows(const Geometry& g, const KeysView<Exec>& guess, const KeysVi
         std::uint32_t index;
         const bool inside =
             polish_window(std::uint32_t(best), g.s.map_width, g.s.map_height, e, index);
-        list(e) = inside && e != kPrunePolishSide * kPrunePolishSide / 2 ? index : kNoSadKey;
+        list(e) = inside && e != kPrunePolishCentre ? index : kNoSadKey;
       });
 }
 
