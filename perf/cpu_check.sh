@@ -7,7 +7,8 @@
 #                   nproc threads) of the best sad and cemd CPU variants
 #   compare.log     compare's tables as printed
 #   ceiling_sweep.jsonl  cpu-ceiling at each thread count of the sweep: what the hardware itself
-#                   gains from more threads (two hardware threads of a core share its SIMD ports)
+#                   gains from more threads (clocks fall as more cores run, and hardware threads
+#                   of one core share its SIMD ports)
 #   report.md       perf/report.py's tables, with each CPU variant's fraction of its ceiling and
 #                   the thread sweep's speedups
 #
