@@ -249,6 +249,15 @@ TEST_CASE("headers that would make stb_image misbehave are refused first", "[io]
                           std::string(8, '\x55') + std::string("\xFF\xD9", 2)),
       Catch::Contains("corrupt JPEG") &&
           Catch::Contains("its scan at byte 59 uses a Huffman table that no DHT defines"));
+  // Found by fuzz_image_reader: a scan whose data ends before its last block made stb shift by
+  // 33 bits once it had read past the end-of-image marker. The project's stb patch pads such a
+  // scan with zero bits, well defined, so the file decodes as libjpeg decodes it (with a
+  // "premature end of data segment" warning): 16 x 8 grey pixels.
+  const ImageU8 short_scan =
+      read_image(KBENCH_FUZZ_CORPUS "/image_reader/finding-decodes-jpeg-scan-past-marker.jpg");
+  CHECK(short_scan.width == 16);
+  CHECK(short_scan.height == 8);
+  CHECK(short_scan.channels == 1);
   // stb's PNM parser overflows an int on long numbers.
   CHECK_THROWS_WITH(
       read_bytes_as_image("P5\n1 184467440737095516150\n255\n" + std::string(9, 'x')),
@@ -277,14 +286,18 @@ TEST_CASE("unknown, cut and empty headers say so", "[io]") {
                     Catch::Contains("has no pixels") && Catch::Contains("claims 0 x 5 pixels"));
 }
 
-TEST_CASE("the fuzzers' seeds read and their findings are refused", "[io]") {
+TEST_CASE("the fuzzers' seeds read and their findings stay safe", "[io]") {
   // tests/fuzz/corpus/image_reader: generated seeds, and reproducers of fixed findings
-  // ("finding-*"), which must stay refused with a message (under the sanitizers, too).
+  // ("finding-*"), which must stay refused with a message (under the sanitizers, too), except
+  // those that damaged files' usual decoders read too ("finding-decodes-*").
   int seeds = 0, findings = 0;
   for (const auto& entry : fs::directory_iterator(KBENCH_FUZZ_CORPUS "/image_reader")) {
     const std::string name = entry.path().filename().string();
     INFO(name);
-    if (name.rfind("finding-", 0) == 0) {
+    if (name.rfind("finding-decodes-", 0) == 0) {
+      CHECK(read_image(entry.path().string()).sample_count() > 0);
+      ++findings;
+    } else if (name.rfind("finding-", 0) == 0) {
       CHECK_THROWS_AS(read_image(entry.path().string()), Error);
       ++findings;
     } else {

@@ -2,7 +2,8 @@
 
 // stb_image's decoder is compiled here, private to this file, instead of taken from Debian's
 // prebuilt libstb.a: the sanitizer and fuzzer builds then instrument it, and it decodes only the
-// formats the reader promises (stb's TGA test accepts many random files as TGA).
+// formats the reader promises (stb's TGA test accepts many random files as TGA). The build tree's
+// copy carries the project's patches (cmake/stb-patches/).
 #define STB_IMAGE_STATIC
 #define STB_IMAGE_IMPLEMENTATION
 #define STBI_NO_STDIO
@@ -15,7 +16,7 @@
 #pragma GCC diagnostic ignored "-Wunused-function"
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
-#include <stb/stb_image.h>
+#include <stb_patched/stb_image.h>
 #pragma GCC diagnostic pop
 #include <stb/stb_image_write.h>
 
