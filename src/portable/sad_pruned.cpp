@@ -17,8 +17,9 @@
 //    the same for the polish neighbourhood of E_guess's window (kPrunePolishRadius), whose
 //    windows are settled from then on.
 // 4. Units of kPruneUnitWindows neighbouring windows of a map row that hold a window with bound
-//    ≤ E_guess outside the settled ones are compacted with a parallel_scan, which counts the
-//    windows within E_guess too.
+//    ≤ E_guess outside the settled ones are compacted, a team per bound tile (a tile whose
+//    smallest bound exceeds E_guess is skipped unread): a team scan places a tile's units, its
+//    total added atomically to the list's length; the windows within E_guess are counted too.
 // 5. A team thread per live unit sums its windows' SADs strip by strip with full search's row
 //    routine (accumulate_sad_row), its vector lanes a row each in turn; a window leaves once its
 //    SAD so far exceeds E_guess, the unit with its last window, and the survivors of the last
@@ -43,8 +44,13 @@ constexpr int kStripRows = kPruneStripRows;
 constexpr int kMaxPassStrips = kPrunePassStrips;
 static_assert(kTileColumns % kStripRows == 0, "whole strip blocks per summed block");
 // Threads per refining team on a device: a 128 × 128 window is 4 K words, which one warp would
-// walk serially.
-constexpr int kDeviceTeam = 256;
+// walk serially; and few enough that a team per bound tile (the candidates) runs in one wave.
+constexpr int kDeviceTeam = 128;
+// Threads per team of the live-unit compaction on a device, a bound tile's units each.
+constexpr int kDeviceTileTeam = 256;
+// Units across a bound tile.
+constexpr int kTileUnits = kTileColumns / kPruneUnitWindows;
+static_assert(kTileColumns % kPruneUnitWindows == 0, "a bound tile holds whole units");
 // A unit's windows are summed by full search's row routine over kUnitWords packed words; its
 // rows are padded for groups of kWords words, which cover groups of kUnitWords.
 constexpr int kUnitWords = kPruneUnitWindows / 4;
@@ -339,6 +345,7 @@ void refine_windows(const Geometry& g, const List& list, int count, const WordsV
         const int j = int(w % std::uint32_t(g.s.map_width));
         std::uint32_t bound = bounds(w);
         for (int k = 0; k < g.strips.count; ++k) {
+          // (Checked before each strip, not also after it: the broadcast costs a barrier.)
           if (bound > limit_of(team, guess)) return;
           const int y0 = g.strips.begin(k);
           // SAD in the high word, target sum in the low one: neither reaches 2^32.
@@ -359,8 +366,8 @@ void refine_windows(const Geometry& g, const List& list, int count, const WordsV
               packed);
           bound = bound - abs_difference(query_strips(k), std::uint32_t(packed)) +
                   std::uint32_t(packed >> 32);
-          if (bound > limit_of(team, guess)) return;
           if (k + 1 == g.strips.count) {
+            // The exact SAD: an atomic min that cannot lower E_guess leaves it as it is.
             Kokkos::single(Kokkos::PerTeam(team), [&] {
               Kokkos::atomic_fetch_min(&guess(0), sad_key(std::int32_t(bound), w));
             });
@@ -382,17 +389,17 @@ using KeysView = typename OutputBuffer<std::uint64_t, Exec>::View;
 
 // The windows around E_guess's window (into list, for refine_windows; the centre, whose SAD is
 // already final, and positions off the map are kNoSadKey, which it skips) and E_guess itself
-// into centre(0); zeroes settled(0) for count_settled.
+// into centre(0); zeroes the live-unit counts for live_units.
 template <class Exec>
 void polish_windows(const Geometry& g, const KeysView<Exec>& guess, const KeysView<Exec>& list,
-                    const KeysView<Exec>& centre, const KeysView<Exec>& settled) {
+                    const KeysView<Exec>& centre, const U32View<Exec>& live_counts) {
   Kokkos::parallel_for(
       "pruned_polish_windows", Kokkos::RangePolicy<Exec>(0, kPrunePolishSide * kPrunePolishSide),
       KOKKOS_LAMBDA(int e) {
         const std::uint64_t best = guess(0);
         if (e == 0) {
           centre(0) = best;
-          settled(0) = 0;
+          live_counts(0) = live_counts(1) = 0;
         }
         std::uint32_t index;
         const bool inside =
@@ -401,62 +408,98 @@ void polish_windows(const Geometry& g, const KeysView<Exec>& guess, const KeysVi
       });
 }
 
-// How many windows of the polish neighbourhood have a bound within E_guess, added to
-// settled(0) (zeroed by polish_windows): they are left after the bounds, settled by the polish
-// refinement. (Atomic adds rather than a reduction into a device View, whose Kokkos kernel
-// racecheck flags.)
+// How many windows of the polish neighbourhood have a bound within E_guess, into settled(0):
+// they are left after the bounds, settled by the polish refinement. One team reduces them (a
+// reduction into a device View has a Kokkos kernel that racecheck flags; atomic adds of 64-bit
+// counts are compare-and-swap loops in Kokkos 3.4, which 289 threads serialise).
 template <class Exec>
 void count_settled(const Geometry& g, const U32View<Exec>& bounds, const KeysView<Exec>& guess,
                    const KeysView<Exec>& centre, const KeysView<Exec>& settled) {
+  using Policy = Kokkos::TeamPolicy<Exec>;
   Kokkos::parallel_for(
-      "pruned_count_settled", Kokkos::RangePolicy<Exec>(0, kPrunePolishSide * kPrunePolishSide),
-      KOKKOS_LAMBDA(int e) {
-        std::uint32_t index;
-        if (!polish_window(std::uint32_t(centre(0)), g.s.map_width, g.s.map_height, e, index)) {
-          return;
-        }
-        if (bounds(index) <= std::uint32_t(guess(0) >> 32)) {
-          Kokkos::atomic_add(&settled(0), std::uint64_t(1));
-        }
+      "pruned_count_settled", Policy(1, team_threads<Exec>(kDeviceTeam)),
+      KOKKOS_LAMBDA(const typename Policy::member_type& team) {
+        std::uint64_t count = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, kPrunePolishSide * kPrunePolishSide),
+            [&](int e, std::uint64_t& partial) {
+              std::uint32_t index;
+              if (polish_window(std::uint32_t(centre(0)), g.s.map_width, g.s.map_height, e,
+                                index) &&
+                  bounds(index) <= std::uint32_t(guess(0) >> 32)) {
+                ++partial;
+              }
+            },
+            count);
+        Kokkos::single(Kokkos::PerTeam(team), [&] { settled(0) = count; });
       });
 }
 
-// The units holding a window whose bound does not exceed E_guess, compacted in order into
-// `live`. The scan's value counts units in its low half and those windows in its high half. A
-// unit of a tile whose smallest bound (its candidate) exceeds E_guess reads none of its bounds.
+// The windows of the unit whose first window is (i, j0) with a bound within limit, a bit each,
+// less those the polish refinement around `centre` settled; `within` counts them before that.
+template <class Bounds>
+KOKKOS_INLINE_FUNCTION std::uint32_t unit_windows_within(const Geometry& g, const Bounds& bounds,
+                                                         int i, int j0, std::uint32_t limit,
+                                                         std::uint32_t centre,
+                                                         std::uint32_t& within) {
+  const std::size_t first = std::size_t(i) * g.s.map_width + j0;
+  const int n = g.s.map_width - j0 < kPruneUnitWindows ? g.s.map_width - j0 : kPruneUnitWindows;
+  std::uint32_t inside = 0;
+  for (int p = 0; p < n; ++p) inside |= std::uint32_t(bounds(first + p) <= limit) << p;
+  within = bit_count(inside);
+  return inside & ~polish_settled_windows(centre, g.s.map_width, i, j0);
+}
+
+// The units holding a window whose bound does not exceed E_guess (outside the settled ones) into
+// live(0 .. counts(0)), and those windows' count into counts(1) (both zeroed by polish_windows).
+// A team per bound tile: a tile whose smallest bound (its candidate) exceeds E_guess reads none
+// of its bounds; otherwise each team thread takes a run of the tile's units, and team scans,
+// their totals added atomically to the counts, place them. A tile's units stay in order; the
+// tiles come in the teams' order, on which nothing depends.
 template <class Exec>
-std::uint64_t live_units(const Geometry& g, const U32View<Exec>& bounds,
-                         const KeysView<Exec>& tile_minima, const KeysView<Exec>& guess,
-                         const KeysView<Exec>& centre, const U32View<Exec>& live) {
-  const int columns = g.unit_columns, width = g.s.map_width;
-  const int segment_rows = g.segment_rows, column_tiles = g.column_tiles;
-  std::uint64_t total = 0;
-  Kokkos::parallel_scan(
-      "pruned_live_units", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(0, g.units()),
-      KOKKOS_LAMBDA(std::int64_t unit, std::uint64_t & offset, bool final) {
+void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<Exec>& tile_minima,
+                const KeysView<Exec>& guess, const KeysView<Exec>& centre,
+                const U32View<Exec>& live, const U32View<Exec>& counts) {
+  using Policy = Kokkos::TeamPolicy<Exec>;
+  Kokkos::parallel_for(
+      "pruned_live_units", Policy(g.candidates(), team_threads<Exec>(kDeviceTileTeam)),
+      KOKKOS_LAMBDA(const typename Policy::member_type& team) {
+        const int tile = team.league_rank();
+        // Every thread reads the same values, so the team leaves together.
         const std::uint32_t limit = std::uint32_t(guess(0) >> 32);
-        // 32-bit division: units, fewer than the map's positions, fit (validate_sad_input).
-        const int i = int(std::uint32_t(unit) / std::uint32_t(columns));
-        const int j0 = int(std::uint32_t(unit) % std::uint32_t(columns)) * kPruneUnitWindows;
-        if (std::uint32_t(tile_minima(prune_tile_of(i, j0, segment_rows, column_tiles)) >> 32) >
-            limit) {
-          return;
+        if (std::uint32_t(tile_minima(tile) >> 32) > limit) return;
+        const int i_begin = tile / g.column_tiles * g.segment_rows;
+        const int group_begin = tile % g.column_tiles * kTileUnits;
+        const int rows =
+            g.s.map_height - i_begin < g.segment_rows ? g.s.map_height - i_begin : g.segment_rows;
+        const int groups =
+            g.unit_columns - group_begin < kTileUnits ? g.unit_columns - group_begin : kTileUnits;
+        const int units = rows * groups;
+        const int run = (units + team.team_size() - 1) / team.team_size();
+        const int begin = team.team_rank() * run < units ? team.team_rank() * run : units;
+        const int end = begin + run < units ? begin + run : units;
+        const std::uint32_t centre_index = std::uint32_t(centre(0));
+        const auto live_windows = [&](int e, std::uint32_t& within) {
+          return unit_windows_within(g, bounds, i_begin + e / groups,
+                                     (group_begin + e % groups) * kPruneUnitWindows, limit,
+                                     centre_index, within);
+        };
+        std::uint32_t mine = 0, windows = 0;
+        for (int e = begin; e < end; ++e) {
+          std::uint32_t within;
+          mine += live_windows(e, within) != 0;
+          windows += within;
         }
-        const std::size_t first = std::size_t(i) * width + j0;
-        const int n = width - j0 < kPruneUnitWindows ? width - j0 : kPruneUnitWindows;
-        unsigned inside = 0;
-        for (int p = 0; p < n; ++p) inside |= unsigned(bounds(first + p) <= limit) << p;
-        const std::uint32_t windows = bit_count(inside);
-        inside &= ~polish_settled_windows(std::uint32_t(centre(0)), width, i, j0);
-        if (inside == 0) {
-          offset += std::uint64_t(windows) << 32;
-          return;
+        team.team_scan(windows, &counts(1));
+        std::uint32_t at = team.team_scan(mine, &counts(0));
+        for (int e = begin; e < end && mine != 0; ++e) {
+          std::uint32_t within;
+          if (live_windows(e, within) == 0) continue;
+          live(at++) = std::uint32_t(i_begin + e / groups) * std::uint32_t(g.unit_columns) +
+                       std::uint32_t(group_begin + e % groups);
+          --mine;
         }
-        if (final) live(std::uint32_t(offset)) = std::uint32_t(unit);
-        offset += (std::uint64_t(windows) << 32) + 1;
-      },
-      total);
-  return total;
+      });
 }
 
 // Packed words of one row through plain loads, for accumulate_sad_row.
@@ -525,13 +568,9 @@ void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t cou
                 [&](std::uint64_t& value) { value = Kokkos::volatile_load(guess.data()); }, seen);
             return std::uint32_t(seen >> 32);
           };
-          const std::uint32_t first_limit = limit_now();
-          std::uint32_t alive = 0;
-          for (int p = 0; p < kPruneUnitWindows; ++p) {
-            if (j0 + p < g.s.map_width && bounds(first + p) <= first_limit) alive |= 1u << p;
-          }
-          // The polish refinement settled these.
-          alive &= ~polish_settled_windows(std::uint32_t(centre(0)), g.s.map_width, i, j0);
+          std::uint32_t within;
+          std::uint32_t alive =
+              unit_windows_within(g, bounds, i, j0, limit_now(), std::uint32_t(centre(0)), within);
           UnitSums sad;
           const std::uint32_t* row =
               target.data() + std::size_t(i) * g.target_pitch_words + group * kUnitWords;
@@ -583,6 +622,7 @@ class PrunedRunner final : public Runner<SadPruned> {
         query_strips_(strip_sums_.data(), strip_sums_.size(), "pruned query strips"),
         bounds_(shape_.map_size(), "pruned bounds"),
         live_(std::size_t(g_.units()), "pruned live units"),
+        live_counts_(2, "pruned live-unit counts"),
         candidates_(std::size_t(std::max(1, g_.candidates())), "pruned candidates"),
         guess_(1, "pruned guess"),
         polish_(kPrunePolishSide * kPrunePolishSide, "pruned polish windows"),
@@ -611,14 +651,16 @@ class PrunedRunner final : public Runner<SadPruned> {
     strip_bounds<Exec, kIsa>(g_, target, query_strips_.view(), bounds_.view(), candidates_.view());
     refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), target, query,
                                query_strips_.view(), bounds_.view(), guess);
-    polish_windows<Exec>(g_, guess, polish_.view(), centre_.view(), settled_.view());
+    polish_windows<Exec>(g_, guess, polish_.view(), centre_.view(), live_counts_.view());
     refine_windows<Exec, kIsa>(g_, polish_.view(), kPrunePolishSide * kPrunePolishSide, target,
                                query, query_strips_.view(), bounds_.view(), guess);
     count_settled<Exec>(g_, bounds_.view(), guess, centre_.view(), settled_.view());
-    const std::uint64_t live = live_units<Exec>(g_, bounds_.view(), candidates_.view(), guess,
-                                                centre_.view(), live_.view());
-    live_count_ = std::int64_t(live & 0xFFFFFFFFu);
-    stats_.after_bounds = live >> 32;
+    live_units<Exec>(g_, bounds_.view(), candidates_.view(), guess, centre_.view(), live_.view(),
+                     live_counts_.view());
+    std::uint32_t counts[2];
+    live_counts_.download(counts);
+    live_count_ = counts[0];
+    stats_.after_bounds = counts[1];
     if (double(live_count_) > kPruneUnitFullSearchFraction * double(g_.units())) {
       stats_.full_search = true;
       best_key_ = full_search_.run(shape_, {});
@@ -655,7 +697,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   Geometry g_;
   std::vector<std::uint32_t> strip_sums_;
   InputBuffer<std::uint32_t, Exec> query_strips_;
-  OutputBuffer<std::uint32_t, Exec> bounds_, live_;
+  OutputBuffer<std::uint32_t, Exec> bounds_, live_, live_counts_;
   OutputBuffer<std::uint64_t, Exec> candidates_, guess_, polish_, centre_, settled_;
   OutputBuffer<std::uint8_t, Exec> alive_after_;
   portable_sad::TeamMethod<Exec, false, kIsa> full_search_;
