@@ -71,13 +71,6 @@ int team_threads(int device_threads) {
   return portable::reads_host_memory<Exec>() ? 1 : device_threads;
 }
 
-// Target bytes x .. x + 3 of one packed row, for any x.
-KOKKOS_INLINE_FUNCTION std::uint32_t unaligned_word(const std::uint32_t* row, int x) {
-  const std::uint32_t lo = row[x / 4];
-  const int shift = 8 * (x % 4);
-  return shift == 0 ? lo : (lo >> shift) | (row[x / 4 + 1] << (32 - shift));
-}
-
 struct Geometry {
   SadShape s;
   StripLayout strips;
@@ -322,8 +315,43 @@ KOKKOS_INLINE_FUNCTION std::uint32_t limit_of(const Team& team, const View& gues
   return std::uint32_t(seen >> 32);
 }
 
+// One strip of one window over a refining team: its SAD, its target sum, and E's score as the
+// team's first thread read it when the strip began (the reduction hands it to every thread, so
+// the team agrees on it without a broadcast of its own).
+struct StripTotals {
+  std::uint32_t sad, sum, limit;
+};
+
+// Kokkos reducer for StripTotals: sums add, the limit is the smallest read.
+struct StripReducer {
+  using reducer = StripReducer;
+  using value_type = StripTotals;
+  using result_view_type = Kokkos::View<value_type, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+
+  value_type& value;
+
+  KOKKOS_INLINE_FUNCTION explicit StripReducer(value_type& v) : value(v) {}
+  KOKKOS_INLINE_FUNCTION void join(value_type& dest, const value_type& src) const {
+    dest.sad += src.sad;
+    dest.sum += src.sum;
+    dest.limit = src.limit < dest.limit ? src.limit : dest.limit;
+  }
+  KOKKOS_INLINE_FUNCTION void join(volatile value_type& dest,
+                                   const volatile value_type& src) const {
+    dest.sad += src.sad;
+    dest.sum += src.sum;
+    dest.limit = src.limit < dest.limit ? src.limit : dest.limit;
+  }
+  KOKKOS_INLINE_FUNCTION void init(value_type& v) const { v = {0u, 0u, ~0u}; }
+  KOKKOS_INLINE_FUNCTION value_type& reference() const { return value; }
+  result_view_type view() const { return result_view_type(&value); }
+  KOKKOS_INLINE_FUNCTION bool references_scalar() const { return true; }
+};
+
 // Refines the windows list(0 .. count) (indices in the low 32 bits; kNoSadKey entries are
 // skipped) from their bounds, strip by strip, against the shared key `guess`, a team per window.
+// Each team thread walks the strip's (row, word) elements a team apart, from its rank, with
+// running indices (no division per element).
 template <class Exec, Isa kIsa, class List>
 void refine_windows(const Geometry& g, const List& list, int count, const WordsView<Exec>& target,
                     const WordsView<Exec>& query, const WordsView<Exec>& query_strips,
@@ -333,6 +361,7 @@ void refine_windows(const Geometry& g, const List& list, int count, const WordsV
   using Team = typename Policy::member_type;
   if (count == 0) return;
   const int q_words = g.query_words;
+  const int pitch = g.target_pitch_words;
   const std::uint32_t tail_mask =
       g.s.query_width % 4 ? (1u << (8 * (g.s.query_width % 4))) - 1u : ~0u;
   Kokkos::parallel_for(
@@ -344,35 +373,48 @@ void refine_windows(const Geometry& g, const List& list, int count, const WordsV
         const int i = int(w / std::uint32_t(g.s.map_width));
         const int j = int(w % std::uint32_t(g.s.map_width));
         std::uint32_t bound = bounds(w);
+        if (bound > limit_of(team, guess)) return;
+        const std::uint32_t* origin = target.data() + std::size_t(i) * pitch + j / 4;
+        const int shift = 8 * (j % 4);
+        const int threads = team.team_size();
+        const int step_rows = threads / q_words, step_words = threads % q_words;
         for (int k = 0; k < g.strips.count; ++k) {
-          // (Checked before each strip, not also after it: the broadcast costs a barrier.)
-          if (bound > limit_of(team, guess)) return;
-          const int y0 = g.strips.begin(k);
-          // SAD in the high word, target sum in the low one: neither reaches 2^32.
-          std::uint64_t packed = 0;
+          const int y_end = g.strips.end(k);
+          StripTotals totals;
           Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, (g.strips.end(k) - y0) * q_words),
-              [&](int e, std::uint64_t& partial) {
-                const int y = y0 + e / q_words, word = e % q_words;
-                const std::uint32_t mask = word + 1 == q_words ? tail_mask : ~0u;
-                const std::uint32_t t =
-                    unaligned_word(target.data() + std::size_t(i + y) * g.target_pitch_words,
-                                   j + 4 * word) &
-                    mask;
-                partial += (std::uint64_t(sad4<kIsa>(t, query(std::size_t(y) * q_words + word), 0))
-                            << 32) +
-                           sad4<kIsa>(t, 0, 0);
+              Kokkos::TeamThreadRange(team, threads),
+              [&](int t, StripTotals& partial) {
+                if (t == 0) {
+                  const std::uint32_t limit =
+                      std::uint32_t(Kokkos::volatile_load(guess.data()) >> 32);
+                  if (limit < partial.limit) partial.limit = limit;
+                }
+                int y = g.strips.begin(k) + t / q_words, word = t % q_words;
+                while (y < y_end) {
+                  const std::uint32_t* at = origin + std::size_t(y) * pitch + word;
+                  std::uint32_t t_word = shifted_word(at[0], shift ? at[1] : 0u, shift);
+                  if (word + 1 == q_words) t_word &= tail_mask;
+                  partial.sad =
+                      sad4<kIsa>(t_word, query(std::size_t(y) * q_words + word), partial.sad);
+                  partial.sum = sad4<kIsa>(t_word, 0u, partial.sum);
+                  word += step_words;
+                  y += step_rows;
+                  if (word >= q_words) {
+                    word -= q_words;
+                    ++y;
+                  }
+                }
               },
-              packed);
-          bound = bound - abs_difference(query_strips(k), std::uint32_t(packed)) +
-                  std::uint32_t(packed >> 32);
+              StripReducer(totals));
+          bound = bound - abs_difference(query_strips(k), totals.sum) + totals.sad;
+          if (bound > totals.limit) return;
           if (k + 1 == g.strips.count) {
             // The exact SAD: an atomic min that cannot lower E_guess leaves it as it is.
             Kokkos::single(Kokkos::PerTeam(team), [&] {
               Kokkos::atomic_fetch_min(&guess(0), sad_key(std::int32_t(bound), w));
             });
           }
-          // The next strip's reduction and broadcast reuse the team's scratch.
+          // The next strip's reduction reuses the team's scratch.
           team.team_barrier();
         }
       });
@@ -484,17 +526,22 @@ void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<E
                                      (group_begin + e % groups) * kPruneUnitWindows, limit,
                                      centre_index, within);
         };
-        std::uint32_t mine = 0, windows = 0;
+        // Which of the run's first 32 units are live, so that placing them reads no bound again.
+        std::uint32_t mine = 0, windows = 0, first_live = 0;
         for (int e = begin; e < end; ++e) {
           std::uint32_t within;
-          mine += live_windows(e, within) != 0;
+          const bool is_live = live_windows(e, within) != 0;
+          mine += is_live;
           windows += within;
+          if (e - begin < 32) first_live |= std::uint32_t(is_live) << (e - begin);
         }
         team.team_scan(windows, &counts(1));
         std::uint32_t at = team.team_scan(mine, &counts(0));
         for (int e = begin; e < end && mine != 0; ++e) {
           std::uint32_t within;
-          if (live_windows(e, within) == 0) continue;
+          if (e - begin < 32 ? !((first_live >> (e - begin)) & 1u) : live_windows(e, within) == 0) {
+            continue;
+          }
           live(at++) = std::uint32_t(i_begin + e / groups) * std::uint32_t(g.unit_columns) +
                        std::uint32_t(group_begin + e % groups);
           --mine;
