@@ -426,6 +426,17 @@ void launch_u8_conv(const ConvLaunch& p, const DeviceMask& mask, cudaStream_t st
   }
 }
 
+// The output's channel planes (tight, one after another) interleaved into `out`, reshaped to the
+// output (its buffer reused when it has that shape: see DeviceImages::download).
+void interleave_planes(const std::uint8_t* planes, const ConvGeometry& g, ImageU8& out) {
+  reshape(out, g.out_width, g.out_height, g.channels);
+  const std::size_t pixels = out.pixel_count();
+  for (int c = 0; c < g.channels; ++c) {
+    const std::uint8_t* plane = planes + c * pixels;
+    for (std::size_t i = 0; i < pixels; ++i) out.data[i * g.channels + c] = plane[i];
+  }
+}
+
 // Interleaved input and output images on the device, rows padded to a multiple of `row_align`
 // bytes (kTightRows for the naive kernel, which indexes tight rows).
 constexpr std::size_t kTightRows = 1;
@@ -459,8 +470,11 @@ class DeviceImages {
     synchronize_device();
   }
 
+  // Into `out`'s own buffer when it has the shape already: a fresh one each call would be
+  // first-touched by the copy, page by page (≈ 3× the time end to end past glibc's 32 MB mmap
+  // threshold, where every large allocation is new pages).
   void download(ImageU8& out) const {
-    out = make_conv_output(input_);
+    reshape(out, g_.out_width, g_.out_height, g_.channels);
     copy_out(out.data.data());
   }
 
@@ -526,7 +540,7 @@ class NaiveSoaRunner final : public Runner<Conv> {
   void download(ImageU8& out) override {
     check(cudaMemcpy(planar_out_.data.data(), out_.get(), out_.bytes(), cudaMemcpyDeviceToHost),
           "cudaMemcpy (conv output)");
-    out = to_interleaved(planar_out_);
+    interleave_planes(planar_out_.data.data(), g_, out);
   }
 
  private:
@@ -696,14 +710,7 @@ class E2eStreamsRunner final : public Runner<Conv> {
     }
   }
 
-  void download(ImageU8& out) override {
-    out = make_conv_output(input_);
-    const std::size_t pixels = out.pixel_count();
-    for (int c = 0; c < g_.channels; ++c) {
-      const std::uint8_t* plane = host_out_.get() + c * pixels;
-      for (std::size_t i = 0; i < pixels; ++i) out.data[i * g_.channels + c] = plane[i];
-    }
-  }
+  void download(ImageU8& out) override { interleave_planes(host_out_.get(), g_, out); }
 
  private:
   // One stream's work: output rows [out_row_begin, out_row_end) of one channel, from input
