@@ -44,10 +44,12 @@ constexpr int kStripRows = kPruneStripRows;
 constexpr int kMaxPassStrips = kPrunePassStrips;
 static_assert(kTileColumns % kStripRows == 0, "whole strip blocks per summed block");
 // Threads per refining team on a device: a 128 × 128 window is 4 K words, which one warp would
-// walk serially; and few enough that a team per bound tile (the candidates) runs in one wave.
-constexpr int kDeviceTeam = 128;
-// Threads per team of the live-unit compaction on a device, a bound tile's units each.
-constexpr int kDeviceTileTeam = 256;
+// walk serially. Halved (refine_team_threads) while the teams would not run in one wave.
+constexpr int kDeviceTeam = 256;
+constexpr int kMinDeviceTeam = 64;
+// Threads per team of the live-unit compaction on a device, a bound tile's units each: few
+// enough that a team per bound tile runs in one wave.
+constexpr int kDeviceTileTeam = 128;
 // Units across a bound tile.
 constexpr int kTileUnits = kTileColumns / kPruneUnitWindows;
 static_assert(kTileColumns % kPruneUnitWindows == 0, "a bound tile holds whole units");
@@ -315,6 +317,18 @@ KOKKOS_INLINE_FUNCTION std::uint32_t limit_of(const Team& team, const View& gues
   return std::uint32_t(seen >> 32);
 }
 
+// Threads per team for `count` refining teams: kDeviceTeam, halved down to kMinDeviceTeam while
+// fewer than `count` such teams are resident at once (a second, partial wave would wait for the
+// first's slowest window).
+template <class Exec>
+int refine_team_threads(int count) {
+  int threads = kDeviceTeam;
+  while (threads > kMinDeviceTeam && portable::resident_teams<Exec>(threads, 0) < count) {
+    threads /= 2;
+  }
+  return team_threads<Exec>(threads);
+}
+
 // One strip of one window over a refining team: its SAD, its target sum, and E's score as the
 // team's first thread read it when the strip began (the reduction hands it to every thread, so
 // the team agrees on it without a broadcast of its own).
@@ -365,7 +379,7 @@ void refine_windows(const Geometry& g, const List& list, int count, const WordsV
   const std::uint32_t tail_mask =
       g.s.query_width % 4 ? (1u << (8 * (g.s.query_width % 4))) - 1u : ~0u;
   Kokkos::parallel_for(
-      "pruned_refine_windows", Policy(count, team_threads<Exec>(kDeviceTeam)),
+      "pruned_refine_windows", Policy(count, refine_team_threads<Exec>(count)),
       KOKKOS_LAMBDA(const Team& team) {
         const std::uint64_t entry = list(team.league_rank());
         if (entry == kNoSadKey) return;  // nothing to refine
