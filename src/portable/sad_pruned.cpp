@@ -47,12 +47,9 @@ static_assert(kTileColumns % kStripRows == 0, "whole strip blocks per summed blo
 // walk serially. Halved (refine_team_threads) while the teams would not run in one wave.
 constexpr int kDeviceTeam = 256;
 constexpr int kMinDeviceTeam = 64;
-// Threads per team of the live-unit compaction on a device, a bound tile's units each: few
-// enough that a team per bound tile runs in one wave.
-constexpr int kDeviceTileTeam = 128;
-// Units across a bound tile.
-constexpr int kTileUnits = kTileColumns / kPruneUnitWindows;
-static_assert(kTileColumns % kPruneUnitWindows == 0, "a bound tile holds whole units");
+// Threads per team of the live-unit compaction on a device, and consecutive units per thread.
+constexpr int kDeviceLiveTeam = 256;
+constexpr int kDeviceLiveRun = 2;
 // A unit's windows are summed by full search's row routine over kUnitWords packed words; its
 // rows are padded for groups of kWords words, which cover groups of kUnitWords.
 constexpr int kUnitWords = kPruneUnitWindows / 4;
@@ -508,56 +505,55 @@ KOKKOS_INLINE_FUNCTION std::uint32_t unit_windows_within(const Geometry& g, cons
 
 // The units holding a window whose bound does not exceed E_guess (outside the settled ones) into
 // live(0 .. counts(0)), and those windows' count into counts(1) (both zeroed by polish_windows).
-// A team per bound tile: a tile whose smallest bound (its candidate) exceeds E_guess reads none
-// of its bounds; otherwise each team thread takes a run of the tile's units, and team scans,
-// their totals added atomically to the counts, place them. A tile's units stay in order; the
-// tiles come in the teams' order, on which nothing depends.
+// Each team thread takes a run of consecutive units (kDeviceLiveRun on a device, so that the
+// few live tiles at low noise spread over many threads; a share of the map on a host); a unit of
+// a tile whose smallest bound (its candidate) exceeds E_guess reads none of its bounds. Team
+// scans, their totals added atomically to the counts, place the units: a team's units stay in
+// order, the teams come in their own order, on which nothing depends.
 template <class Exec>
 void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<Exec>& tile_minima,
                 const KeysView<Exec>& guess, const KeysView<Exec>& centre,
                 const U32View<Exec>& live, const U32View<Exec>& counts) {
   using Policy = Kokkos::TeamPolicy<Exec>;
+  const int threads = team_threads<Exec>(kDeviceLiveTeam);
+  const std::int64_t units = g.units();
+  const int run = threads > 1
+                      ? kDeviceLiveRun
+                      : int((units + 4 * Exec().concurrency() - 1) / (4 * Exec().concurrency()));
+  const std::int64_t per_team = std::int64_t(threads) * run;
   Kokkos::parallel_for(
-      "pruned_live_units", Policy(g.candidates(), team_threads<Exec>(kDeviceTileTeam)),
+      "pruned_live_units", Policy(int((units + per_team - 1) / per_team), threads),
       KOKKOS_LAMBDA(const typename Policy::member_type& team) {
-        const int tile = team.league_rank();
-        // Every thread reads the same values, so the team leaves together.
         const std::uint32_t limit = std::uint32_t(guess(0) >> 32);
-        if (std::uint32_t(tile_minima(tile) >> 32) > limit) return;
-        const int i_begin = tile / g.column_tiles * g.segment_rows;
-        const int group_begin = tile % g.column_tiles * kTileUnits;
-        const int rows =
-            g.s.map_height - i_begin < g.segment_rows ? g.s.map_height - i_begin : g.segment_rows;
-        const int groups =
-            g.unit_columns - group_begin < kTileUnits ? g.unit_columns - group_begin : kTileUnits;
-        const int units = rows * groups;
-        const int run = (units + team.team_size() - 1) / team.team_size();
-        const int begin = team.team_rank() * run < units ? team.team_rank() * run : units;
-        const int end = begin + run < units ? begin + run : units;
         const std::uint32_t centre_index = std::uint32_t(centre(0));
-        const auto live_windows = [&](int e, std::uint32_t& within) {
-          return unit_windows_within(g, bounds, i_begin + e / groups,
-                                     (group_begin + e % groups) * kPruneUnitWindows, limit,
-                                     centre_index, within);
+        const std::int64_t first =
+            team.league_rank() * per_team + std::int64_t(team.team_rank()) * run;
+        const std::int64_t begin = first < units ? first : units;
+        const std::int64_t end = begin + run < units ? begin + run : units;
+        // 32-bit division: units, fewer than the map's positions, fit (validate_sad_input).
+        const auto live_windows = [&](std::int64_t unit, std::uint32_t& within) {
+          const int i = int(std::uint32_t(unit) / std::uint32_t(g.unit_columns));
+          const int j0 =
+              int(std::uint32_t(unit) % std::uint32_t(g.unit_columns)) * kPruneUnitWindows;
+          within = 0;
+          if (std::uint32_t(tile_minima(prune_tile_of(i, j0, g.segment_rows, g.column_tiles)) >>
+                            32) > limit) {
+            return 0u;
+          }
+          return unit_windows_within(g, bounds, i, j0, limit, centre_index, within);
         };
-        // Which of the run's first 32 units are live, so that placing them reads no bound again.
-        std::uint32_t mine = 0, windows = 0, first_live = 0;
-        for (int e = begin; e < end; ++e) {
+        std::uint32_t mine = 0, windows = 0;
+        for (std::int64_t u = begin; u < end; ++u) {
           std::uint32_t within;
-          const bool is_live = live_windows(e, within) != 0;
-          mine += is_live;
+          mine += live_windows(u, within) != 0;
           windows += within;
-          if (e - begin < 32) first_live |= std::uint32_t(is_live) << (e - begin);
         }
         team.team_scan(windows, &counts(1));
         std::uint32_t at = team.team_scan(mine, &counts(0));
-        for (int e = begin; e < end && mine != 0; ++e) {
+        for (std::int64_t u = begin; u < end && mine != 0; ++u) {
           std::uint32_t within;
-          if (e - begin < 32 ? !((first_live >> (e - begin)) & 1u) : live_windows(e, within) == 0) {
-            continue;
-          }
-          live(at++) = std::uint32_t(i_begin + e / groups) * std::uint32_t(g.unit_columns) +
-                       std::uint32_t(group_begin + e % groups);
+          if (live_windows(u, within) == 0) continue;
+          live(at++) = std::uint32_t(u);
           --mine;
         }
       });
