@@ -50,6 +50,9 @@ constexpr int kMinDeviceTeam = 64;
 // Threads per team of the live-unit compaction on a device, and consecutive units per thread.
 constexpr int kDeviceLiveTeam = 256;
 constexpr int kDeviceLiveRun = 2;
+// Units across a bound tile.
+constexpr int kTileUnits = kTileColumns / kPruneUnitWindows;
+static_assert(kTileColumns % kPruneUnitWindows == 0, "a bound tile holds whole units");
 // A unit's windows are summed by full search's row routine over kUnitWords packed words; its
 // rows are padded for groups of kWords words, which cover groups of kUnitWords.
 constexpr int kUnitWords = kPruneUnitWindows / 4;
@@ -505,55 +508,65 @@ KOKKOS_INLINE_FUNCTION std::uint32_t unit_windows_within(const Geometry& g, cons
 
 // The units holding a window whose bound does not exceed E_guess (outside the settled ones) into
 // live(0 .. counts(0)), and those windows' count into counts(1) (both zeroed by polish_windows).
-// Each team thread takes a run of consecutive units (kDeviceLiveRun on a device, so that the
-// few live tiles at low noise spread over many threads; a share of the map on a host); a unit of
-// a tile whose smallest bound (its candidate) exceeds E_guess reads none of its bounds. Team
-// scans, their totals added atomically to the counts, place the units: a team's units stay in
-// order, the teams come in their own order, on which nothing depends.
+// Units are taken tile by tile (a bound tile's kTileUnits units a row, row after row; slots past
+// the map's edges hold none), each team thread a run of consecutive slots (kDeviceLiveRun on a
+// device, so that the few live tiles at low noise spread over many threads; a share of the map
+// on a host); a tile whose smallest bound (its candidate) exceeds E_guess has none of its bounds
+// read. Team scans, their totals added atomically to the counts, place the units: in tile order
+// within a team (the refinement's neighbouring units then share most of their target rows), the
+// teams in their own order, on which nothing depends.
 template <class Exec>
 void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<Exec>& tile_minima,
                 const KeysView<Exec>& guess, const KeysView<Exec>& centre,
                 const U32View<Exec>& live, const U32View<Exec>& counts) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   const int threads = team_threads<Exec>(kDeviceLiveTeam);
-  const std::int64_t units = g.units();
-  const int run = threads > 1
-                      ? kDeviceLiveRun
-                      : int((units + 4 * Exec().concurrency() - 1) / (4 * Exec().concurrency()));
-  const std::int64_t per_team = std::int64_t(threads) * run;
+  const std::uint32_t tile_slots = std::uint32_t(g.segment_rows) * kTileUnits;
+  // Fewer than 2^32: about the map's units (validate_sad_input).
+  const std::uint32_t slots = std::uint32_t(g.candidates()) * tile_slots;
+  const std::uint32_t run =
+      threads > 1
+          ? kDeviceLiveRun
+          : std::uint32_t((slots + 4 * Exec().concurrency() - 1) / (4 * Exec().concurrency()));
+  const std::uint32_t per_team = std::uint32_t(threads) * run;
   Kokkos::parallel_for(
-      "pruned_live_units", Policy(int((units + per_team - 1) / per_team), threads),
+      "pruned_live_units", Policy(int((std::uint64_t(slots) + per_team - 1) / per_team), threads),
       KOKKOS_LAMBDA(const typename Policy::member_type& team) {
         const std::uint32_t limit = std::uint32_t(guess(0) >> 32);
         const std::uint32_t centre_index = std::uint32_t(centre(0));
-        const std::int64_t first =
-            team.league_rank() * per_team + std::int64_t(team.team_rank()) * run;
-        const std::int64_t begin = first < units ? first : units;
-        const std::int64_t end = begin + run < units ? begin + run : units;
-        // 32-bit division: units, fewer than the map's positions, fit (validate_sad_input).
-        const auto live_windows = [&](std::int64_t unit, std::uint32_t& within) {
-          const int i = int(std::uint32_t(unit) / std::uint32_t(g.unit_columns));
-          const int j0 =
-              int(std::uint32_t(unit) % std::uint32_t(g.unit_columns)) * kPruneUnitWindows;
+        const std::uint64_t first =
+            std::uint64_t(team.league_rank()) * per_team + std::uint64_t(team.team_rank()) * run;
+        const std::uint32_t begin = first < slots ? std::uint32_t(first) : slots;
+        const std::uint32_t end = slots - begin > run ? begin + run : slots;
+        // Slot → unit (i, group), or none past the map's edges; returns the unit's live windows.
+        const auto live_windows = [&](std::uint32_t slot, std::uint32_t& unit,
+                                      std::uint32_t& within) {
           within = 0;
-          if (std::uint32_t(tile_minima(prune_tile_of(i, j0, g.segment_rows, g.column_tiles)) >>
-                            32) > limit) {
+          const std::uint32_t tile = slot / tile_slots, rest = slot % tile_slots;
+          const int i =
+              int(tile / std::uint32_t(g.column_tiles)) * g.segment_rows + int(rest / kTileUnits);
+          const int group =
+              int(tile % std::uint32_t(g.column_tiles)) * kTileUnits + int(rest % kTileUnits);
+          if (i >= g.s.map_height || group >= g.unit_columns ||
+              std::uint32_t(tile_minima(tile) >> 32) > limit) {
             return 0u;
           }
-          return unit_windows_within(g, bounds, i, j0, limit, centre_index, within);
+          unit = std::uint32_t(i) * std::uint32_t(g.unit_columns) + std::uint32_t(group);
+          return unit_windows_within(g, bounds, i, group * kPruneUnitWindows, limit, centre_index,
+                                     within);
         };
         std::uint32_t mine = 0, windows = 0;
-        for (std::int64_t u = begin; u < end; ++u) {
-          std::uint32_t within;
-          mine += live_windows(u, within) != 0;
+        for (std::uint32_t slot = begin; slot < end; ++slot) {
+          std::uint32_t unit, within;
+          mine += live_windows(slot, unit, within) != 0;
           windows += within;
         }
         team.team_scan(windows, &counts(1));
         std::uint32_t at = team.team_scan(mine, &counts(0));
-        for (std::int64_t u = begin; u < end && mine != 0; ++u) {
-          std::uint32_t within;
-          if (live_windows(u, within) == 0) continue;
-          live(at++) = std::uint32_t(u);
+        for (std::uint32_t slot = begin; slot < end && mine != 0; ++slot) {
+          std::uint32_t unit, within;
+          if (live_windows(slot, unit, within) == 0) continue;
+          live(at++) = unit;
           --mine;
         }
       });
