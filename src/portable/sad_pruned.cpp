@@ -317,6 +317,9 @@ KOKKOS_INLINE_FUNCTION std::uint32_t limit_of(const Team& team, const View& gues
   return std::uint32_t(seen >> 32);
 }
 
+// Elements a refining thread loads at once.
+constexpr int kRefineLoads = 4;
+
 // Threads per team for `count` refining teams: kDeviceTeam, halved down to kMinDeviceTeam while
 // fewer than `count` such teams are resident at once (a second, partial wave would wait for the
 // first's slowest window).
@@ -405,17 +408,32 @@ void refine_windows(const Geometry& g, const List& list, int count, const WordsV
                 }
                 int y = g.strips.begin(k) + t / q_words, word = t % q_words;
                 while (y < y_end) {
-                  const std::uint32_t* at = origin + std::size_t(y) * pitch + word;
-                  std::uint32_t t_word = shifted_word(at[0], shift ? at[1] : 0u, shift);
-                  if (word + 1 == q_words) t_word &= tail_mask;
-                  partial.sad =
-                      sad4<kIsa>(t_word, query(std::size_t(y) * q_words + word), partial.sad);
-                  partial.sum = sad4<kIsa>(t_word, 0u, partial.sum);
-                  word += step_words;
-                  y += step_rows;
-                  if (word >= q_words) {
-                    word -= q_words;
-                    ++y;
+                  // kRefineLoads elements' words loaded before any is used: a GPU thread issues
+                  // in order, so a load used at once would hold back the next one.
+                  std::uint32_t lo[kRefineLoads], hi[kRefineLoads], q[kRefineLoads];
+                  std::uint32_t mask[kRefineLoads];
+                  for (int b = 0; b < kRefineLoads; ++b) {
+                    mask[b] = 0u;  // past the strip: adds nothing
+                    lo[b] = hi[b] = q[b] = 0u;
+                    if (y < y_end) {
+                      const std::uint32_t* at = origin + std::size_t(y) * pitch + word;
+                      lo[b] = at[0];
+                      if (shift) hi[b] = at[1];
+                      q[b] = query(std::size_t(y) * q_words + word);
+                      mask[b] = word + 1 == q_words ? tail_mask : ~0u;
+                      word += step_words;
+                      y += step_rows;
+                      if (word >= q_words) {
+                        word -= q_words;
+                        ++y;
+                      }
+                    }
+                  }
+                  for (int b = 0; b < kRefineLoads; ++b) {
+                    const std::uint32_t t_word = shifted_word(lo[b], hi[b], shift) & mask[b];
+                    // A masked-out element is a zero target word against a zero query word.
+                    partial.sad = sad4<kIsa>(t_word, q[b] & mask[b], partial.sad);
+                    partial.sum = sad4<kIsa>(t_word, 0u, partial.sum);
                   }
                 }
               },
