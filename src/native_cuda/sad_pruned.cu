@@ -277,6 +277,8 @@ static_assert(kMaxPassStrips == 8, "one kernel per pass size");
 
 constexpr int kRefineThreads = 256;
 constexpr int kRefineWarps = kRefineThreads / kWarp;
+// Elements a refining thread loads at once (a 16-row strip of a 128-wide query is 2 a thread).
+constexpr int kRefineLoads = 2;
 constexpr std::size_t kMaxSharedQueryBytes = 96 * 1024;
 
 // What every refinement reads (steps 2, 3 and 5).
@@ -369,18 +371,33 @@ __device__ void refine_window(const RefineArgs& a, const std::uint32_t* query,
     int q = a.strips.begin(k) * a.query_words + int(threadIdx.x);
     std::uint32_t sad = 0, sum = 0;
     while (row < end) {
-      const std::uint32_t* t = origin + std::size_t(row) * a.pitch_words + word;
-      std::uint32_t target = __funnelshift_r(__ldg(t), __ldg(t + 1), shift);
-      if (word == last_word) target &= tail_mask;
-      const std::uint32_t query_word = kSharedQuery ? query[q] : __ldg(query + q);
-      sad = sad4(target, query_word, sad);
-      sum = sad4(target, 0u, sum);
-      q += kRefineThreads;
-      word += walk.step_words;
-      row += walk.step_rows;
-      if (word >= a.query_words) {
-        word -= a.query_words;
-        ++row;
+      // kRefineLoads elements' words loaded before any is used: a thread issues in order, so a
+      // load used at once would hold back the next one.
+      std::uint32_t lo[kRefineLoads], hi[kRefineLoads], query_word[kRefineLoads];
+      std::uint32_t mask[kRefineLoads];
+#pragma unroll
+      for (int b = 0; b < kRefineLoads; ++b) {
+        lo[b] = hi[b] = query_word[b] = mask[b] = 0u;  // past the strip: adds nothing
+        if (row < end) {
+          const std::uint32_t* t = origin + std::size_t(row) * a.pitch_words + word;
+          lo[b] = __ldg(t);
+          hi[b] = __ldg(t + 1);
+          query_word[b] = kSharedQuery ? query[q] : __ldg(query + q);
+          mask[b] = word == last_word ? tail_mask : ~0u;
+          q += kRefineThreads;
+          word += walk.step_words;
+          row += walk.step_rows;
+          if (word >= a.query_words) {
+            word -= a.query_words;
+            ++row;
+          }
+        }
+      }
+#pragma unroll
+      for (int b = 0; b < kRefineLoads; ++b) {
+        const std::uint32_t target = __funnelshift_r(lo[b], hi[b], shift) & mask[b];
+        sad = sad4(target, query_word[b] & mask[b], sad);
+        sum = sad4(target, 0u, sum);
       }
     }
     const uint2 total = block_sums(sad, sum, sh);
