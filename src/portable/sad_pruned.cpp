@@ -348,16 +348,19 @@ struct StripReducer {
   value_type& value;
 
   KOKKOS_INLINE_FUNCTION explicit StripReducer(value_type& v) : value(v) {}
-  KOKKOS_INLINE_FUNCTION void join(value_type& dest, const value_type& src) const {
+  // Kokkos 3.4 joins plain and volatile values.
+  template <class Dest, class Src>
+  KOKKOS_INLINE_FUNCTION static void combine(Dest& dest, const Src& src) {
     dest.sad += src.sad;
     dest.sum += src.sum;
     dest.limit = src.limit < dest.limit ? src.limit : dest.limit;
   }
+  KOKKOS_INLINE_FUNCTION void join(value_type& dest, const value_type& src) const {
+    combine(dest, src);
+  }
   KOKKOS_INLINE_FUNCTION void join(volatile value_type& dest,
                                    const volatile value_type& src) const {
-    dest.sad += src.sad;
-    dest.sum += src.sum;
-    dest.limit = src.limit < dest.limit ? src.limit : dest.limit;
+    combine(dest, src);
   }
   KOKKOS_INLINE_FUNCTION void init(value_type& v) const { v = {0u, 0u, ~0u}; }
   KOKKOS_INLINE_FUNCTION value_type& reference() const { return value; }
