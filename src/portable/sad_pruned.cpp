@@ -83,6 +83,8 @@ struct Geometry {
   int segment_rows;        // map rows each
   int ring_rows;           // prefix rows a bound team keeps: a power of two ≥ a pass's rows
   int unit_columns;        // units per map row
+  int candidate_threads;   // threads per team refining the candidates (refine_team_threads)
+  int polish_threads;      // and the polish neighbourhood
 
   int candidates() const { return column_tiles * segments; }
   std::int64_t units() const { return std::int64_t(s.map_height) * unit_columns; }
@@ -95,6 +97,18 @@ std::size_t bound_scratch_bytes(const Geometry& g) {
          3 * Scratch<Exec>::shmem_size(kTileColumns);
 }
 
+// Threads per team for `count` refining teams: kDeviceTeam, halved down to kMinDeviceTeam while
+// fewer than `count` such teams are resident at once (a second, partial wave would wait for the
+// first's slowest window).
+template <class Exec>
+int refine_team_threads(int count) {
+  int threads = kDeviceTeam;
+  while (threads > kMinDeviceTeam && portable::resident_teams<Exec>(threads, 0) < count) {
+    threads /= 2;
+  }
+  return team_threads<Exec>(threads);
+}
+
 template <class Exec>
 Geometry geometry(const SadShape& s) {
   Geometry g{s,
@@ -105,7 +119,9 @@ Geometry geometry(const SadShape& s) {
              1,
              s.map_height,
              prune_ring_rows(strip_layout(s)),
-             (s.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows};
+             (s.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows,
+             0,
+             refine_team_threads<Exec>(kPrunePolishSide * kPrunePolishSide)};
   // One wave of teams on a device (a second, partial wave would add a quarter of the pass); a
   // few per thread on a host, for balance.
   const int team = team_threads<Exec>(kTileColumns);
@@ -114,6 +130,7 @@ Geometry geometry(const SadShape& s) {
                         : int(portable::resident_teams<Exec>(team, bound_scratch_bytes<Exec>(g)));
   g.segment_rows = prune_segment_rows(s, g.strips, g.column_tiles, teams);
   g.segments = (s.map_height + g.segment_rows - 1) / g.segment_rows;
+  g.candidate_threads = refine_team_threads<Exec>(g.candidates());
   return g;
 }
 
@@ -320,18 +337,6 @@ KOKKOS_INLINE_FUNCTION std::uint32_t limit_of(const Team& team, const View& gues
 // Elements a refining thread loads at once.
 constexpr int kRefineLoads = 4;
 
-// Threads per team for `count` refining teams: kDeviceTeam, halved down to kMinDeviceTeam while
-// fewer than `count` such teams are resident at once (a second, partial wave would wait for the
-// first's slowest window).
-template <class Exec>
-int refine_team_threads(int count) {
-  int threads = kDeviceTeam;
-  while (threads > kMinDeviceTeam && portable::resident_teams<Exec>(threads, 0) < count) {
-    threads /= 2;
-  }
-  return team_threads<Exec>(threads);
-}
-
 // One strip of one window over a refining team: its SAD, its target sum, and E's score as the
 // team's first thread read it when the strip began (the reduction hands it to every thread, so
 // the team agrees on it without a broadcast of its own).
@@ -369,13 +374,14 @@ struct StripReducer {
 };
 
 // Refines the windows list(0 .. count) (indices in the low 32 bits; kNoSadKey entries are
-// skipped) from their bounds, strip by strip, against the shared key `guess`, a team per window.
+// skipped) from their bounds, strip by strip, against the shared key `guess`, a team of
+// `threads` per window.
 // Each team thread walks the strip's (row, word) elements a team apart, from its rank, with
 // running indices (no division per element).
 template <class Exec, Isa kIsa, class List>
-void refine_windows(const Geometry& g, const List& list, int count, const WordsView<Exec>& target,
-                    const WordsView<Exec>& query, const WordsView<Exec>& query_strips,
-                    const U32View<Exec>& bounds,
+void refine_windows(const Geometry& g, const List& list, int count, int threads,
+                    const WordsView<Exec>& target, const WordsView<Exec>& query,
+                    const WordsView<Exec>& query_strips, const U32View<Exec>& bounds,
                     const typename OutputBuffer<std::uint64_t, Exec>::View& guess) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
@@ -385,8 +391,7 @@ void refine_windows(const Geometry& g, const List& list, int count, const WordsV
   const std::uint32_t tail_mask =
       g.s.query_width % 4 ? (1u << (8 * (g.s.query_width % 4))) - 1u : ~0u;
   Kokkos::parallel_for(
-      "pruned_refine_windows", Policy(count, refine_team_threads<Exec>(count)),
-      KOKKOS_LAMBDA(const Team& team) {
+      "pruned_refine_windows", Policy(count, threads), KOKKOS_LAMBDA(const Team& team) {
         const std::uint64_t entry = list(team.league_rank());
         if (entry == kNoSadKey) return;  // nothing to refine
         const std::uint32_t w = std::uint32_t(entry);
@@ -396,7 +401,6 @@ void refine_windows(const Geometry& g, const List& list, int count, const WordsV
         if (bound > limit_of(team, guess)) return;
         const std::uint32_t* origin = target.data() + std::size_t(i) * pitch + j / 4;
         const int shift = 8 * (j % 4);
-        const int threads = team.team_size();
         const int step_rows = threads / q_words, step_words = threads % q_words;
         for (int k = 0; k < g.strips.count; ++k) {
           const int y_end = g.strips.end(k);
@@ -740,11 +744,12 @@ class PrunedRunner final : public Runner<SadPruned> {
     const auto query = full_search_.query.view();
     Kokkos::deep_copy(Exec{}, guess, kNoSadKey);
     strip_bounds<Exec, kIsa>(g_, target, query_strips_.view(), bounds_.view(), candidates_.view());
-    refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), target, query,
-                               query_strips_.view(), bounds_.view(), guess);
+    refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), g_.candidate_threads,
+                               target, query, query_strips_.view(), bounds_.view(), guess);
     polish_windows<Exec>(g_, guess, polish_.view(), centre_.view(), live_counts_.view());
-    refine_windows<Exec, kIsa>(g_, polish_.view(), kPrunePolishSide * kPrunePolishSide, target,
-                               query, query_strips_.view(), bounds_.view(), guess);
+    refine_windows<Exec, kIsa>(g_, polish_.view(), kPrunePolishSide * kPrunePolishSide,
+                               g_.polish_threads, target, query, query_strips_.view(),
+                               bounds_.view(), guess);
     count_settled<Exec>(g_, bounds_.view(), guess, centre_.view(), settled_.view());
     live_units<Exec>(g_, bounds_.view(), candidates_.view(), guess, centre_.view(), live_.view(),
                      live_counts_.view());
