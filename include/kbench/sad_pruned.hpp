@@ -109,6 +109,18 @@ KBENCH_HOST_DEVICE unsigned polish_settled_windows(std::uint32_t centre, int map
 }
 static_assert(kPruneUnitWindows < 32, "a unit's windows are bits of a word");
 
+// Bit p set: window p < n of a unit has a bound, bound(p), within limit. Unrolled, so that the
+// unit's loads issue together.
+template <class Bound>
+KBENCH_HOST_DEVICE unsigned unit_windows_within(const Bound& bound, int n, std::uint32_t limit) {
+  unsigned inside = 0;
+  KBENCH_UNROLL
+  for (int p = 0; p < kPruneUnitWindows; ++p) {
+    if (p < n && bound(p) <= limit) inside |= 1u << p;
+  }
+  return inside;
+}
+
 constexpr int kPrunePolishSide = 2 * kPrunePolishRadius + 1;
 // The neighbourhood's centre, entry e of polish_window (its SAD is final before the polish).
 constexpr int kPrunePolishCentre = kPrunePolishSide * kPrunePolishSide / 2;
@@ -160,6 +172,13 @@ int prune_segment_rows(const SadShape& s, const StripLayout& strips, int column_
 // |a − b| of two unsigned sums.
 KBENCH_HOST_DEVICE std::uint32_t abs_difference(std::uint32_t a, std::uint32_t b) {
   return a > b ? a - b : b - a;
+}
+
+// |d − x| of a strip's target sum d and its query sum x, both below 2^31 (16 rows of bytes as wide
+// as the query): the absolute value of one signed difference, a single instruction on GPUs.
+KBENCH_HOST_DEVICE std::uint32_t strip_term(std::uint32_t d, std::uint32_t x) {
+  const std::int32_t difference = std::int32_t(d - x);
+  return std::uint32_t(difference < 0 ? -difference : difference);
 }
 
 // Per strip of the query, the sum of its bytes |x_k|₁.

@@ -73,11 +73,6 @@ __device__ __forceinline__ Key warp_min(Key key) {
   return key;
 }
 
-// |d − x| of a strip's target sum d and query sum x (both below 2^31).
-__device__ __forceinline__ std::uint32_t strip_term(std::uint32_t d, std::uint32_t x) {
-  return std::uint32_t(abs(int(d - x)));
-}
-
 // --- 1. strip bounds ---------------------------------------------------------------------------
 
 // A block is one warp, which walks down a tile of kWarp window columns through a segment of map
@@ -519,10 +514,7 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
       const int n = min(kPruneUnitWindows, a.s.map_width - j0);
       const Key tile = __ldg(a.tile_minima + prune_tile_of(i, j0, a.segment_rows, a.column_tiles));
       if (std::uint32_t(tile >> 32) <= limit) {
-#pragma unroll
-        for (int p = 0; p < kPruneUnitWindows; ++p) {
-          if (p < n && __ldcs(bound + p) <= limit) inside |= 1u << p;
-        }
+        inside = unit_windows_within([&](int p) { return __ldcs(bound + p); }, n, limit);
       }
       const unsigned done = inside & polish_settled_windows(centre, a.s.map_width, i, j0);
       windows += __popc(inside);
@@ -608,11 +600,9 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
   // The filter's windows: bound within its limit, outside the settled neighbourhood.
   const Key filter = *a.filter;
   const std::uint32_t first_limit = std::uint32_t(filter >> 32);
-  std::uint32_t alive = 0;
-#pragma unroll
-  for (int p = 0; p < kPruneUnitWindows; ++p) {
-    if (j0 + p < a.s.map_width && a.bounds[first_index + p] <= first_limit) alive |= 1u << p;
-  }
+  std::uint32_t alive =
+      unit_windows_within([&](int p) { return a.bounds[first_index + p]; },
+                          min(kPruneUnitWindows, a.s.map_width - j0), first_limit);
   alive &= ~polish_settled_windows(std::uint32_t(filter), a.s.map_width, i, j0);
   std::uint32_t partial[kPruneUnitWindows] = {}, total[kPruneUnitWindows];
   const std::uint32_t* row = a.target + std::size_t(i) * a.pitch_words + group * kUnitWords;

@@ -250,34 +250,44 @@ void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& targe
             const int j = j0 + col;
             std::uint32_t prefix = prefixes(col), best_bound = best_bounds(col);
             std::uint32_t best_index = best_indices(col);
+            // Unrolled, so that a window's ring reads are immediate offsets from a block's
+            // kStrips addresses, and walked down by pointer, as the native kernel does.
+            KBENCH_UNROLL
             for (int s0 = 0; s0 < kTileColumns; s0 += kStripRows) {
               const int block = rows + s0;
-              std::uint32_t* reads[kStrips];
+              const std::uint32_t* reads[kStrips];
+              KBENCH_UNROLL
               for (int k = 0; k < kStrips; ++k) {
                 reads[k] = &ring(std::size_t((block + kStripRows * k) & mask) * kTileColumns + col);
               }
+              std::uint32_t* out = bounds.data() +
+                                   std::size_t(i_begin + (block > 0 ? block : 0)) * g.s.map_width +
+                                   j;
+              KBENCH_UNROLL
               for (int s = 0; s < kStripRows; ++s) {
                 const int rho = block + s;
                 prefix += sums(col * kSumPitch + s0 + s);
                 if (block >= 0) {  // warm-up blocks only fill the ring
                   std::uint32_t bound = 0, below = reads[0][s * kTileColumns];
+                  KBENCH_UNROLL
                   for (int k = 0; k < kStrips; ++k) {
                     const std::uint32_t above =
                         k + 1 < kStrips ? reads[k + 1][s * kTileColumns] : prefix;
-                    bound += abs_difference(above - below, x[k]);
+                    bound += strip_term(above - below, x[k]);
                     below = above;
                   }
                   if (rho < windows && j < g.s.map_width) {
-                    const std::size_t index = std::size_t(i_begin + rho) * g.s.map_width + j;
-                    if (!first_pass) bound += bounds(index);
-                    bounds(index) = bound;
+                    if (!first_pass) bound += *out;
+                    *out = bound;
                     // Windows come in increasing index: the first of equal bounds is the smaller
                     // key.
                     if (bound < best_bound) {
                       best_bound = bound;
-                      best_index = std::uint32_t(index);
+                      best_index = std::uint32_t(i_begin + rho) * std::uint32_t(g.s.map_width) +
+                                   std::uint32_t(j);
                     }
                   }
+                  out += g.s.map_width;
                 }
                 // After the reads: ρ's slot when span = ring.
                 ring(std::size_t((rho + span) & mask) * kTileColumns + col) = prefix;
@@ -445,7 +455,7 @@ void refine_windows(const Geometry& g, const List& list, int count, int threads,
                 }
               },
               StripReducer(totals));
-          bound = bound - abs_difference(query_strips(k), totals.sum) + totals.sad;
+          bound = bound - strip_term(totals.sum, query_strips(k)) + totals.sad;
           if (bound > totals.limit) return;
           if (k + 1 == g.strips.count) {
             // The exact SAD: an atomic min that cannot lower E_guess leaves it as it is.
@@ -519,14 +529,13 @@ void count_settled(const Geometry& g, const U32View<Exec>& bounds, const KeysVie
 // The windows of the unit whose first window is (i, j0) with a bound within limit, a bit each,
 // less those the polish refinement around `centre` settled; `within` counts them before that.
 template <class Bounds>
-KOKKOS_INLINE_FUNCTION std::uint32_t unit_windows_within(const Geometry& g, const Bounds& bounds,
-                                                         int i, int j0, std::uint32_t limit,
-                                                         std::uint32_t centre,
-                                                         std::uint32_t& within) {
-  const std::size_t first = std::size_t(i) * g.s.map_width + j0;
-  const int n = g.s.map_width - j0 < kPruneUnitWindows ? g.s.map_width - j0 : kPruneUnitWindows;
-  std::uint32_t inside = 0;
-  for (int p = 0; p < n; ++p) inside |= std::uint32_t(bounds(first + p) <= limit) << p;
+KOKKOS_INLINE_FUNCTION std::uint32_t live_windows(const Geometry& g, const Bounds& bounds, int i,
+                                                  int j0, std::uint32_t limit, std::uint32_t centre,
+                                                  std::uint32_t& within) {
+  const std::uint32_t* first = bounds.data() + std::size_t(i) * g.s.map_width + j0;
+  const std::uint32_t inside = unit_windows_within(
+      [&](int p) { return first[p]; },
+      g.s.map_width - j0 < kPruneUnitWindows ? g.s.map_width - j0 : kPruneUnitWindows, limit);
   within = bit_count(inside);
   return inside & ~polish_settled_windows(centre, g.s.map_width, i, j0);
 }
@@ -563,35 +572,44 @@ void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<E
             std::uint64_t(team.league_rank()) * per_team + std::uint64_t(team.team_rank()) * run;
         const std::uint32_t begin = first < slots ? std::uint32_t(first) : slots;
         const std::uint32_t end = slots - begin > run ? begin + run : slots;
-        // Slot → unit (i, group), or none past the map's edges; returns the unit's live windows.
-        const auto live_windows = [&](std::uint32_t slot, std::uint32_t& unit,
-                                      std::uint32_t& within) {
-          within = 0;
+        // Slot → its unit, or false past the map's edges and in tiles whose smallest bound
+        // exceeds the limit.
+        const auto unit_of = [&](std::uint32_t slot, int& i, int& group) {
           const std::uint32_t tile = slot / tile_slots, rest = slot % tile_slots;
-          const int i =
-              int(tile / std::uint32_t(g.column_tiles)) * g.segment_rows + int(rest / kTileUnits);
-          const int group =
-              int(tile % std::uint32_t(g.column_tiles)) * kTileUnits + int(rest % kTileUnits);
-          if (i >= g.s.map_height || group >= g.unit_columns ||
-              std::uint32_t(tile_minima(tile) >> 32) > limit) {
-            return 0u;
-          }
-          unit = std::uint32_t(i) * std::uint32_t(g.unit_columns) + std::uint32_t(group);
-          return unit_windows_within(g, bounds, i, group * kPruneUnitWindows, limit, centre_index,
-                                     within);
+          i = int(tile / std::uint32_t(g.column_tiles)) * g.segment_rows + int(rest / kTileUnits);
+          group = int(tile % std::uint32_t(g.column_tiles)) * kTileUnits + int(rest % kTileUnits);
+          return i < g.s.map_height && group < g.unit_columns &&
+                 std::uint32_t(tile_minima(tile) >> 32) <= limit;
         };
-        std::uint32_t mine = 0, windows = 0;
+        const auto is_live = [&](std::uint32_t slot, std::uint32_t& within) {
+          int i, group;
+          within = 0;
+          return unit_of(slot, i, group) && live_windows(g, bounds, i, group * kPruneUnitWindows,
+                                                         limit, centre_index, within) != 0;
+        };
+        // Counted first; the answers of a run's first kRunBits slots (all of a device thread's)
+        // are kept, so that placing reads no bounds again.
+        constexpr std::uint32_t kRunBits = 32;
+        std::uint32_t mine = 0, windows = 0, live_bits = 0;
         for (std::uint32_t slot = begin; slot < end; ++slot) {
-          std::uint32_t unit, within;
-          mine += live_windows(slot, unit, within) != 0;
+          std::uint32_t within;
+          if (is_live(slot, within)) {
+            ++mine;
+            if (slot - begin < kRunBits) live_bits |= 1u << (slot - begin);
+          }
           windows += within;
         }
         team.team_scan(windows, &counts(1));
         std::uint32_t at = team.team_scan(mine, &counts(0));
         for (std::uint32_t slot = begin; slot < end && mine != 0; ++slot) {
-          std::uint32_t unit, within;
-          if (live_windows(slot, unit, within) == 0) continue;
-          live(at++) = unit;
+          std::uint32_t within;
+          if (slot - begin < kRunBits ? (live_bits >> (slot - begin) & 1u) == 0
+                                      : !is_live(slot, within)) {
+            continue;
+          }
+          int i, group;
+          unit_of(slot, i, group);
+          live(at++) = std::uint32_t(i) * std::uint32_t(g.unit_columns) + std::uint32_t(group);
           --mine;
         }
       });
@@ -665,7 +683,7 @@ void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t cou
           };
           std::uint32_t within;
           std::uint32_t alive =
-              unit_windows_within(g, bounds, i, j0, limit_now(), std::uint32_t(centre(0)), within);
+              live_windows(g, bounds, i, j0, limit_now(), std::uint32_t(centre(0)), within);
           UnitSums sad;
           const std::uint32_t* row =
               target.data() + std::size_t(i) * g.target_pitch_words + group * kUnitWords;
