@@ -62,22 +62,6 @@ struct WindowSpan {
   static constexpr bool needs_second_after = first + count > (kWindowWords - 1) * 4;
 };
 
-// Byte `selector` nibble k picks byte k of the result from the 8 bytes y:x (CUDA's __byte_perm,
-// without its sign-replicating modes).
-template <Isa kIsa>
-KBENCH_HOST_DEVICE std::uint32_t byte_perm(std::uint32_t x, std::uint32_t y, unsigned selector) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (kIsa == Isa::tuned) return __byte_perm(x, y, selector);
-#endif
-  const std::uint64_t bytes = (std::uint64_t(y) << 32) | x;
-  std::uint32_t result = 0;
-  for (int k = 0; k < 4; ++k) {
-    const unsigned pick = (selector >> (4 * k)) & 7u;
-    result |= std::uint32_t((bytes >> (8 * pick)) & 0xFFu) << (8 * k);
-  }
-  return result;
-}
-
 // Byte k of `word` as a float: on CUDA devices 0x4B0000bb is 2^23 + bb (a byte permute and an
 // add instead of the quarter-rate int→float conversion).
 template <Isa kIsa>

@@ -13,10 +13,36 @@
 //   instructions, on the same schedule.
 // The native layers keep the default.
 
+#include <cstdint>
+
+#include "kbench/host_device.hpp"
+
 namespace kbench {
 
 enum class Isa { tuned, plain };
 
 const char* to_string(Isa isa);
+
+// Byte `selector` nibble k picks byte k of the result from the 8 bytes y:x (CUDA's __byte_perm,
+// without its sign-replicating modes).
+template <Isa kIsa>
+KBENCH_HOST_DEVICE std::uint32_t byte_perm(std::uint32_t x, std::uint32_t y, unsigned selector) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (kIsa == Isa::tuned) return __byte_perm(x, y, selector);
+#endif
+  const std::uint64_t bytes = (std::uint64_t(y) << 32) | x;
+  std::uint32_t result = 0;
+  for (int k = 0; k < 4; ++k) {
+    const unsigned pick = (selector >> (4 * k)) & 7u;
+    result |= std::uint32_t((bytes >> (8 * pick)) & 0xFFu) << (8 * k);
+  }
+  return result;
+}
+
+// Byte b of `word` (one PRMT on CUDA devices).
+template <Isa kIsa>
+KBENCH_HOST_DEVICE std::uint32_t byte_of(std::uint32_t word, int b) {
+  return byte_perm<kIsa>(word, 0u, 0x4440u | unsigned(b));
+}
 
 }  // namespace kbench

@@ -114,10 +114,6 @@ std::size_t bound_shared_bytes(int ring_rows) {
   return (std::size_t(ring_rows) * kWarp + std::size_t(kWarp) * kSumPitch) * sizeof(std::uint32_t);
 }
 
-__device__ __forceinline__ std::uint32_t byte_of(std::uint32_t word, int b) {
-  return __byte_perm(word, 0u, 0x4440u | unsigned(b));  // byte b into the low byte, zeros above
-}
-
 __device__ __forceinline__ std::uint32_t word_of(const uint4& words, int w) {
   return w == 0 ? words.x : w == 1 ? words.y : w == 2 ? words.z : words.w;
 }
@@ -173,8 +169,8 @@ __device__ __forceinline__ void sum_row(const BoundArgs& a, int t, int j0, std::
 #pragma unroll
   for (int j = 0; j < kWarp; ++j) {
     sums[j * kSumPitch + lane] = sum;
-    sum += byte_of(word_of(entering[j / 16], j / 4 % 4), j % 4) -
-           byte_of(word_of(leaving[j / 16], j / 4 % 4), j % 4);
+    sum += byte_of<Isa::tuned>(word_of(entering[j / 16], j / 4 % 4), j % 4) -
+           byte_of<Isa::tuned>(word_of(leaving[j / 16], j / 4 % 4), j % 4);
   }
 }
 

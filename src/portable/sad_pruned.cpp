@@ -27,6 +27,7 @@
 // When more than kPruneUnitFullSearchFraction of the units are live after step 4, the fused full
 // search runs instead.
 #include <algorithm>
+#include <type_traits>
 
 #include "kbench/sad_pruned.hpp"
 #include "portable/kokkos_support.hpp"
@@ -47,9 +48,13 @@ static_assert(kTileColumns % kStripRows == 0, "whole strip blocks per summed blo
 // walk serially. Halved (refine_team_threads) while the teams would not run in one wave.
 constexpr int kDeviceTeam = 256;
 constexpr int kMinDeviceTeam = 64;
-// Threads per team of the live-unit compaction on a device, and consecutive units per thread.
-constexpr int kDeviceLiveTeam = 256;
+// The live-unit compaction on a device: threads per team, vector lanes per thread (a warp, whose
+// lanes place a chunk of units without a team barrier) and consecutive slots per lane; on a host,
+// slots per lane (the bits of a word).
+constexpr int kDeviceLiveTeam = 8;
+constexpr int kDeviceLiveLanes = 32;
 constexpr int kDeviceLiveRun = 2;
+constexpr int kLiveRunBits = 32;
 // Units across a bound tile.
 constexpr int kTileUnits = kTileColumns / kPruneUnitWindows;
 static_assert(kTileColumns % kPruneUnitWindows == 0, "a bound tile holds whole units");
@@ -139,10 +144,6 @@ struct alignas(16) Quad {
   std::uint32_t w[4];
 };
 
-KOKKOS_INLINE_FUNCTION std::uint32_t byte_of(std::uint32_t word, int b) {
-  return (word >> (8 * b)) & 0xFFu;
-}
-
 // bytes shift/8 .. of lo:hi, the low word first.
 KOKKOS_INLINE_FUNCTION std::uint32_t shifted_word(std::uint32_t lo, std::uint32_t hi, int shift) {
   return shift == 0 ? lo : (lo >> shift) | (hi << (32 - shift));
@@ -191,8 +192,8 @@ KOKKOS_INLINE_FUNCTION void sum_tile_row(const Geometry& g, const std::uint32_t*
   }
   for (int j = 0; j < kTileColumns; ++j) {
     sums(j * kSumPitch + r) = sum;
-    sum += byte_of(entering[j / 16].w[j / 4 % 4], j % 4) -
-           byte_of(leaving[j / 16].w[j / 4 % 4], j % 4);
+    sum += byte_of<kIsa>(entering[j / 16].w[j / 4 % 4], j % 4) -
+           byte_of<kIsa>(leaving[j / 16].w[j / 4 % 4], j % 4);
   }
 }
 
@@ -250,24 +251,25 @@ void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& targe
             const int j = j0 + col;
             std::uint32_t prefix = prefixes(col), best_bound = best_bounds(col);
             std::uint32_t best_index = best_indices(col);
-            // Unrolled, so that a window's ring reads are immediate offsets from a block's
-            // kStrips addresses, and walked down by pointer, as the native kernel does.
-            KBENCH_UNROLL
-            for (int s0 = 0; s0 < kTileColumns; s0 += kStripRows) {
+            // A block of kStripRows walk rows, unrolled, so that a window's ring reads are
+            // immediate offsets from the block's kStrips addresses; the bounds are walked down by
+            // pointer. Warm-up blocks (kWindows false) only fill the ring: a separate body, which
+            // the compiler does not make of a per-row test.
+            const auto walk_block = [&](auto windows_tag, int s0) {
+              constexpr bool kWindows = decltype(windows_tag)::value;
               const int block = rows + s0;
               const std::uint32_t* reads[kStrips];
               KBENCH_UNROLL
               for (int k = 0; k < kStrips; ++k) {
                 reads[k] = &ring(std::size_t((block + kStripRows * k) & mask) * kTileColumns + col);
               }
-              std::uint32_t* out = bounds.data() +
-                                   std::size_t(i_begin + (block > 0 ? block : 0)) * g.s.map_width +
-                                   j;
+              std::uint32_t* out =
+                  bounds.data() + std::size_t(i_begin + (kWindows ? block : 0)) * g.s.map_width + j;
               KBENCH_UNROLL
               for (int s = 0; s < kStripRows; ++s) {
                 const int rho = block + s;
                 prefix += sums(col * kSumPitch + s0 + s);
-                if (block >= 0) {  // warm-up blocks only fill the ring
+                if (kWindows) {  // (constexpr-if would not let the lambda capture)
                   std::uint32_t bound = 0, below = reads[0][s * kTileColumns];
                   KBENCH_UNROLL
                   for (int k = 0; k < kStrips; ++k) {
@@ -291,6 +293,14 @@ void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& targe
                 }
                 // After the reads: ρ's slot when span = ring.
                 ring(std::size_t((rho + span) & mask) * kTileColumns + col) = prefix;
+              }
+            };
+            KBENCH_UNROLL
+            for (int s0 = 0; s0 < kTileColumns; s0 += kStripRows) {
+              if (rows + s0 >= 0) {
+                walk_block(std::true_type{}, s0);
+              } else {
+                walk_block(std::false_type{}, s0);
               }
             }
             prefixes(col) = prefix;
@@ -475,22 +485,32 @@ KOKKOS_INLINE_FUNCTION std::uint32_t bit_count(std::uint32_t x) {
   return (((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24;
 }
 
+// The index of x's lowest set bit (x ≠ 0).
+KOKKOS_INLINE_FUNCTION std::uint32_t lowest_bit(std::uint32_t x) {
+  return bit_count((x & (0u - x)) - 1u);
+}
+
 template <class Exec>
 using KeysView = typename OutputBuffer<std::uint64_t, Exec>::View;
+// The live-unit totals, windows << 32 | units: unsigned long long, for which Kokkos 3.4's atomic
+// add is CUDA's (for std::uint64_t, unsigned long, it is a compare-and-swap loop).
+using LiveTotals = unsigned long long;
+template <class Exec>
+using LiveTotalsView = typename OutputBuffer<LiveTotals, Exec>::View;
 
 // The windows around E_guess's window (into list, for refine_windows; the centre, whose SAD is
 // already final, and positions off the map are kNoSadKey, which it skips) and E_guess itself
-// into centre(0); zeroes the live-unit counts for live_units.
+// into centre(0); zeroes the live-unit totals for live_units.
 template <class Exec>
 void polish_windows(const Geometry& g, const KeysView<Exec>& guess, const KeysView<Exec>& list,
-                    const KeysView<Exec>& centre, const U32View<Exec>& live_counts) {
+                    const KeysView<Exec>& centre, const LiveTotalsView<Exec>& live_totals) {
   Kokkos::parallel_for(
       "pruned_polish_windows", Kokkos::RangePolicy<Exec>(0, kPrunePolishSide * kPrunePolishSide),
       KOKKOS_LAMBDA(int e) {
         const std::uint64_t best = guess(0);
         if (e == 0) {
           centre(0) = best;
-          live_counts(0) = live_counts(1) = 0;
+          live_totals(0) = 0;
         }
         std::uint32_t index;
         const bool inside =
@@ -541,39 +561,48 @@ KOKKOS_INLINE_FUNCTION std::uint32_t live_windows(const Geometry& g, const Bound
 }
 
 // The units holding a window whose bound does not exceed E_guess (outside the settled ones) into
-// live(0 .. counts(0)), and those windows' count into counts(1) (both zeroed by polish_windows).
+// live(0 .. units), and the count of those windows: totals(0) = windows << 32 | units (zeroed
+// by polish_windows; the units, fewer than 2^32, never carry into the windows).
 // Units are taken tile by tile (a bound tile's kTileUnits units a row, row after row; slots past
-// the map's edges hold none), each team thread a run of consecutive slots (kDeviceLiveRun on a
-// device, so that the few live tiles at low noise spread over many threads; a share of the map
-// on a host); a tile whose smallest bound (its candidate) exceeds E_guess has none of its bounds
-// read. Team scans, their totals added atomically to the counts, place the units: in tile order
-// within a team (the refinement's neighbouring units then share most of their target rows), the
-// teams in their own order, on which nothing depends.
+// the map's edges hold none), in chunks of consecutive slots, a chunk per team thread at a time
+// and a run of slots per vector lane (kDeviceLiveRun on a device, so that the few live tiles at
+// low noise spread over many lanes); a tile whose smallest bound (its candidate) exceeds E_guess
+// has none of its bounds read. A chunk is placed without a team barrier: its lanes' live units
+// are summed, one atomic add on the totals gives the chunk its place, and a vector scan each
+// lane's within it. Units stay in tile order within a chunk (the refinement's neighbouring units
+// then share most of their target rows); the chunks are placed in their own order, on which
+// nothing depends.
 template <class Exec>
 void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<Exec>& tile_minima,
                 const KeysView<Exec>& guess, const KeysView<Exec>& centre,
-                const U32View<Exec>& live, const U32View<Exec>& counts) {
+                const U32View<Exec>& live, const LiveTotalsView<Exec>& totals) {
   using Policy = Kokkos::TeamPolicy<Exec>;
-  const int threads = team_threads<Exec>(kDeviceLiveTeam);
+  const bool host = portable::reads_host_memory<Exec>();
+  const int threads = host ? 1 : kDeviceLiveTeam;
+  const int lanes = host ? 1 : kDeviceLiveLanes;
+  const std::uint32_t run = host ? kLiveRunBits : kDeviceLiveRun;
   const std::uint32_t tile_slots = std::uint32_t(g.segment_rows) * kTileUnits;
   // Fewer than 2^32: about the map's units (validate_sad_input).
   const std::uint32_t slots = std::uint32_t(g.candidates()) * tile_slots;
-  const std::uint32_t run =
-      threads > 1
-          ? kDeviceLiveRun
-          : std::uint32_t((slots + 4 * Exec().concurrency() - 1) / (4 * Exec().concurrency()));
-  const std::uint32_t per_team = std::uint32_t(threads) * run;
+  const std::uint32_t chunk_slots = std::uint32_t(lanes) * run;
+  const std::uint32_t chunks = (slots + chunk_slots - 1) / chunk_slots;
+  // A team thread each on a device; a few teams per thread on a host, for balance.
+  const std::uint32_t team_chunks =
+      host ? std::max(1u, chunks / std::uint32_t(4 * Exec().concurrency())) : threads;
+  const std::size_t scratch = 2 * Scratch<Exec>::shmem_size(std::size_t(threads) * lanes);
   Kokkos::parallel_for(
-      "pruned_live_units", Policy(int((std::uint64_t(slots) + per_team - 1) / per_team), threads),
+      "pruned_live_units",
+      Policy(int((chunks + team_chunks - 1) / team_chunks), threads, lanes)
+          .set_scratch_size(0, Kokkos::PerTeam(scratch)),
       KOKKOS_LAMBDA(const typename Policy::member_type& team) {
         const std::uint32_t limit = std::uint32_t(guess(0) >> 32);
         const std::uint32_t centre_index = std::uint32_t(centre(0));
-        const std::uint64_t first =
-            std::uint64_t(team.league_rank()) * per_team + std::uint64_t(team.team_rank()) * run;
-        const std::uint32_t begin = first < slots ? std::uint32_t(first) : slots;
-        const std::uint32_t end = slots - begin > run ? begin + run : slots;
-        // Slot → its unit, or false past the map's edges and in tiles whose smallest bound
-        // exceeds the limit.
+        // Per lane of each team thread: its live slots (bit r: slot r of its run) and windows.
+        Scratch<Exec> live_bits(team.team_scratch(0), std::size_t(threads) * lanes);
+        Scratch<Exec> windows(team.team_scratch(0), std::size_t(threads) * lanes);
+        const int mine = team.team_rank() * lanes;
+        // Slot → its unit (i, group), or false past the map's edges and in tiles whose smallest
+        // bound exceeds the limit.
         const auto unit_of = [&](std::uint32_t slot, int& i, int& group) {
           const std::uint32_t tile = slot / tile_slots, rest = slot % tile_slots;
           i = int(tile / std::uint32_t(g.column_tiles)) * g.segment_rows + int(rest / kTileUnits);
@@ -581,37 +610,56 @@ void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<E
           return i < g.s.map_height && group < g.unit_columns &&
                  std::uint32_t(tile_minima(tile) >> 32) <= limit;
         };
-        const auto is_live = [&](std::uint32_t slot, std::uint32_t& within) {
-          int i, group;
-          within = 0;
-          return unit_of(slot, i, group) && live_windows(g, bounds, i, group * kPruneUnitWindows,
-                                                         limit, centre_index, within) != 0;
-        };
-        // Counted first; the answers of a run's first kRunBits slots (all of a device thread's)
-        // are kept, so that placing reads no bounds again.
-        constexpr std::uint32_t kRunBits = 32;
-        std::uint32_t mine = 0, windows = 0, live_bits = 0;
-        for (std::uint32_t slot = begin; slot < end; ++slot) {
-          std::uint32_t within;
-          if (is_live(slot, within)) {
-            ++mine;
-            if (slot - begin < kRunBits) live_bits |= 1u << (slot - begin);
-          }
-          windows += within;
-        }
-        team.team_scan(windows, &counts(1));
-        std::uint32_t at = team.team_scan(mine, &counts(0));
-        for (std::uint32_t slot = begin; slot < end && mine != 0; ++slot) {
-          std::uint32_t within;
-          if (slot - begin < kRunBits ? (live_bits >> (slot - begin) & 1u) == 0
-                                      : !is_live(slot, within)) {
-            continue;
-          }
-          int i, group;
-          unit_of(slot, i, group);
-          live(at++) = std::uint32_t(i) * std::uint32_t(g.unit_columns) + std::uint32_t(group);
-          --mine;
-        }
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, int(team_chunks)), [&](int c) {
+          const std::uint32_t chunk = std::uint32_t(team.league_rank()) * team_chunks + c;
+          if (chunk >= chunks) return;
+          const auto run_begin = [&](int e) {
+            return chunk * chunk_slots + std::uint32_t(e) * run;
+          };
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, lanes), [&](int e) {
+            std::uint32_t bits = 0, within = 0;
+            const std::uint32_t begin = run_begin(e);
+            for (std::uint32_t r = 0; r < run && begin + r < slots; ++r) {
+              int i, group;
+              std::uint32_t unit_within = 0;
+              if (unit_of(begin + r, i, group) &&
+                  live_windows(g, bounds, i, group * kPruneUnitWindows, limit, centre_index,
+                               unit_within) != 0) {
+                bits |= 1u << r;
+              }
+              within += unit_within;
+            }
+            live_bits(mine + e) = bits;
+            windows(mine + e) = within;
+          });
+          LiveTotals total = 0;
+          Kokkos::parallel_reduce(
+              Kokkos::ThreadVectorRange(team, lanes),
+              [&](int e, LiveTotals& sum) {
+                sum += LiveTotals(windows(mine + e)) << 32 | bit_count(live_bits(mine + e));
+              },
+              total);
+          if (total == 0) return;
+          LiveTotals base = 0;
+          Kokkos::single(
+              Kokkos::PerThread(team),
+              [&](LiveTotals& place) { place = Kokkos::atomic_fetch_add(&totals(0), total); },
+              base);
+          Kokkos::parallel_scan(
+              Kokkos::ThreadVectorRange(team, lanes), [&](int e, std::uint32_t& at, bool final) {
+                const std::uint32_t bits = live_bits(mine + e);
+                if (final) {
+                  std::uint32_t n = std::uint32_t(base) + at;
+                  for (std::uint32_t rest = bits; rest != 0; rest &= rest - 1u) {
+                    int i, group;
+                    unit_of(run_begin(e) + lowest_bit(rest), i, group);
+                    live(n++) =
+                        std::uint32_t(i) * std::uint32_t(g.unit_columns) + std::uint32_t(group);
+                  }
+                }
+                at += bit_count(bits);
+              });
+        });
       });
 }
 
@@ -735,7 +783,7 @@ class PrunedRunner final : public Runner<SadPruned> {
         query_strips_(strip_sums_.data(), strip_sums_.size(), "pruned query strips"),
         bounds_(shape_.map_size(), "pruned bounds"),
         live_(std::size_t(g_.units()), "pruned live units"),
-        live_counts_(2, "pruned live-unit counts"),
+        live_totals_(1, "pruned live-unit totals"),
         candidates_(std::size_t(std::max(1, g_.candidates())), "pruned candidates"),
         guess_(1, "pruned guess"),
         polish_(kPrunePolishSide * kPrunePolishSide, "pruned polish windows"),
@@ -764,17 +812,17 @@ class PrunedRunner final : public Runner<SadPruned> {
     strip_bounds<Exec, kIsa>(g_, target, query_strips_.view(), bounds_.view(), candidates_.view());
     refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), g_.candidate_threads,
                                target, query, query_strips_.view(), bounds_.view(), guess);
-    polish_windows<Exec>(g_, guess, polish_.view(), centre_.view(), live_counts_.view());
+    polish_windows<Exec>(g_, guess, polish_.view(), centre_.view(), live_totals_.view());
     refine_windows<Exec, kIsa>(g_, polish_.view(), kPrunePolishSide * kPrunePolishSide,
                                g_.polish_threads, target, query, query_strips_.view(),
                                bounds_.view(), guess);
     count_settled<Exec>(g_, bounds_.view(), guess, centre_.view(), settled_.view());
     live_units<Exec>(g_, bounds_.view(), candidates_.view(), guess, centre_.view(), live_.view(),
-                     live_counts_.view());
-    std::uint32_t counts[2];
-    live_counts_.download(counts);
-    live_count_ = counts[0];
-    stats_.after_bounds = counts[1];
+                     live_totals_.view());
+    LiveTotals totals;
+    live_totals_.download(&totals);
+    live_count_ = std::uint32_t(totals);
+    stats_.after_bounds = totals >> 32;
     if (double(live_count_) > kPruneUnitFullSearchFraction * double(g_.units())) {
       stats_.full_search = true;
       best_key_ = full_search_.run(shape_, {});
@@ -811,7 +859,8 @@ class PrunedRunner final : public Runner<SadPruned> {
   Geometry g_;
   std::vector<std::uint32_t> strip_sums_;
   InputBuffer<std::uint32_t, Exec> query_strips_;
-  OutputBuffer<std::uint32_t, Exec> bounds_, live_, live_counts_;
+  OutputBuffer<std::uint32_t, Exec> bounds_, live_;
+  OutputBuffer<LiveTotals, Exec> live_totals_;
   OutputBuffer<std::uint64_t, Exec> candidates_, guess_, polish_, centre_, settled_;
   OutputBuffer<std::uint8_t, Exec> alive_after_;
   portable_sad::TeamMethod<Exec, false, kIsa> full_search_;
