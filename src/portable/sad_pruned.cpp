@@ -356,6 +356,8 @@ KOKKOS_INLINE_FUNCTION std::uint32_t limit_of(const Team& team, const View& gues
 
 // Elements a refining thread loads at once.
 constexpr int kRefineLoads = 4;
+// Vector lanes per refining team thread on a device.
+constexpr int kDeviceRefineLanes = 32;
 
 // One strip of one window over a refining team: its SAD, its target sum, and E's score as the
 // team's first thread read it when the strip began (the reduction hands it to every thread, so
@@ -395,9 +397,11 @@ struct StripReducer {
 
 // Refines the windows list(0 .. count) (indices in the low 32 bits; kNoSadKey entries are
 // skipped) from their bounds, strip by strip, against the shared key `guess`, a team of
-// `threads` per window.
-// Each team thread walks the strip's (row, word) elements a team apart, from its rank, with
-// running indices (no division per element).
+// `threads` per window: team threads of kDeviceRefineLanes vector lanes on a device (warps,
+// whose lanes reduce a strip by shuffles alone; the warps' totals meet in scratch, one barrier a
+// strip, double-buffered so that the next strip's writes need none), one thread on a host.
+// Each thread walks the strip's (row, word) elements a team apart, from its rank, with running
+// indices (no division per element).
 template <class Exec, Isa kIsa, class List>
 void refine_windows(const Geometry& g, const List& list, int count, int threads,
                     const WordsView<Exec>& target, const WordsView<Exec>& query,
@@ -410,8 +414,14 @@ void refine_windows(const Geometry& g, const List& list, int count, int threads,
   const int pitch = g.target_pitch_words;
   const std::uint32_t tail_mask =
       g.s.query_width % 4 ? (1u << (8 * (g.s.query_width % 4))) - 1u : ~0u;
+  const int lanes = portable::reads_host_memory<Exec>() ? 1 : kDeviceRefineLanes;
+  const int warps = threads / lanes;
+  constexpr int kTotalsWords = 3;  // a StripTotals
+  const std::size_t scratch = Scratch<Exec>::shmem_size(2 * std::size_t(warps) * kTotalsWords);
   Kokkos::parallel_for(
-      "pruned_refine_windows", Policy(count, threads), KOKKOS_LAMBDA(const Team& team) {
+      "pruned_refine_windows",
+      Policy(count, warps, lanes).set_scratch_size(0, Kokkos::PerTeam(scratch)),
+      KOKKOS_LAMBDA(const Team& team) {
         const std::uint64_t entry = list(team.league_rank());
         if (entry == kNoSadKey) return;  // nothing to refine
         const std::uint32_t w = std::uint32_t(entry);
@@ -419,52 +429,70 @@ void refine_windows(const Geometry& g, const List& list, int count, int threads,
         const int j = int(w % std::uint32_t(g.s.map_width));
         std::uint32_t bound = bounds(w);
         if (bound > limit_of(team, guess)) return;
+        // Each warp's totals of a strip, in the half of the strip's parity.
+        Scratch<Exec> warp_totals(team.team_scratch(0), 2 * std::size_t(warps) * kTotalsWords);
         const std::uint32_t* origin = target.data() + std::size_t(i) * pitch + j / 4;
         const int shift = 8 * (j % 4);
         const int step_rows = threads / q_words, step_words = threads % q_words;
         for (int k = 0; k < g.strips.count; ++k) {
           const int y_end = g.strips.end(k);
-          StripTotals totals;
-          Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, threads),
-              [&](int t, StripTotals& partial) {
-                if (t == 0) {
-                  const std::uint32_t limit =
-                      std::uint32_t(Kokkos::volatile_load(guess.data()) >> 32);
-                  if (limit < partial.limit) partial.limit = limit;
-                }
-                int y = g.strips.begin(k) + t / q_words, word = t % q_words;
-                while (y < y_end) {
-                  // kRefineLoads elements' words loaded before any is used: a GPU thread issues
-                  // in order, so a load used at once would hold back the next one.
-                  std::uint32_t lo[kRefineLoads], hi[kRefineLoads], q[kRefineLoads];
-                  std::uint32_t mask[kRefineLoads];
-                  for (int b = 0; b < kRefineLoads; ++b) {
-                    mask[b] = 0u;  // past the strip: adds nothing
-                    lo[b] = hi[b] = q[b] = 0u;
-                    if (y < y_end) {
-                      const std::uint32_t* at = origin + std::size_t(y) * pitch + word;
-                      lo[b] = at[0];
-                      if (shift) hi[b] = at[1];
-                      q[b] = query(std::size_t(y) * q_words + word);
-                      mask[b] = word + 1 == q_words ? tail_mask : ~0u;
-                      word += step_words;
-                      y += step_rows;
-                      if (word >= q_words) {
-                        word -= q_words;
-                        ++y;
+          std::uint32_t* half = &warp_totals(std::size_t(k % 2) * warps * kTotalsWords);
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, warps), [&](int warp) {
+            StripTotals totals;
+            Kokkos::parallel_reduce(
+                Kokkos::ThreadVectorRange(team, lanes),
+                [&](int lane, StripTotals& partial) {
+                  const int t = warp * lanes + lane;
+                  if (t == 0) {
+                    const std::uint32_t limit =
+                        std::uint32_t(Kokkos::volatile_load(guess.data()) >> 32);
+                    if (limit < partial.limit) partial.limit = limit;
+                  }
+                  int y = g.strips.begin(k) + t / q_words, word = t % q_words;
+                  while (y < y_end) {
+                    // kRefineLoads elements' words loaded before any is used: a GPU thread
+                    // issues in order, so a load used at once would hold back the next one.
+                    std::uint32_t lo[kRefineLoads], hi[kRefineLoads], q[kRefineLoads];
+                    std::uint32_t tails = 0;  // bit b: element b is a row's last word
+                    for (int b = 0; b < kRefineLoads; ++b) {
+                      // Past the strip: a zero target word against a zero query word.
+                      lo[b] = hi[b] = q[b] = 0u;
+                      if (y < y_end) {
+                        const std::uint32_t* at = origin + std::size_t(y) * pitch + word;
+                        lo[b] = at[0];
+                        if (shift) hi[b] = at[1];
+                        q[b] = query(std::size_t(y) * q_words + word);
+                        tails |= std::uint32_t(word + 1 == q_words) << b;
+                        word += step_words;
+                        y += step_rows;
+                        if (word >= q_words) {
+                          word -= q_words;
+                          ++y;
+                        }
                       }
                     }
+                    for (int b = 0; b < kRefineLoads; ++b) {
+                      const std::uint32_t mask = tails >> b & 1u ? tail_mask : ~0u;
+                      const std::uint32_t t_word = shifted_word(lo[b], hi[b], shift) & mask;
+                      partial.sad = sad4<kIsa>(t_word, q[b] & mask, partial.sad);
+                      partial.sum = sad4<kIsa>(t_word, 0u, partial.sum);
+                    }
                   }
-                  for (int b = 0; b < kRefineLoads; ++b) {
-                    const std::uint32_t t_word = shifted_word(lo[b], hi[b], shift) & mask[b];
-                    // A masked-out element is a zero target word against a zero query word.
-                    partial.sad = sad4<kIsa>(t_word, q[b] & mask[b], partial.sad);
-                    partial.sum = sad4<kIsa>(t_word, 0u, partial.sum);
-                  }
-                }
-              },
-              StripReducer(totals));
+                },
+                StripReducer(totals));
+            Kokkos::single(Kokkos::PerThread(team), [&] {
+              half[warp * kTotalsWords + 0] = totals.sad;
+              half[warp * kTotalsWords + 1] = totals.sum;
+              half[warp * kTotalsWords + 2] = totals.limit;
+            });
+          });
+          team.team_barrier();
+          StripTotals totals{0u, 0u, ~0u};
+          for (int warp = 0; warp < warps; ++warp) {
+            StripReducer::combine(
+                totals, StripTotals{half[warp * kTotalsWords + 0], half[warp * kTotalsWords + 1],
+                                    half[warp * kTotalsWords + 2]});
+          }
           bound = bound - strip_term(totals.sum, query_strips(k)) + totals.sad;
           if (bound > totals.limit) return;
           if (k + 1 == g.strips.count) {
@@ -473,8 +501,6 @@ void refine_windows(const Geometry& g, const List& list, int count, int threads,
               Kokkos::atomic_fetch_min(&guess(0), sad_key(std::int32_t(bound), w));
             });
           }
-          // The next strip's reduction reuses the team's scratch.
-          team.team_barrier();
         }
       });
 }
@@ -483,11 +509,6 @@ KOKKOS_INLINE_FUNCTION std::uint32_t bit_count(std::uint32_t x) {
   x = x - ((x >> 1) & 0x55555555u);
   x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
   return (((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24;
-}
-
-// The index of x's lowest set bit (x ≠ 0).
-KOKKOS_INLINE_FUNCTION std::uint32_t lowest_bit(std::uint32_t x) {
-  return bit_count((x & (0u - x)) - 1u);
 }
 
 template <class Exec>
@@ -565,11 +586,11 @@ KOKKOS_INLINE_FUNCTION std::uint32_t live_windows(const Geometry& g, const Bound
 // by polish_windows; the units, fewer than 2^32, never carry into the windows).
 // Units are taken tile by tile (a bound tile's kTileUnits units a row, row after row; slots past
 // the map's edges hold none), in chunks of consecutive slots, a chunk per team thread at a time
-// and a run of slots per vector lane (kDeviceLiveRun on a device, so that the few live tiles at
-// low noise spread over many lanes); a tile whose smallest bound (its candidate) exceeds E_guess
-// has none of its bounds read. A chunk is placed without a team barrier: its lanes' live units
-// are summed, one atomic add on the totals gives the chunk its place, and a vector scan each
-// lane's within it. Units stay in tile order within a chunk (the refinement's neighbouring units
+// and `run` slots a lane apart per vector lane (kDeviceLiveRun on a device, so that the few live
+// tiles at low noise spread over many lanes); a tile whose smallest bound (its candidate) exceeds
+// E_guess has none of its bounds read. A chunk is placed without a team barrier: its lanes' live
+// units are summed, one atomic add on the totals gives the chunk its place, and vector scans the
+// units' places within it, in slot order (so in tile order: the refinement's neighbouring units
 // then share most of their target rows); the chunks are placed in their own order, on which
 // nothing depends.
 template <class Exec>
@@ -613,16 +634,17 @@ void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<E
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, int(team_chunks)), [&](int c) {
           const std::uint32_t chunk = std::uint32_t(team.league_rank()) * team_chunks + c;
           if (chunk >= chunks) return;
-          const auto run_begin = [&](int e) {
-            return chunk * chunk_slots + std::uint32_t(e) * run;
+          // Lane e takes slots e, e + lanes, …: a warp's loads then span 16 rows of a tile
+          // (one 128-byte line each) instead of 32.
+          const auto slot_of = [&](int e, std::uint32_t r) {
+            return chunk * chunk_slots + r * std::uint32_t(lanes) + std::uint32_t(e);
           };
           Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, lanes), [&](int e) {
             std::uint32_t bits = 0, within = 0;
-            const std::uint32_t begin = run_begin(e);
-            for (std::uint32_t r = 0; r < run && begin + r < slots; ++r) {
+            for (std::uint32_t r = 0; r < run && slot_of(e, r) < slots; ++r) {
               int i, group;
               std::uint32_t unit_within = 0;
-              if (unit_of(begin + r, i, group) &&
+              if (unit_of(slot_of(e, r), i, group) &&
                   live_windows(g, bounds, i, group * kPruneUnitWindows, limit, centre_index,
                                unit_within) != 0) {
                 bits |= 1u << r;
@@ -645,20 +667,27 @@ void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<E
               Kokkos::PerThread(team),
               [&](LiveTotals& place) { place = Kokkos::atomic_fetch_add(&totals(0), total); },
               base);
-          Kokkos::parallel_scan(
-              Kokkos::ThreadVectorRange(team, lanes), [&](int e, std::uint32_t& at, bool final) {
-                const std::uint32_t bits = live_bits(mine + e);
-                if (final) {
-                  std::uint32_t n = std::uint32_t(base) + at;
-                  for (std::uint32_t rest = bits; rest != 0; rest &= rest - 1u) {
+          // Slot by slot: the lanes' r-th slots, a scan over the lanes each.
+          std::uint32_t placed = std::uint32_t(base);
+          for (std::uint32_t r = 0; r < run; ++r) {
+            std::uint32_t count = 0;
+            Kokkos::parallel_reduce(
+                Kokkos::ThreadVectorRange(team, lanes),
+                [&](int e, std::uint32_t& n) { n += live_bits(mine + e) >> r & 1u; }, count);
+            if (count == 0) continue;
+            Kokkos::parallel_scan(
+                Kokkos::ThreadVectorRange(team, lanes), [&](int e, std::uint32_t& at, bool final) {
+                  const std::uint32_t bit = live_bits(mine + e) >> r & 1u;
+                  if (final && bit != 0) {
                     int i, group;
-                    unit_of(run_begin(e) + lowest_bit(rest), i, group);
-                    live(n++) =
+                    unit_of(slot_of(e, r), i, group);
+                    live(placed + at) =
                         std::uint32_t(i) * std::uint32_t(g.unit_columns) + std::uint32_t(group);
                   }
-                }
-                at += bit_count(bits);
-              });
+                  at += bit;
+                });
+            placed += count;
+          }
         });
       });
 }
