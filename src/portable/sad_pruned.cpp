@@ -356,8 +356,6 @@ KOKKOS_INLINE_FUNCTION std::uint32_t limit_of(const Team& team, const View& gues
 
 // Elements a refining thread loads at once.
 constexpr int kRefineLoads = 4;
-// Vector lanes per refining team thread on a device.
-constexpr int kDeviceRefineLanes = 32;
 
 // One strip of one window over a refining team: its SAD, its target sum, and E's score as the
 // team's first thread read it when the strip began (the reduction hands it to every thread, so
@@ -397,11 +395,9 @@ struct StripReducer {
 
 // Refines the windows list(0 .. count) (indices in the low 32 bits; kNoSadKey entries are
 // skipped) from their bounds, strip by strip, against the shared key `guess`, a team of
-// `threads` per window: team threads of kDeviceRefineLanes vector lanes on a device (warps,
-// whose lanes reduce a strip by shuffles alone; the warps' totals meet in scratch, one barrier a
-// strip, double-buffered so that the next strip's writes need none), one thread on a host.
-// Each thread walks the strip's (row, word) elements a team apart, from its rank, with running
-// indices (no division per element).
+// `threads` per window.
+// Each team thread walks the strip's (row, word) elements a team apart, from its rank, with
+// running indices (no division per element).
 template <class Exec, Isa kIsa, class List>
 void refine_windows(const Geometry& g, const List& list, int count, int threads,
                     const WordsView<Exec>& target, const WordsView<Exec>& query,
@@ -414,14 +410,8 @@ void refine_windows(const Geometry& g, const List& list, int count, int threads,
   const int pitch = g.target_pitch_words;
   const std::uint32_t tail_mask =
       g.s.query_width % 4 ? (1u << (8 * (g.s.query_width % 4))) - 1u : ~0u;
-  const int lanes = portable::reads_host_memory<Exec>() ? 1 : kDeviceRefineLanes;
-  const int warps = threads / lanes;
-  constexpr int kTotalsWords = 3;  // a StripTotals
-  const std::size_t scratch = Scratch<Exec>::shmem_size(2 * std::size_t(warps) * kTotalsWords);
   Kokkos::parallel_for(
-      "pruned_refine_windows",
-      Policy(count, warps, lanes).set_scratch_size(0, Kokkos::PerTeam(scratch)),
-      KOKKOS_LAMBDA(const Team& team) {
+      "pruned_refine_windows", Policy(count, threads), KOKKOS_LAMBDA(const Team& team) {
         const std::uint64_t entry = list(team.league_rank());
         if (entry == kNoSadKey) return;  // nothing to refine
         const std::uint32_t w = std::uint32_t(entry);
@@ -429,70 +419,52 @@ void refine_windows(const Geometry& g, const List& list, int count, int threads,
         const int j = int(w % std::uint32_t(g.s.map_width));
         std::uint32_t bound = bounds(w);
         if (bound > limit_of(team, guess)) return;
-        // Each warp's totals of a strip, in the half of the strip's parity.
-        Scratch<Exec> warp_totals(team.team_scratch(0), 2 * std::size_t(warps) * kTotalsWords);
         const std::uint32_t* origin = target.data() + std::size_t(i) * pitch + j / 4;
         const int shift = 8 * (j % 4);
         const int step_rows = threads / q_words, step_words = threads % q_words;
         for (int k = 0; k < g.strips.count; ++k) {
           const int y_end = g.strips.end(k);
-          std::uint32_t* half = &warp_totals(std::size_t(k % 2) * warps * kTotalsWords);
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, warps), [&](int warp) {
-            StripTotals totals;
-            Kokkos::parallel_reduce(
-                Kokkos::ThreadVectorRange(team, lanes),
-                [&](int lane, StripTotals& partial) {
-                  const int t = warp * lanes + lane;
-                  if (t == 0) {
-                    const std::uint32_t limit =
-                        std::uint32_t(Kokkos::volatile_load(guess.data()) >> 32);
-                    if (limit < partial.limit) partial.limit = limit;
-                  }
-                  int y = g.strips.begin(k) + t / q_words, word = t % q_words;
-                  while (y < y_end) {
-                    // kRefineLoads elements' words loaded before any is used: a GPU thread
-                    // issues in order, so a load used at once would hold back the next one.
-                    std::uint32_t lo[kRefineLoads], hi[kRefineLoads], q[kRefineLoads];
-                    std::uint32_t tails = 0;  // bit b: element b is a row's last word
-                    for (int b = 0; b < kRefineLoads; ++b) {
-                      // Past the strip: a zero target word against a zero query word.
-                      lo[b] = hi[b] = q[b] = 0u;
-                      if (y < y_end) {
-                        const std::uint32_t* at = origin + std::size_t(y) * pitch + word;
-                        lo[b] = at[0];
-                        if (shift) hi[b] = at[1];
-                        q[b] = query(std::size_t(y) * q_words + word);
-                        tails |= std::uint32_t(word + 1 == q_words) << b;
-                        word += step_words;
-                        y += step_rows;
-                        if (word >= q_words) {
-                          word -= q_words;
-                          ++y;
-                        }
+          StripTotals totals;
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, threads),
+              [&](int t, StripTotals& partial) {
+                if (t == 0) {
+                  const std::uint32_t limit =
+                      std::uint32_t(Kokkos::volatile_load(guess.data()) >> 32);
+                  if (limit < partial.limit) partial.limit = limit;
+                }
+                int y = g.strips.begin(k) + t / q_words, word = t % q_words;
+                while (y < y_end) {
+                  // kRefineLoads elements' words loaded before any is used: a GPU thread issues
+                  // in order, so a load used at once would hold back the next one.
+                  std::uint32_t lo[kRefineLoads], hi[kRefineLoads], q[kRefineLoads];
+                  std::uint32_t mask[kRefineLoads];
+                  for (int b = 0; b < kRefineLoads; ++b) {
+                    mask[b] = 0u;  // past the strip: adds nothing
+                    lo[b] = hi[b] = q[b] = 0u;
+                    if (y < y_end) {
+                      const std::uint32_t* at = origin + std::size_t(y) * pitch + word;
+                      lo[b] = at[0];
+                      if (shift) hi[b] = at[1];
+                      q[b] = query(std::size_t(y) * q_words + word);
+                      mask[b] = word + 1 == q_words ? tail_mask : ~0u;
+                      word += step_words;
+                      y += step_rows;
+                      if (word >= q_words) {
+                        word -= q_words;
+                        ++y;
                       }
                     }
-                    for (int b = 0; b < kRefineLoads; ++b) {
-                      const std::uint32_t mask = tails >> b & 1u ? tail_mask : ~0u;
-                      const std::uint32_t t_word = shifted_word(lo[b], hi[b], shift) & mask;
-                      partial.sad = sad4<kIsa>(t_word, q[b] & mask, partial.sad);
-                      partial.sum = sad4<kIsa>(t_word, 0u, partial.sum);
-                    }
                   }
-                },
-                StripReducer(totals));
-            Kokkos::single(Kokkos::PerThread(team), [&] {
-              half[warp * kTotalsWords + 0] = totals.sad;
-              half[warp * kTotalsWords + 1] = totals.sum;
-              half[warp * kTotalsWords + 2] = totals.limit;
-            });
-          });
-          team.team_barrier();
-          StripTotals totals{0u, 0u, ~0u};
-          for (int warp = 0; warp < warps; ++warp) {
-            StripReducer::combine(
-                totals, StripTotals{half[warp * kTotalsWords + 0], half[warp * kTotalsWords + 1],
-                                    half[warp * kTotalsWords + 2]});
-          }
+                  for (int b = 0; b < kRefineLoads; ++b) {
+                    const std::uint32_t t_word = shifted_word(lo[b], hi[b], shift) & mask[b];
+                    // A masked-out element is a zero target word against a zero query word.
+                    partial.sad = sad4<kIsa>(t_word, q[b] & mask[b], partial.sad);
+                    partial.sum = sad4<kIsa>(t_word, 0u, partial.sum);
+                  }
+                }
+              },
+              StripReducer(totals));
           bound = bound - strip_term(totals.sum, query_strips(k)) + totals.sad;
           if (bound > totals.limit) return;
           if (k + 1 == g.strips.count) {
@@ -501,6 +473,8 @@ void refine_windows(const Geometry& g, const List& list, int count, int threads,
               Kokkos::atomic_fetch_min(&guess(0), sad_key(std::int32_t(bound), w));
             });
           }
+          // The next strip's reduction reuses the team's scratch.
+          team.team_barrier();
         }
       });
 }
