@@ -17,9 +17,10 @@
 //    the same for the polish neighbourhood of E_guess's window (kPrunePolishRadius), whose
 //    windows are settled from then on.
 // 4. Units of kPruneUnitWindows neighbouring windows of a map row that hold a window with bound
-//    ≤ E_guess outside the settled ones are compacted, a team per bound tile (a tile whose
-//    smallest bound exceeds E_guess is skipped unread): a team scan places a tile's units, its
-//    total added atomically to the list's length; the windows within E_guess are counted too.
+//    ≤ E_guess outside the settled ones are compacted in tile order, a chunk of slots per team
+//    thread (a tile whose smallest bound exceeds E_guess is skipped unread): one atomic add
+//    places a chunk, vector scans its units; the windows within E_guess and the settled ones
+//    are counted too.
 // 5. A team thread per live unit sums its windows' SADs strip by strip with full search's row
 //    routine (accumulate_sad_row), its vector lanes a row each in turn; a window leaves once its
 //    SAD so far exceeds E_guess, the unit with its last window, and the survivors of the last
@@ -199,12 +200,14 @@ KOKKOS_INLINE_FUNCTION void sum_tile_row(const Geometry& g, const std::uint32_t*
 
 // One pass of kStrips strips from first_strip: their terms of every window's bound, written
 // (first pass) or added (later ones) to `bounds`; on the last pass each team's smallest
-// sad_key(bound, index) into `candidates`.
+// sad_key(bound, index) into `candidates`. The first pass also resets the run's E_guess, which
+// nothing reads before the candidates' refinement (a kernel less than a fill of its own).
 template <class Exec, Isa kIsa, int kStrips>
 void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& target,
                 const typename InputBuffer<std::uint32_t, Exec>::View& query_strips,
                 const U32View<Exec>& bounds,
-                const typename OutputBuffer<std::uint64_t, Exec>::View& candidates) {
+                const typename OutputBuffer<std::uint64_t, Exec>::View& candidates,
+                const typename OutputBuffer<std::uint64_t, Exec>::View& guess) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
   const bool first_pass = first_strip == 0;
@@ -222,6 +225,9 @@ void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& targe
       Policy(g.candidates(), team_threads<Exec>(kTileColumns))
           .set_scratch_size(0, Kokkos::PerTeam(bound_scratch_bytes<Exec>(g))),
       KOKKOS_LAMBDA(const Team& team) {
+        if (first_pass && team.league_rank() == 0) {
+          Kokkos::single(Kokkos::PerTeam(team), [&] { guess(0) = kNoSadKey; });
+        }
         const int j0 = (team.league_rank() % g.column_tiles) * kTileColumns;
         const int i_begin = (team.league_rank() / g.column_tiles) * g.segment_rows;
         const int windows =
@@ -333,15 +339,16 @@ void bound_pass_of(int strips, const Args&... args) {
   bound_pass<Exec, kIsa, kStrips>(args...);
 }
 
-// Every window's strip bound into `bounds`, a pass per kMaxPassStrips strips.
+// Every window's strip bound into `bounds`, a pass per kMaxPassStrips strips; E_guess reset.
 template <class Exec, Isa kIsa>
 void strip_bounds(const Geometry& g, const WordsView<Exec>& target,
                   const typename InputBuffer<std::uint32_t, Exec>::View& query_strips,
                   const U32View<Exec>& bounds,
-                  const typename OutputBuffer<std::uint64_t, Exec>::View& candidates) {
+                  const typename OutputBuffer<std::uint64_t, Exec>::View& candidates,
+                  const typename OutputBuffer<std::uint64_t, Exec>::View& guess) {
   for (int first = 0; first < g.strips.count; first += kMaxPassStrips) {
     bound_pass_of<Exec, kIsa>(std::min(kMaxPassStrips, g.strips.count - first), g, first, target,
-                              query_strips, bounds, candidates);
+                              query_strips, bounds, candidates, guess);
   }
 }
 
@@ -495,17 +502,18 @@ using LiveTotalsView = typename OutputBuffer<LiveTotals, Exec>::View;
 
 // The windows around E_guess's window (into list, for refine_windows; the centre, whose SAD is
 // already final, and positions off the map are kNoSadKey, which it skips) and E_guess itself
-// into centre(0); zeroes the live-unit totals for live_units.
+// into centre(0); zeroes the live-unit totals and the settled count for live_units.
 template <class Exec>
 void polish_windows(const Geometry& g, const KeysView<Exec>& guess, const KeysView<Exec>& list,
-                    const KeysView<Exec>& centre, const LiveTotalsView<Exec>& live_totals) {
+                    const KeysView<Exec>& centre, const LiveTotalsView<Exec>& live_totals,
+                    const LiveTotalsView<Exec>& settled) {
   Kokkos::parallel_for(
       "pruned_polish_windows", Kokkos::RangePolicy<Exec>(0, kPrunePolishSide * kPrunePolishSide),
       KOKKOS_LAMBDA(int e) {
         const std::uint64_t best = guess(0);
         if (e == 0) {
           centre(0) = best;
-          live_totals(0) = 0;
+          live_totals(0) = settled(0) = 0;
         }
         std::uint32_t index;
         const bool inside =
@@ -514,50 +522,28 @@ void polish_windows(const Geometry& g, const KeysView<Exec>& guess, const KeysVi
       });
 }
 
-// How many windows of the polish neighbourhood have a bound within E_guess, into settled(0):
-// they are left after the bounds, settled by the polish refinement. One team reduces them (a
-// reduction into a device View has a Kokkos kernel that racecheck flags; atomic adds of 64-bit
-// counts are compare-and-swap loops in Kokkos 3.4, which 289 threads serialise).
-template <class Exec>
-void count_settled(const Geometry& g, const U32View<Exec>& bounds, const KeysView<Exec>& guess,
-                   const KeysView<Exec>& centre, const KeysView<Exec>& settled) {
-  using Policy = Kokkos::TeamPolicy<Exec>;
-  Kokkos::parallel_for(
-      "pruned_count_settled", Policy(1, team_threads<Exec>(kDeviceTeam)),
-      KOKKOS_LAMBDA(const typename Policy::member_type& team) {
-        std::uint64_t count = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, kPrunePolishSide * kPrunePolishSide),
-            [&](int e, std::uint64_t& partial) {
-              std::uint32_t index;
-              if (polish_window(std::uint32_t(centre(0)), g.s.map_width, g.s.map_height, e,
-                                index) &&
-                  bounds(index) <= std::uint32_t(guess(0) >> 32)) {
-                ++partial;
-              }
-            },
-            count);
-        Kokkos::single(Kokkos::PerTeam(team), [&] { settled(0) = count; });
-      });
-}
-
 // The windows of the unit whose first window is (i, j0) with a bound within limit, a bit each,
-// less those the polish refinement around `centre` settled; `within` counts them before that.
+// less those the polish refinement around `centre` settled; `within` counts them before that,
+// `settled` those left out.
 template <class Bounds>
 KOKKOS_INLINE_FUNCTION std::uint32_t live_windows(const Geometry& g, const Bounds& bounds, int i,
                                                   int j0, std::uint32_t limit, std::uint32_t centre,
-                                                  std::uint32_t& within) {
+                                                  std::uint32_t& within, std::uint32_t& settled) {
   const std::uint32_t* first = bounds.data() + std::size_t(i) * g.s.map_width + j0;
   const std::uint32_t inside = unit_windows_within(
       [&](int p) { return first[p]; },
       g.s.map_width - j0 < kPruneUnitWindows ? g.s.map_width - j0 : kPruneUnitWindows, limit);
+  const std::uint32_t done = inside & polish_settled_windows(centre, g.s.map_width, i, j0);
   within = bit_count(inside);
-  return inside & ~polish_settled_windows(centre, g.s.map_width, i, j0);
+  settled = bit_count(done);
+  return inside & ~done;
 }
 
 // The units holding a window whose bound does not exceed E_guess (outside the settled ones) into
 // live(0 .. units), and the count of those windows: totals(0) = windows << 32 | units (zeroed
-// by polish_windows; the units, fewer than 2^32, never carry into the windows).
+// by polish_windows; the units, fewer than 2^32, never carry into the windows); the windows within
+// E_guess that the polish refinement settled (they are left after the bounds) into settled(0),
+// zeroed by polish_windows too.
 // Units are taken tile by tile (a bound tile's kTileUnits units a row, row after row; slots past
 // the map's edges hold none), in chunks of consecutive slots, a chunk per team thread at a time
 // and `run` slots a lane apart per vector lane (kDeviceLiveRun on a device, so that the few live
@@ -570,7 +556,8 @@ KOKKOS_INLINE_FUNCTION std::uint32_t live_windows(const Geometry& g, const Bound
 template <class Exec>
 void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<Exec>& tile_minima,
                 const KeysView<Exec>& guess, const KeysView<Exec>& centre,
-                const U32View<Exec>& live, const LiveTotalsView<Exec>& totals) {
+                const U32View<Exec>& live, const LiveTotalsView<Exec>& totals,
+                const LiveTotalsView<Exec>& settled) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   const bool host = portable::reads_host_memory<Exec>();
   const int threads = host ? 1 : kDeviceLiveTeam;
@@ -584,7 +571,7 @@ void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<E
   // A team thread each on a device; a few teams per thread on a host, for balance.
   const std::uint32_t team_chunks =
       host ? std::max(1u, chunks / std::uint32_t(4 * Exec().concurrency())) : threads;
-  const std::size_t scratch = 2 * Scratch<Exec>::shmem_size(std::size_t(threads) * lanes);
+  const std::size_t scratch = 3 * Scratch<Exec>::shmem_size(std::size_t(threads) * lanes);
   Kokkos::parallel_for(
       "pruned_live_units",
       Policy(int((chunks + team_chunks - 1) / team_chunks), threads, lanes)
@@ -592,9 +579,11 @@ void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<E
       KOKKOS_LAMBDA(const typename Policy::member_type& team) {
         const std::uint32_t limit = std::uint32_t(guess(0) >> 32);
         const std::uint32_t centre_index = std::uint32_t(centre(0));
-        // Per lane of each team thread: its live slots (bit r: slot r of its run) and windows.
+        // Per lane of each team thread: its live slots (bit r: slot r of its run), windows and
+        // settled windows.
         Scratch<Exec> live_bits(team.team_scratch(0), std::size_t(threads) * lanes);
         Scratch<Exec> windows(team.team_scratch(0), std::size_t(threads) * lanes);
+        Scratch<Exec> settled_windows(team.team_scratch(0), std::size_t(threads) * lanes);
         const int mine = team.team_rank() * lanes;
         // Slot → its unit (i, group), or false past the map's edges and in tiles whose smallest
         // bound exceeds the limit.
@@ -614,19 +603,21 @@ void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<E
             return chunk * chunk_slots + r * std::uint32_t(lanes) + std::uint32_t(e);
           };
           Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, lanes), [&](int e) {
-            std::uint32_t bits = 0, within = 0;
+            std::uint32_t bits = 0, within = 0, done = 0;
             for (std::uint32_t r = 0; r < run && slot_of(e, r) < slots; ++r) {
               int i, group;
-              std::uint32_t unit_within = 0;
+              std::uint32_t unit_within = 0, unit_settled = 0;
               if (unit_of(slot_of(e, r), i, group) &&
                   live_windows(g, bounds, i, group * kPruneUnitWindows, limit, centre_index,
-                               unit_within) != 0) {
+                               unit_within, unit_settled) != 0) {
                 bits |= 1u << r;
               }
               within += unit_within;
+              done += unit_settled;
             }
             live_bits(mine + e) = bits;
             windows(mine + e) = within;
+            settled_windows(mine + e) = done;
           });
           LiveTotals total = 0;
           Kokkos::parallel_reduce(
@@ -635,11 +626,18 @@ void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<E
                 sum += LiveTotals(windows(mine + e)) << 32 | bit_count(live_bits(mine + e));
               },
               total);
-          if (total == 0) return;
+          if (total == 0) return;  // (settled windows are within E_guess: none either)
+          LiveTotals chunk_settled = 0;
+          Kokkos::parallel_reduce(
+              Kokkos::ThreadVectorRange(team, lanes),
+              [&](int e, LiveTotals& sum) { sum += settled_windows(mine + e); }, chunk_settled);
           LiveTotals base = 0;
           Kokkos::single(
               Kokkos::PerThread(team),
-              [&](LiveTotals& place) { place = Kokkos::atomic_fetch_add(&totals(0), total); },
+              [&](LiveTotals& place) {
+                place = Kokkos::atomic_fetch_add(&totals(0), total);
+                if (chunk_settled != 0) Kokkos::atomic_add(&settled(0), chunk_settled);
+              },
               base);
           // Slot by slot: the lanes' r-th slots, a scan over the lanes each.
           std::uint32_t placed = std::uint32_t(base);
@@ -732,9 +730,9 @@ void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t cou
                 [&](std::uint64_t& value) { value = Kokkos::volatile_load(guess.data()); }, seen);
             return std::uint32_t(seen >> 32);
           };
-          std::uint32_t within;
-          std::uint32_t alive =
-              live_windows(g, bounds, i, j0, limit_now(), std::uint32_t(centre(0)), within);
+          std::uint32_t within, settled;
+          std::uint32_t alive = live_windows(g, bounds, i, j0, limit_now(),
+                                             std::uint32_t(centre(0)), within, settled);
           UnitSums sad;
           const std::uint32_t* row =
               target.data() + std::size_t(i) * g.target_pitch_words + group * kUnitWords;
@@ -811,17 +809,17 @@ class PrunedRunner final : public Runner<SadPruned> {
     const auto guess = guess_.view();
     const auto target = full_search_.target.view();
     const auto query = full_search_.query.view();
-    Kokkos::deep_copy(Exec{}, guess, kNoSadKey);
-    strip_bounds<Exec, kIsa>(g_, target, query_strips_.view(), bounds_.view(), candidates_.view());
+    strip_bounds<Exec, kIsa>(g_, target, query_strips_.view(), bounds_.view(), candidates_.view(),
+                             guess);
     refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), g_.candidate_threads,
                                target, query, query_strips_.view(), bounds_.view(), guess);
-    polish_windows<Exec>(g_, guess, polish_.view(), centre_.view(), live_totals_.view());
+    polish_windows<Exec>(g_, guess, polish_.view(), centre_.view(), live_totals_.view(),
+                         settled_.view());
     refine_windows<Exec, kIsa>(g_, polish_.view(), kPrunePolishSide * kPrunePolishSide,
                                g_.polish_threads, target, query, query_strips_.view(),
                                bounds_.view(), guess);
-    count_settled<Exec>(g_, bounds_.view(), guess, centre_.view(), settled_.view());
     live_units<Exec>(g_, bounds_.view(), candidates_.view(), guess, centre_.view(), live_.view(),
-                     live_totals_.view());
+                     live_totals_.view(), settled_.view());
     LiveTotals totals;
     live_totals_.download(&totals);
     live_count_ = std::uint32_t(totals);
@@ -848,7 +846,7 @@ class PrunedRunner final : public Runner<SadPruned> {
     alive_after_.download(alive.data());
     // The settled windows were refined by the polish step, before the strip rounds: counted in
     // each.
-    std::uint64_t settled = 0;
+    LiveTotals settled = 0;
     settled_.download(&settled);
     out.stats.after_strip.assign(std::size_t(strips), settled);
     for (std::int64_t u = 0; u < live_count_; ++u) {
@@ -864,7 +862,8 @@ class PrunedRunner final : public Runner<SadPruned> {
   InputBuffer<std::uint32_t, Exec> query_strips_;
   OutputBuffer<std::uint32_t, Exec> bounds_, live_;
   OutputBuffer<LiveTotals, Exec> live_totals_;
-  OutputBuffer<std::uint64_t, Exec> candidates_, guess_, polish_, centre_, settled_;
+  OutputBuffer<std::uint64_t, Exec> candidates_, guess_, polish_, centre_;
+  OutputBuffer<LiveTotals, Exec> settled_;
   OutputBuffer<std::uint8_t, Exec> alive_after_;
   portable_sad::TeamMethod<Exec, false, kIsa> full_search_;
   std::uint64_t best_key_ = kNoSadKey;
