@@ -46,8 +46,9 @@ constexpr int kStripRows = kPruneStripRows;
 constexpr int kMaxPassStrips = kPrunePassStrips;
 static_assert(kTileColumns % kStripRows == 0, "whole strip blocks per summed block");
 // Threads per refining team on a device: a 128 × 128 window is 4 K words, which one warp would
-// walk serially.
+// walk serially. Halved (refine_team_threads) while the teams would not run in one wave.
 constexpr int kDeviceTeam = 256;
+constexpr int kMinDeviceTeam = 64;
 // The live-unit compaction on a device: threads per team, vector lanes per thread (a warp, whose
 // lanes place a chunk of units without a team barrier) and consecutive slots per lane; on a host,
 // slots per lane (the bits of a word).
@@ -88,6 +89,8 @@ struct Geometry {
   int segment_rows;        // map rows each
   int ring_rows;           // prefix rows a bound team keeps: a power of two ≥ a pass's rows
   int unit_columns;        // units per map row
+  int candidate_threads;   // threads per team refining the candidates (refine_team_threads)
+  int polish_threads;      // and the polish neighbourhood
 
   int candidates() const { return column_tiles * segments; }
   std::int64_t units() const { return std::int64_t(s.map_height) * unit_columns; }
@@ -100,6 +103,18 @@ std::size_t bound_scratch_bytes(const Geometry& g) {
          3 * Scratch<Exec>::shmem_size(kTileColumns);
 }
 
+// Threads per team for `count` refining teams: kDeviceTeam, halved down to kMinDeviceTeam while
+// fewer than `count` such teams are resident at once (a second, partial wave would wait for the
+// first's slowest window).
+template <class Exec>
+int refine_team_threads(int count) {
+  int threads = kDeviceTeam;
+  while (threads > kMinDeviceTeam && portable::resident_teams<Exec>(threads, 0) < count) {
+    threads /= 2;
+  }
+  return team_threads<Exec>(threads);
+}
+
 template <class Exec>
 Geometry geometry(const SadShape& s) {
   Geometry g{s,
@@ -110,7 +125,9 @@ Geometry geometry(const SadShape& s) {
              1,
              s.map_height,
              prune_ring_rows(strip_layout(s)),
-             (s.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows};
+             (s.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows,
+             0,
+             refine_team_threads<Exec>(kPrunePolishSide * kPrunePolishSide)};
   // One wave of teams on a device (a second, partial wave would add a quarter of the pass); a
   // few per thread on a host, for balance.
   const int team = team_threads<Exec>(kTileColumns);
@@ -119,6 +136,7 @@ Geometry geometry(const SadShape& s) {
                         : int(portable::resident_teams<Exec>(team, bound_scratch_bytes<Exec>(g)));
   g.segment_rows = prune_segment_rows(s, g.strips, g.column_tiles, teams);
   g.segments = (s.map_height + g.segment_rows - 1) / g.segment_rows;
+  g.candidate_threads = refine_team_threads<Exec>(g.candidates());
   return g;
 }
 
@@ -384,96 +402,87 @@ struct StripReducer {
 
 // Refines the windows list(0 .. count) (indices in the low 32 bits; kNoSadKey entries are
 // skipped) from their bounds, strip by strip, against the shared key `guess`, a team of
-// kDeviceTeam threads (one on a host) per window.
+// `threads` per window.
 // Each team thread walks the strip's (row, word) elements a team apart, from its rank, with
 // running indices (no division per element).
 template <class Exec, Isa kIsa, class List>
-void refine_windows(const Geometry& g, const List& list, int count, const WordsView<Exec>& target,
-                    const WordsView<Exec>& query, const WordsView<Exec>& query_strips,
-                    const U32View<Exec>& bounds,
+void refine_windows(const Geometry& g, const List& list, int count, int threads,
+                    const WordsView<Exec>& target, const WordsView<Exec>& query,
+                    const WordsView<Exec>& query_strips, const U32View<Exec>& bounds,
                     const typename OutputBuffer<std::uint64_t, Exec>::View& guess) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
   if (count == 0) return;
-  const int threads = team_threads<Exec>(kDeviceTeam);
   const int q_words = g.query_words;
   const int pitch = g.target_pitch_words;
   const std::uint32_t tail_mask =
       g.s.query_width % 4 ? (1u << (8 * (g.s.query_width % 4))) - 1u : ~0u;
-  // The teams that run at once (on a host, one per thread), each taking entries a league apart:
-  // entries past the first wave start from the E_guess the first ones found, and most leave
-  // after a strip, as the native refinement's grid-stride blocks do. (A wave for every entry
-  // starts them all at E_guess = ∞: at σ 5 the candidates took 6.8 strips each, against 3.1.)
-  const int teams = int(std::min<long long>(count, portable::resident_teams<Exec>(threads, 0)));
   Kokkos::parallel_for(
-      "pruned_refine_windows", Policy(teams, threads), KOKKOS_LAMBDA(const Team& team) {
-        const auto refine = [&](int e) {
-          const std::uint64_t entry = list(e);
-          if (entry == kNoSadKey) return;  // nothing to refine
-          const std::uint32_t w = std::uint32_t(entry);
-          const int i = int(w / std::uint32_t(g.s.map_width));
-          const int j = int(w % std::uint32_t(g.s.map_width));
-          std::uint32_t bound = bounds(w);
-          if (bound > limit_of(team, guess)) return;
-          const std::uint32_t* origin = target.data() + std::size_t(i) * pitch + j / 4;
-          const int shift = 8 * (j % 4);
-          const int step_rows = threads / q_words, step_words = threads % q_words;
-          for (int k = 0; k < g.strips.count; ++k) {
-            const int y_end = g.strips.end(k);
-            StripTotals totals;
-            Kokkos::parallel_reduce(
-                Kokkos::TeamThreadRange(team, threads),
-                [&](int t, StripTotals& partial) {
-                  if (t == 0) {
-                    const std::uint32_t limit =
-                        std::uint32_t(Kokkos::volatile_load(guess.data()) >> 32);
-                    if (limit < partial.limit) partial.limit = limit;
-                  }
-                  int y = g.strips.begin(k) + t / q_words, word = t % q_words;
-                  while (y < y_end) {
-                    // kRefineLoads elements' words loaded before any is used: a GPU thread issues
-                    // in order, so a load used at once would hold back the next one.
-                    std::uint32_t lo[kRefineLoads], hi[kRefineLoads], q[kRefineLoads];
-                    std::uint32_t mask[kRefineLoads];
-                    for (int b = 0; b < kRefineLoads; ++b) {
-                      mask[b] = 0u;  // past the strip: adds nothing
-                      lo[b] = hi[b] = q[b] = 0u;
-                      if (y < y_end) {
-                        const std::uint32_t* at = origin + std::size_t(y) * pitch + word;
-                        lo[b] = at[0];
-                        if (shift) hi[b] = at[1];
-                        q[b] = query(std::size_t(y) * q_words + word);
-                        mask[b] = word + 1 == q_words ? tail_mask : ~0u;
-                        word += step_words;
-                        y += step_rows;
-                        if (word >= q_words) {
-                          word -= q_words;
-                          ++y;
-                        }
+      "pruned_refine_windows", Policy(count, threads), KOKKOS_LAMBDA(const Team& team) {
+        const std::uint64_t entry = list(team.league_rank());
+        if (entry == kNoSadKey) return;  // nothing to refine
+        const std::uint32_t w = std::uint32_t(entry);
+        const int i = int(w / std::uint32_t(g.s.map_width));
+        const int j = int(w % std::uint32_t(g.s.map_width));
+        std::uint32_t bound = bounds(w);
+        if (bound > limit_of(team, guess)) return;
+        const std::uint32_t* origin = target.data() + std::size_t(i) * pitch + j / 4;
+        const int shift = 8 * (j % 4);
+        const int step_rows = threads / q_words, step_words = threads % q_words;
+        for (int k = 0; k < g.strips.count; ++k) {
+          const int y_end = g.strips.end(k);
+          StripTotals totals;
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, threads),
+              [&](int t, StripTotals& partial) {
+                if (t == 0) {
+                  const std::uint32_t limit =
+                      std::uint32_t(Kokkos::volatile_load(guess.data()) >> 32);
+                  if (limit < partial.limit) partial.limit = limit;
+                }
+                int y = g.strips.begin(k) + t / q_words, word = t % q_words;
+                while (y < y_end) {
+                  // kRefineLoads elements' words loaded before any is used: a GPU thread issues
+                  // in order, so a load used at once would hold back the next one.
+                  std::uint32_t lo[kRefineLoads], hi[kRefineLoads], q[kRefineLoads];
+                  std::uint32_t mask[kRefineLoads];
+                  for (int b = 0; b < kRefineLoads; ++b) {
+                    mask[b] = 0u;  // past the strip: adds nothing
+                    lo[b] = hi[b] = q[b] = 0u;
+                    if (y < y_end) {
+                      const std::uint32_t* at = origin + std::size_t(y) * pitch + word;
+                      lo[b] = at[0];
+                      if (shift) hi[b] = at[1];
+                      q[b] = query(std::size_t(y) * q_words + word);
+                      mask[b] = word + 1 == q_words ? tail_mask : ~0u;
+                      word += step_words;
+                      y += step_rows;
+                      if (word >= q_words) {
+                        word -= q_words;
+                        ++y;
                       }
                     }
-                    for (int b = 0; b < kRefineLoads; ++b) {
-                      const std::uint32_t t_word = shifted_word(lo[b], hi[b], shift) & mask[b];
-                      // A masked-out element is a zero target word against a zero query word.
-                      partial.sad = sad4<kIsa>(t_word, q[b] & mask[b], partial.sad);
-                      partial.sum = sad4<kIsa>(t_word, 0u, partial.sum);
-                    }
                   }
-                },
-                StripReducer(totals));
-            bound = bound - strip_term(totals.sum, query_strips(k)) + totals.sad;
-            if (bound > totals.limit) return;
-            if (k + 1 == g.strips.count) {
-              // The exact SAD: an atomic min that cannot lower E_guess leaves it as it is.
-              Kokkos::single(Kokkos::PerTeam(team), [&] {
-                Kokkos::atomic_fetch_min(&guess(0), sad_key(std::int32_t(bound), w));
-              });
-            }
-            // The next strip's reduction reuses the team's scratch.
-            team.team_barrier();
+                  for (int b = 0; b < kRefineLoads; ++b) {
+                    const std::uint32_t t_word = shifted_word(lo[b], hi[b], shift) & mask[b];
+                    // A masked-out element is a zero target word against a zero query word.
+                    partial.sad = sad4<kIsa>(t_word, q[b] & mask[b], partial.sad);
+                    partial.sum = sad4<kIsa>(t_word, 0u, partial.sum);
+                  }
+                }
+              },
+              StripReducer(totals));
+          bound = bound - strip_term(totals.sum, query_strips(k)) + totals.sad;
+          if (bound > totals.limit) return;
+          if (k + 1 == g.strips.count) {
+            // The exact SAD: an atomic min that cannot lower E_guess leaves it as it is.
+            Kokkos::single(Kokkos::PerTeam(team), [&] {
+              Kokkos::atomic_fetch_min(&guess(0), sad_key(std::int32_t(bound), w));
+            });
           }
-        };
-        for (int e = team.league_rank(); e < count; e += team.league_size()) refine(e);
+          // The next strip's reduction reuses the team's scratch.
+          team.team_barrier();
+        }
       });
 }
 
@@ -802,12 +811,13 @@ class PrunedRunner final : public Runner<SadPruned> {
     const auto query = full_search_.query.view();
     strip_bounds<Exec, kIsa>(g_, target, query_strips_.view(), bounds_.view(), candidates_.view(),
                              guess);
-    refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), target, query,
-                               query_strips_.view(), bounds_.view(), guess);
+    refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), g_.candidate_threads,
+                               target, query, query_strips_.view(), bounds_.view(), guess);
     polish_windows<Exec>(g_, guess, polish_.view(), centre_.view(), live_totals_.view(),
                          settled_.view());
-    refine_windows<Exec, kIsa>(g_, polish_.view(), kPrunePolishSide * kPrunePolishSide, target,
-                               query, query_strips_.view(), bounds_.view(), guess);
+    refine_windows<Exec, kIsa>(g_, polish_.view(), kPrunePolishSide * kPrunePolishSide,
+                               g_.polish_threads, target, query, query_strips_.view(),
+                               bounds_.view(), guess);
     live_units<Exec>(g_, bounds_.view(), candidates_.view(), guess, centre_.view(), live_.view(),
                      live_totals_.view(), settled_.view());
     LiveTotals totals;
