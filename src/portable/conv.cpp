@@ -14,6 +14,7 @@
 // schedule calls the CPU level's vector helpers: they are registered twice, as built with
 // Isa::tuned and with Isa::plain (`-plain`, the helpers' C++ forms). The flat and team-tiled
 // schedules use no helper and are plain C++ as they are.
+#include <algorithm>
 #include <memory>
 
 #include "kbench/conv.hpp"
@@ -549,14 +550,65 @@ class KokkosConvRunner final : public Runner<Conv> {
   PitchedImage<Exec> out_;
 };
 
-// Preference: a GPU backend before the host ones; the team-tiled schedule before the flat one.
+// End to end from page-locked host memory (PinnedHostView): the user's image is copied there
+// before the clock starts, as the native end-to-end variants' is; the timed call copies it to the
+// device, convolves and copies the result back, in Exec's order (Kokkos 3.4 gives no portable
+// second stream to overlap them).
 template <class Exec, class Schedule>
-void add_variant(VariantList<Conv>& list, int preference) {
-  list.push_back({std::string(Schedule::name) + "-" + to_string(backend_of<Exec>()),
+class KokkosConvE2eRunner final : public Runner<Conv> {
+ public:
+  explicit KokkosConvE2eRunner(const ConvInput& input)
+      : shape_(shape_of(input)),
+        image_(input.image),
+        host_in_(Kokkos::view_alloc("conv pinned input", Kokkos::WithoutInitializing),
+                 input.image.data.size()),
+        host_out_(Kokkos::view_alloc("conv pinned output", Kokkos::WithoutInitializing),
+                  std::size_t(shape_.out_width) * shape_.channels * shape_.out_height),
+        in_(shape_.in_width * shape_.channels, shape_.in_height, "conv input"),
+        mask_(input.mask.weights.data(), input.mask.weights.size(), "conv mask"),
+        out_(shape_.out_width * shape_.channels, shape_.out_height, "conv output") {}
+
+  void poison(std::uint8_t byte) override {
+    out_.poison(byte);
+    std::fill_n(host_out_.data(), host_out_.size(), byte);
+  }
+  void upload() override {
+    std::copy(image_.data.begin(), image_.data.end(), host_in_.data());
+    mask_.upload();
+  }
+  void compute() override {
+    in_.upload(host_in_.data());
+    if (shape_.mask_size == 3) {
+      Schedule::template run<3>(shape_, in_.input(), mask_.view(), out_.view());
+    } else {
+      Schedule::template run<0>(shape_, in_.input(), mask_.view(), out_.view());
+    }
+    out_.download(host_out_.data());
+  }
+  void sync() override { Exec{}.fence(); }
+  void download(ImageU8& out) override {
+    reshape(out, shape_.out_width, shape_.out_height, shape_.channels);
+    std::copy_n(host_out_.data(), host_out_.size(), out.data.data());
+  }
+
+ private:
+  ConvShape shape_;
+  const ImageU8& image_;
+  portable::PinnedHostView<Exec> host_in_, host_out_;
+  PitchedImage<Exec> in_;
+  InputBuffer<float, Exec> mask_;
+  PitchedImage<Exec> out_;
+};
+
+// Preference: a GPU backend before the host ones; the team-tiled schedule before the flat one.
+template <class Exec, class Schedule, class Runner = KokkosConvRunner<Exec, Schedule>>
+void add_variant(VariantList<Conv>& list, int preference, const char* suffix = "",
+                 bool end_to_end = false) {
+  list.push_back({std::string(Schedule::name) + suffix + "-" + to_string(backend_of<Exec>()),
                   Layer::portable,
                   backend_of<Exec>(),
-                  false,
-                  make_runner<KokkosConvRunner<Exec, Schedule>>,
+                  end_to_end,
+                  make_runner<Runner>,
                   {},
                   preference,
                   Schedule::isa,
@@ -582,6 +634,10 @@ void register_conv_portable(VariantList<Conv>& list) {
       portable_conv::add_variant<Exec, portable_conv::BandSchedule<Exec, kIsa>>(list, base + 4);
       if constexpr (portable::backend_of<Exec>() != Backend::cuda) {
         portable_conv::add_variant<Exec, portable_conv::RowsSchedule<Exec, kIsa>>(list, base + 5);
+      } else if constexpr (kIsa == Isa::tuned) {
+        using Band = portable_conv::BandSchedule<Exec, kIsa>;
+        portable_conv::add_variant<Exec, Band, portable_conv::KokkosConvE2eRunner<Exec, Band>>(
+            list, base, "-e2e-pinned", true);
       }
     });
   });

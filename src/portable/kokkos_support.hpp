@@ -132,6 +132,22 @@ inline std::size_t row_pitch(std::size_t row_bytes) {
 template <class T>
 using HostView = Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
+// Host memory that Exec's copies read and write at the link's full speed: page-locked (Kokkos'
+// CUDA host-pinned space) for CUDA, plain host memory elsewhere. End-to-end variants keep the
+// user's images there, as a program that streams frames would (the native ones: cudaMallocHost).
+template <class Exec>
+struct PinnedHost {
+  using space = Kokkos::HostSpace;
+};
+#if defined(KOKKOS_ENABLE_CUDA)
+template <>
+struct PinnedHost<Kokkos::Cuda> {
+  using space = Kokkos::CudaHostPinnedSpace;
+};
+#endif
+template <class Exec>
+using PinnedHostView = Kokkos::View<std::uint8_t*, typename PinnedHost<Exec>::space>;
+
 // An input array in Exec's memory: the host array itself where Exec reads host memory, else a
 // device copy refreshed by upload().
 template <class T, class Exec>
