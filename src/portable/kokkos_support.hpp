@@ -145,8 +145,8 @@ struct PinnedHost<Kokkos::Cuda> {
   using space = Kokkos::CudaHostPinnedSpace;
 };
 #endif
-template <class Exec>
-using PinnedHostView = Kokkos::View<std::uint8_t*, typename PinnedHost<Exec>::space>;
+template <class Exec, class T = std::uint8_t>
+using PinnedHostView = Kokkos::View<T*, typename PinnedHost<Exec>::space>;
 
 // An input array in Exec's memory: the host array itself where Exec reads host memory, else a
 // device copy refreshed by upload().

@@ -820,8 +820,11 @@ class PrunedRunner final : public Runner<SadPruned> {
                                bounds_.view(), guess);
     live_units<Exec>(g_, bounds_.view(), candidates_.view(), guess, centre_.view(), live_.view(),
                      live_totals_.view(), settled_.view());
-    LiveTotals totals;
-    live_totals_.download(&totals);
+    // Through page-locked memory: the run waits for this copy, which a pageable one would
+    // stage through the driver's own buffer.
+    Kokkos::deep_copy(Exec{}, host_totals_, live_totals_.view());
+    Exec{}.fence();
+    const LiveTotals totals = host_totals_(0);
     live_count_ = std::uint32_t(totals);
     stats_.after_bounds = totals >> 32;
     if (double(live_count_) > kPruneUnitFullSearchFraction * double(g_.units())) {
@@ -862,6 +865,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   InputBuffer<std::uint32_t, Exec> query_strips_;
   OutputBuffer<std::uint32_t, Exec> bounds_, live_;
   OutputBuffer<LiveTotals, Exec> live_totals_;
+  portable::PinnedHostView<Exec, LiveTotals> host_totals_{"pruned live-unit totals on the host", 1};
   OutputBuffer<std::uint64_t, Exec> candidates_, guess_, polish_, centre_;
   OutputBuffer<LiveTotals, Exec> settled_;
   OutputBuffer<std::uint8_t, Exec> alive_after_;
