@@ -514,6 +514,16 @@ struct RowsSchedule {
   }
 };
 
+// The schedule's kernel for the shape's mask: 3 × 3 compiled apart, other sizes at run time.
+template <class Schedule, class In, class MaskView, class Out>
+void convolve(const ConvShape& shape, const In& in, const MaskView& mask, const Out& out) {
+  if (shape.mask_size == 3) {
+    Schedule::template run<3>(shape, in, mask, out);
+  } else {
+    Schedule::template run<0>(shape, in, mask, out);
+  }
+}
+
 template <class Exec, class Schedule>
 class KokkosConvRunner final : public Runner<Conv> {
  public:
@@ -529,13 +539,7 @@ class KokkosConvRunner final : public Runner<Conv> {
     in_.upload(image_.data.data());
     mask_.upload();
   }
-  void compute() override {
-    if (shape_.mask_size == 3) {
-      Schedule::template run<3>(shape_, in_.input(), mask_.view(), out_.view());
-    } else {
-      Schedule::template run<0>(shape_, in_.input(), mask_.view(), out_.view());
-    }
-  }
+  void compute() override { convolve<Schedule>(shape_, in_.input(), mask_.view(), out_.view()); }
   void sync() override { Exec{}.fence(); }
   void download(ImageU8& out) override {
     reshape(out, shape_.out_width, shape_.out_height, shape_.channels);
@@ -578,11 +582,7 @@ class KokkosConvE2eRunner final : public Runner<Conv> {
   }
   void compute() override {
     in_.upload(host_in_.data());
-    if (shape_.mask_size == 3) {
-      Schedule::template run<3>(shape_, in_.input(), mask_.view(), out_.view());
-    } else {
-      Schedule::template run<0>(shape_, in_.input(), mask_.view(), out_.view());
-    }
+    convolve<Schedule>(shape_, in_.input(), mask_.view(), out_.view());
     out_.download(host_out_.data());
   }
   void sync() override { Exec{}.fence(); }
