@@ -524,34 +524,47 @@ void convolve(const ConvShape& shape, const In& in, const MaskView& mask, const 
   }
 }
 
+// The device side of a portable conv run: the pitched input and output images and the mask.
+template <class Exec>
+struct ConvDevice {
+  explicit ConvDevice(const ConvInput& input)
+      : shape(shape_of(input)),
+        in(shape.in_width * shape.channels, shape.in_height, "conv input"),
+        mask(input.mask.weights.data(), input.mask.weights.size(), "conv mask"),
+        out(shape.out_width * shape.channels, shape.out_height, "conv output") {}
+
+  template <class Schedule>
+  void convolve() const {
+    portable_conv::convolve<Schedule>(shape, in.input(), mask.view(), out.view());
+  }
+
+  ConvShape shape;
+  PitchedImage<Exec> in;
+  InputBuffer<float, Exec> mask;
+  PitchedImage<Exec> out;
+};
+
 template <class Exec, class Schedule>
 class KokkosConvRunner final : public Runner<Conv> {
  public:
-  explicit KokkosConvRunner(const ConvInput& input)
-      : shape_(shape_of(input)),
-        image_(input.image),
-        in_(shape_.in_width * shape_.channels, shape_.in_height, "conv input"),
-        mask_(input.mask.weights.data(), input.mask.weights.size(), "conv mask"),
-        out_(shape_.out_width * shape_.channels, shape_.out_height, "conv output") {}
+  explicit KokkosConvRunner(const ConvInput& input) : image_(input.image), device_(input) {}
 
-  void poison(std::uint8_t byte) override { out_.poison(byte); }
+  void poison(std::uint8_t byte) override { device_.out.poison(byte); }
   void upload() override {
-    in_.upload(image_.data.data());
-    mask_.upload();
+    device_.in.upload(image_.data.data());
+    device_.mask.upload();
   }
-  void compute() override { convolve<Schedule>(shape_, in_.input(), mask_.view(), out_.view()); }
+  void compute() override { device_.template convolve<Schedule>(); }
   void sync() override { Exec{}.fence(); }
   void download(ImageU8& out) override {
-    reshape(out, shape_.out_width, shape_.out_height, shape_.channels);
-    out_.download(out.data.data());
+    const ConvShape& s = device_.shape;
+    reshape(out, s.out_width, s.out_height, s.channels);
+    device_.out.download(out.data.data());
   }
 
  private:
-  ConvShape shape_;
   const ImageU8& image_;
-  PitchedImage<Exec> in_;
-  InputBuffer<float, Exec> mask_;
-  PitchedImage<Exec> out_;
+  ConvDevice<Exec> device_;
 };
 
 // End to end from page-locked host memory (PinnedHostView): the user's image is copied there
@@ -562,42 +575,38 @@ template <class Exec, class Schedule>
 class KokkosConvE2eRunner final : public Runner<Conv> {
  public:
   explicit KokkosConvE2eRunner(const ConvInput& input)
-      : shape_(shape_of(input)),
-        image_(input.image),
+      : image_(input.image),
+        device_(input),
         host_in_(Kokkos::view_alloc("conv pinned input", Kokkos::WithoutInitializing),
                  input.image.data.size()),
         host_out_(Kokkos::view_alloc("conv pinned output", Kokkos::WithoutInitializing),
-                  std::size_t(shape_.out_width) * shape_.channels * shape_.out_height),
-        in_(shape_.in_width * shape_.channels, shape_.in_height, "conv input"),
-        mask_(input.mask.weights.data(), input.mask.weights.size(), "conv mask"),
-        out_(shape_.out_width * shape_.channels, shape_.out_height, "conv output") {}
+                  std::size_t(device_.shape.out_width) * device_.shape.channels *
+                      device_.shape.out_height) {}
 
   void poison(std::uint8_t byte) override {
-    out_.poison(byte);
+    device_.out.poison(byte);
     std::fill_n(host_out_.data(), host_out_.size(), byte);
   }
   void upload() override {
     std::copy(image_.data.begin(), image_.data.end(), host_in_.data());
-    mask_.upload();
+    device_.mask.upload();
   }
   void compute() override {
-    in_.upload(host_in_.data());
-    convolve<Schedule>(shape_, in_.input(), mask_.view(), out_.view());
-    out_.download(host_out_.data());
+    device_.in.upload(host_in_.data());
+    device_.template convolve<Schedule>();
+    device_.out.download(host_out_.data());
   }
   void sync() override { Exec{}.fence(); }
   void download(ImageU8& out) override {
-    reshape(out, shape_.out_width, shape_.out_height, shape_.channels);
+    const ConvShape& s = device_.shape;
+    reshape(out, s.out_width, s.out_height, s.channels);
     std::copy_n(host_out_.data(), host_out_.size(), out.data.data());
   }
 
  private:
-  ConvShape shape_;
   const ImageU8& image_;
+  ConvDevice<Exec> device_;
   portable::PinnedHostView<Exec> host_in_, host_out_;
-  PitchedImage<Exec> in_;
-  InputBuffer<float, Exec> mask_;
-  PitchedImage<Exec> out_;
 };
 
 // Preference: a GPU backend before the host ones; the team-tiled schedule before the flat one.
