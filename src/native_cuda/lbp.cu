@@ -10,8 +10,8 @@
 // cuda-e2e-sync is cuda-vec with the pageable host↔device copies inside compute().
 //
 // Device images are pitched: each row starts on a kVecBytes boundary, so cuda-vec's vector loads
-// and stores are aligned for any width. The kernels add into the result histogram; compute()
-// clears it on the same stream before each launch.
+// and stores are aligned for any width. The kernels add into one of two result histograms and
+// their first block zeroes the other for the next call (LbpHistogramTurns).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -75,6 +75,14 @@ __device__ __forceinline__ void stage_tables(const std::uint8_t* __restrict__ ta
   }
 }
 
+// Zeroes the next call's histogram; only the first block does.
+__device__ __forceinline__ void clear_next(std::uint32_t* __restrict__ next, int bins) {
+  if (blockIdx.x != 0 || blockIdx.y != 0) return;
+  for (int i = threadIdx.x + threadIdx.y * blockDim.x; i < bins; i += blockDim.x * blockDim.y) {
+    next[i] = 0;
+  }
+}
+
 // ---- cuda-global-atomic ------------------------------------------------------------------------
 
 constexpr int kGlobalBlockX = 32, kGlobalBlockY = 8;
@@ -82,8 +90,9 @@ constexpr int kMaxGridY = 65535;
 
 __global__ void __launch_bounds__(kGlobalBlockX* kGlobalBlockY)
     lbp_global_atomic(const std::uint8_t* __restrict__ in, const std::uint8_t* __restrict__ tables,
-                      Geometry g, std::uint8_t* __restrict__ out,
-                      std::uint32_t* __restrict__ hist) {
+                      Geometry g, std::uint8_t* __restrict__ out, std::uint32_t* __restrict__ hist,
+                      std::uint32_t* __restrict__ next) {
+  clear_next(next, g.bins);
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   if (x >= g.out_width) return;
   // Rows stride by the grid: very tall images need more rows than a grid has in y.
@@ -103,8 +112,9 @@ struct GlobalAtomicKernel {
              std::min((g.out_height + kGlobalBlockY - 1) / kGlobalBlockY, kMaxGridY)) {}
 
   void launch(const std::uint8_t* in, const std::uint8_t* tables, const Geometry& g,
-              std::uint8_t* out, std::uint32_t* hist, cudaStream_t stream) const {
-    lbp_global_atomic<<<grid, block, 0, stream>>>(in, tables, g, out, hist);
+              std::uint8_t* out, std::uint32_t* hist, std::uint32_t* next,
+              cudaStream_t stream) const {
+    lbp_global_atomic<<<grid, block, 0, stream>>>(in, tables, g, out, hist, next);
     check_launch("lbp_global_atomic");
   }
 };
@@ -119,12 +129,13 @@ constexpr int kTileThreads = kTileW * kTileThreadsY;
 __global__ void __launch_bounds__(kTileThreads)
     lbp_shared_tiled(const std::uint8_t* __restrict__ in, const std::uint8_t* __restrict__ tables,
                      Geometry g, std::uint8_t* __restrict__ out, std::uint32_t* __restrict__ hist,
-                     int tiles_x, int tiles) {
+                     std::uint32_t* __restrict__ next, int tiles_x, int tiles) {
   constexpr int kHaloW = kTileW + 2, kHaloH = kTileH + 2;
   __shared__ std::uint8_t tile[kHaloH][kHaloW];
   __shared__ std::uint8_t shared_tables[2 * kLbpCodes];
   __shared__ std::uint32_t counts[kLbpCodes];
   const int tid = threadIdx.y * kTileW + threadIdx.x;
+  clear_next(next, g.bins);
   for (int b = tid; b < g.bins; b += kTileThreads) counts[b] = 0;
   stage_tables(tables, shared_tables, g.mapped);
   __syncthreads();
@@ -165,15 +176,18 @@ struct SharedTiledKernel {
         blocks(resident_blocks(lbp_shared_tiled, kTileThreads, 0, tiles)) {}
 
   void launch(const std::uint8_t* in, const std::uint8_t* tables, const Geometry& g,
-              std::uint8_t* out, std::uint32_t* hist, cudaStream_t stream) const {
-    lbp_shared_tiled<<<blocks, block, 0, stream>>>(in, tables, g, out, hist, tiles_x, tiles);
+              std::uint8_t* out, std::uint32_t* hist, std::uint32_t* next,
+              cudaStream_t stream) const {
+    lbp_shared_tiled<<<blocks, block, 0, stream>>>(in, tables, g, out, hist, next, tiles_x, tiles);
     check_launch("lbp_shared_tiled");
   }
 };
 
 // ---- cuda-vec ----------------------------------------------------------------------------------
 
-constexpr int kVecThreads = 256;
+// One block of 1024 threads per multiprocessor (63 registers): each block zeroes and merges its
+// 32 copies of the histogram, which at 4 blocks of 256 a multiprocessor cost 3 µs a call (H200).
+constexpr int kVecThreads = 1024;
 constexpr int kWarp = 32;
 constexpr int kWordsPerVec = kVecBytes / 4;
 // The shared histogram keeps one copy per lane, bin b of lane l at b × kWarp + l: a warp's 32
@@ -199,12 +213,13 @@ __device__ __forceinline__ void set_byte(std::uint32_t (&words)[kWordsPerVec], i
 // 3 bytes into the previous word. Clamp's first and last columns, whose windows leave the row,
 // are recoded through clamped reads.
 template <int kShift, bool kMapped>
-__global__ void __launch_bounds__(kVecThreads)
+__global__ void __launch_bounds__(kVecThreads, 1)
     lbp_vec(const std::uint8_t* __restrict__ in, const std::uint8_t* __restrict__ tables,
             Geometry g, std::uint8_t* __restrict__ out, std::uint32_t* __restrict__ hist,
-            unsigned vecs_per_row, unsigned long long items) {
+            std::uint32_t* __restrict__ next, unsigned vecs_per_row, unsigned long long items) {
   extern __shared__ std::uint32_t counts[];  // (g.bins + 1 spare) × kHistCopies
   __shared__ std::uint8_t shared_tables[2 * kLbpCodes];
+  clear_next(next, g.bins);
   for (int i = threadIdx.x; i < g.bins * kHistCopies; i += kVecThreads) counts[i] = 0;
   stage_tables(tables, shared_tables, kMapped);
   __syncthreads();
@@ -317,16 +332,17 @@ struct VecKernel {
                                (long long)((items + kVecThreads - 1) / kVecThreads))) {}
 
   void launch(const std::uint8_t* in, const std::uint8_t* tables, const Geometry& g,
-              std::uint8_t* out, std::uint32_t* hist, cudaStream_t stream) const {
-    kernel<<<blocks, kVecThreads, shared_bytes, stream>>>(in, tables, g, out, hist, vecs_per_row,
-                                                          items);
+              std::uint8_t* out, std::uint32_t* hist, std::uint32_t* next,
+              cudaStream_t stream) const {
+    kernel<<<blocks, kVecThreads, shared_bytes, stream>>>(in, tables, g, out, hist, next,
+                                                          vecs_per_row, items);
     check_launch("lbp_vec");
   }
 };
 
 // ---- runners -----------------------------------------------------------------------------------
 
-// Device buffers of one run (pitched input and codes, histogram, tables). Every operation is
+// Device buffers of one run (pitched input and codes, two histograms, tables). Every operation is
 // queued on the legacy default stream, so poisoning, copies and kernels stay in order, and the
 // calls of different runners run one after another (Runner's contract).
 class DeviceLbp {
@@ -335,7 +351,7 @@ class DeviceLbp {
       : g_(geometry_of(input)),
         in_(std::size_t(g_.in_width), g_.in_height),
         out_(std::size_t(g_.out_width), g_.out_height),
-        hist_(std::size_t(g_.bins)),
+        hist_(2 * std::size_t(g_.bins)),
         tables_(2 * kLbpCodes) {
     const LbpTables t = lbp_tables(input.params.mapping);
     check(cudaMemcpyAsync(tables_.get(), t.value, kLbpCodes, cudaMemcpyHostToDevice, stream()),
@@ -354,26 +370,35 @@ class DeviceLbp {
     out_.fill(byte, stream());
     check(cudaMemsetAsync(hist_.get(), byte, hist_.bytes(), stream()),
           "cudaMemsetAsync(lbp histogram)");
+    turns_.poisoned();
   }
   void upload(const ImageU8& gray) { in_.upload(gray.data.data(), stream()); }
   template <class Kernel>
   void compute(const Kernel& kernel) {
-    check(cudaMemsetAsync(hist_.get(), 0, hist_.bytes(), stream()),
-          "cudaMemsetAsync(lbp histogram)");
-    kernel.launch(in_.get(), tables_.get(), g_, out_.get(), hist_.get(), stream());
+    const LbpHistogramTurns::Turn turn = turns_.next();
+    if (turn.clear_first) {
+      check(cudaMemsetAsync(half(turn.add_into), 0, half_bytes(), stream()),
+            "cudaMemsetAsync(lbp histogram)");
+    }
+    kernel.launch(in_.get(), tables_.get(), g_, out_.get(), half(turn.add_into),
+                  half(turn.clear_for_next), stream());
   }
   // Queues the copies into `out`, which must already have the output's shape.
   void download(LbpResult& out) {
     out_.download(out.codes.data.data(), stream());
-    check(cudaMemcpyAsync(out.histogram.data(), hist_.get(), hist_.bytes(), cudaMemcpyDeviceToHost,
-                          stream()),
+    check(cudaMemcpyAsync(out.histogram.data(), half(turns_.last()), half_bytes(),
+                          cudaMemcpyDeviceToHost, stream()),
           "cudaMemcpyAsync(lbp histogram)");
   }
 
  private:
+  std::uint32_t* half(int k) const { return hist_.get() + std::size_t(k) * std::size_t(g_.bins); }
+  std::size_t half_bytes() const { return std::size_t(g_.bins) * sizeof(std::uint32_t); }
+
   Geometry g_;
-  cuda::PitchedImage in_, out_;  // the pitches of g_
-  DeviceBuffer<std::uint32_t> hist_;
+  cuda::PitchedImage in_, out_;       // the pitches of g_
+  DeviceBuffer<std::uint32_t> hist_;  // two histograms of g_.bins (LbpHistogramTurns)
+  LbpHistogramTurns turns_;
   DeviceBuffer<std::uint8_t> tables_;
 };
 

@@ -28,6 +28,7 @@ namespace kbench::portable_lbp {
 
 using portable::backend_of;
 using portable::Bytes16;
+using portable::HostView;
 using portable::InputBuffer;
 using portable::OutputBuffer;
 using portable::PitchedImage;
@@ -88,7 +89,7 @@ KOKKOS_INLINE_FUNCTION void map_code(const LbpShape& s, const Tables& tables, st
 // The per-runner state of schedules that keep none between calls.
 template <class Hist>
 struct Stateless {
-  explicit Stateless(const Hist&) {}
+  Stateless(const Hist&, const Hist&) {}
 };
 
 // A histogram in team scratch with up to kMaxCopies interleaved copies (bin b of copy c at
@@ -129,6 +130,14 @@ class TeamHistogram {
     count(counted ? bin : bins_);
   }
 
+  // Zeroes the next call's histogram (LbpHistogramTurns); only the first team does.
+  template <class Hist>
+  KOKKOS_INLINE_FUNCTION static void clear_next(const Team& team, const Hist& next) {
+    if (team.league_rank() != 0) return;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, int(next.extent(0))),
+                         [&](int b) { next(b) = 0; });
+  }
+
   // Once the team has counted everything: adds the copies into `hist`, one atomic per bin. Bin
   // b's copies are read starting at copy b, so neighbouring threads read neighbouring words.
   template <class Hist>
@@ -162,21 +171,28 @@ struct ScatterViewSchedule {
       Kokkos::Experimental::ScatterView<std::uint32_t*, typename Hist::array_layout,
                                         Kokkos::Device<Exec, typename Exec::memory_space>>;
 
+  // A scatter view over each of the runner's two histograms: on GPUs it adds into its histogram
+  // directly.
   template <class Hist>
   struct State {
-    Scatter<Hist> scatter;
-    explicit State(const Hist& hist) : scatter(Exec{}, hist) {}
+    Scatter<Hist> scatter[2];
+    const std::uint32_t* first;
+    State(const Hist& first_hist, const Hist& second_hist)
+        : scatter{Scatter<Hist>(Exec{}, first_hist), Scatter<Hist>(Exec{}, second_hist)},
+          first(first_hist.data()) {}
   };
 
+  // Zeroes `hist` itself; `next` is left as it is.
   template <class In, class Tables, class Codes, class Hist>
   static void run(const LbpShape& s, const In& in, const Tables& tables, const Codes& codes,
-                  const Hist& hist, State<Hist>& state) {
+                  const Hist& hist, const Hist&, State<Hist>& state) {
     using Policy =
         Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2, Kokkos::Iterate::Left, Kokkos::Iterate::Left>>;
+    Scatter<Hist>& own = state.scatter[hist.data() == state.first ? 0 : 1];
     // The result starts at zero; per-thread duplicates (where there are any) too.
     Kokkos::deep_copy(Exec{}, hist, 0u);
-    state.scatter.reset_except(Exec{}, hist);
-    const Scatter<Hist> scatter = state.scatter;
+    own.reset_except(Exec{}, hist);
+    const Scatter<Hist> scatter = own;
     for (const portable::RowRange& rows : portable::row_chunks(s.out_height, kTileY)) {
       Kokkos::parallel_for(
           "lbp_scatterview", Policy({0, rows.begin}, {s.out_width, rows.end}, {kTileX, kTileY}),
@@ -189,7 +205,7 @@ struct ScatterViewSchedule {
             counts(bin) += 1u;
           });
     }
-    state.scatter.contribute_into(Exec{}, hist);
+    own.contribute_into(Exec{}, hist);
   }
 };
 
@@ -210,13 +226,15 @@ struct TeamHistSchedule {
   template <class Hist>
   using State = Stateless<Hist>;
 
+  // Adds into `hist`, which is zero, and zeroes `next`.
   template <class In, class Tables, class Codes, class Hist>
   static void run(const LbpShape& s, const In& in, const Tables& tables, const Codes& codes,
-                  const Hist& hist, State<Hist>&) {
+                  const Hist& hist, const Hist& next, State<Hist>&) {
     const int tiles_x = (s.out_width + kCols - 1) / kCols;
     const int tiles = tiles_x * ((s.out_height + kRows - 1) / kRows);
     const auto scratch = Kokkos::PerTeam(Histogram::scratch_bytes(s.bins));
     const auto body = KOKKOS_LAMBDA(const Team& team) {
+      Histogram::clear_next(team, next);
       const Histogram counts(team, s.bins);
       team.team_barrier();
 
@@ -266,7 +284,6 @@ struct TeamHistSchedule {
         std::min(kCols / 4, Kokkos::TeamPolicy<Exec>(tiles, Kokkos::AUTO)
                                 .set_scratch_size(0, scratch)
                                 .team_size_recommended(body, Kokkos::ParallelForTag()));
-    Kokkos::deep_copy(Exec{}, hist, 0u);
     Kokkos::parallel_for("lbp_team_hist",
                          Kokkos::TeamPolicy<Exec>(tiles, team_size).set_scratch_size(0, scratch),
                          body);
@@ -352,17 +369,17 @@ struct CodeStore {
 // at once: each takes a contiguous range of items, its threads striding through it (coalesced on
 // a GPU, one contiguous run per thread on a host), counts into a TeamHistogram and merges it once.
 // Mapped codes are looked up in a copy of the tables in team scratch.
-template <class Exec, Isa kIsa, int kTeamSize = 256, int kMaxCopies = 32>
+template <class Exec, Isa kIsa, int kTeamSize = 1024, int kMaxCopies = 32>
 struct VectorSchedule {
   static constexpr const char* name = kIsa == Isa::tuned ? "kokkos-vec" : "kokkos-vec-plain";
   static constexpr int preference_offset = 2;
   static constexpr Isa isa = kIsa;
   static constexpr bool simple = false;
-  // GPU teams per multiprocessor: the launch bounds give 5 teams of 256 threads their registers
-  // (48 each, as the native kernel, without spilling) and their scratch (about 36 KB each with
-  // 256 bins) fits, so all of them start at once; a league larger than what is resident would run
-  // a second, partly idle wave.
-  static constexpr int kGpuTeamsPerSm = 5;
+  // GPU teams per multiprocessor: one team of 1024 threads, as the native kernel's block, so
+  // each multiprocessor zeroes and merges one scratch histogram (about 33 KB with 256 bins) per
+  // call; the launch bounds give it 64 registers a thread. A league larger than what is resident
+  // would run a second, partly idle wave.
+  static constexpr int kGpuTeamsPerSm = 1;
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<kTeamSize, kGpuTeamsPerSm>>;
   using Team = typename Policy::member_type;
   using Histogram = TeamHistogram<Exec, kMaxCopies>;
@@ -373,39 +390,40 @@ struct VectorSchedule {
   template <class Hist>
   using State = Stateless<Hist>;
 
+  // Adds into `hist`, which is zero, and zeroes `next`.
   template <class In, class Tables, class Codes, class Hist>
   static void run(const LbpShape& s, const In& in, const Tables& tables, const Codes& codes,
-                  const Hist& hist, State<Hist>&) {
-    Kokkos::deep_copy(Exec{}, hist, 0u);
+                  const Hist& hist, const Hist& next, State<Hist>&) {
     if (s.shift == 1) {
-      run_border<1>(s, in, tables, codes, hist);
+      run_border<1>(s, in, tables, codes, hist, next);
     } else {
-      run_border<0>(s, in, tables, codes, hist);
+      run_border<0>(s, in, tables, codes, hist, next);
     }
   }
 
   // kShift 1 for crop, 0 for clamp.
   template <int kShift, class In, class Tables, class Codes, class Hist>
   static void run_border(const LbpShape& s, const In& in, const Tables& tables, const Codes& codes,
-                         const Hist& hist) {
+                         const Hist& hist, const Hist& next) {
     using Vectors = Kokkos::View<const Bytes16*, Memory, Unmanaged>;
     using Words = Kokkos::View<const std::uint32_t*, Memory, Unmanaged>;
     const VectorRows<kShift, Vectors, Words> rows{
         Vectors(reinterpret_cast<const Bytes16*>(in.data()), in.size() / kVecBytes),
         Words(reinterpret_cast<const std::uint32_t*>(in.data()), in.size() / 4), s.in_width,
         s.in_pitch};
-    launch<kShift>(s, rows, tables, CodeStore<Codes>(codes), hist);
+    launch<kShift>(s, rows, tables, CodeStore<Codes>(codes), hist, next);
   }
 
   template <int kShift, class Rows, class Tables, class Out, class Hist>
   static void launch(const LbpShape& s, const Rows& rows, const Tables& tables, const Out& out,
-                     const Hist& hist) {
+                     const Hist& hist, const Hist& next) {
     // Fewer than 2^32 coded pixels (lbp_output_size), so fewer items too.
     const unsigned vecs_per_row = unsigned((s.out_width + kVecBytes - 1) / kVecBytes);
     const unsigned items = vecs_per_row * unsigned(s.out_height);
     const auto scratch =
         Kokkos::PerTeam(Histogram::scratch_bytes(s.bins) + Staged::shmem_size(2 * kLbpCodes));
     const auto body = KOKKOS_LAMBDA(const Team& team) {
+      Histogram::clear_next(team, next);
       const Histogram counts(team, s.bins);
       const Staged staged(team.team_scratch(0), 2 * kLbpCodes);
       if (s.mapped) {
@@ -500,30 +518,42 @@ class KokkosLbpRunner final : public Runner<Lbp> {
         in_(shape_.in_width, shape_.in_height, "lbp input"),
         tables_buffer_(tables_.data(), tables_.size(), "lbp tables"),
         codes_(shape_.out_width, shape_.out_height, "lbp codes"),
-        hist_(std::size_t(shape_.bins), "lbp histogram"),
-        state_(hist_.view()) {}
+        hists_(2 * std::size_t(shape_.bins), "lbp histograms"),
+        state_(half(0), half(1)) {}
 
   void poison(std::uint8_t byte) override {
     codes_.poison(byte);
-    hist_.poison(byte);
+    hists_.poison(byte);
+    turns_.poisoned();
   }
   void upload() override {
     in_.upload(gray_.data.data());
     tables_buffer_.upload();
   }
   void compute() override {
-    Schedule::run(shape_, in_.input(), tables_buffer_.view(), codes_.view(), hist_.view(), state_);
+    const LbpHistogramTurns::Turn turn = turns_.next();
+    if (turn.clear_first) Kokkos::deep_copy(Exec{}, half(turn.add_into), 0u);
+    Schedule::run(shape_, in_.input(), tables_buffer_.view(), codes_.view(), half(turn.add_into),
+                  half(turn.clear_for_next), state_);
   }
   void sync() override { Exec{}.fence(); }
   void download(LbpResult& out) override {
     reshape(out.codes, shape_.out_width, shape_.out_height, 1);
     out.histogram.resize(std::size_t(shape_.bins));
     codes_.download(out.codes.data.data());
-    hist_.download(out.histogram.data());
+    Kokkos::deep_copy(HostView<std::uint32_t>(out.histogram.data(), out.histogram.size()),
+                      half(turns_.last()));
   }
 
  private:
-  using Hist = typename OutputBuffer<std::uint32_t, Exec>::View;
+  using Hists = typename OutputBuffer<std::uint32_t, Exec>::View;
+  using Hist = decltype(Kokkos::subview(Hists(), std::pair<std::size_t, std::size_t>()));
+
+  // Histogram k (0 or 1) of the two the calls take in turn (LbpHistogramTurns).
+  Hist half(int k) const {
+    const std::size_t bins = std::size_t(shape_.bins);
+    return Kokkos::subview(hists_.view(), std::make_pair(k * bins, (k + 1) * bins));
+  }
 
   LbpShape shape_;
   TableBytes tables_;
@@ -531,7 +561,8 @@ class KokkosLbpRunner final : public Runner<Lbp> {
   PitchedImage<Exec> in_;
   InputBuffer<std::uint8_t, Exec> tables_buffer_;
   PitchedImage<Exec> codes_;
-  OutputBuffer<std::uint32_t, Exec> hist_;
+  OutputBuffer<std::uint32_t, Exec> hists_;
+  LbpHistogramTurns turns_;
   typename Schedule::template State<Hist> state_;
 };
 
