@@ -225,8 +225,12 @@ __global__ void __launch_bounds__(kVecThreads, 1)
   __syncthreads();
   std::uint32_t* lane_counts = counts + threadIdx.x % kWarp;
 
-  for (unsigned long long item = blockIdx.x * (unsigned long long)kVecThreads + threadIdx.x;
-       item < items; item += (unsigned long long)gridDim.x * kVecThreads) {
+  // Each block takes a contiguous share of the items, as the portable schedule's teams do, so the
+  // items past a whole number of rounds fall on every multiprocessor: with a grid stride, at
+  // 3001×2160 (3.004 items a thread) all 576 of them fell on the first block (+0.7 µs, H200).
+  const unsigned long long end = items * (blockIdx.x + 1) / gridDim.x;
+  for (unsigned long long item = items * blockIdx.x / gridDim.x + threadIdx.x; item < end;
+       item += kVecThreads) {
     const unsigned oy = unsigned(item) / vecs_per_row;
     const int ox0 = int(unsigned(item) - oy * vecs_per_row) * kVecBytes;
     const int cy = int(oy) + kShift;
