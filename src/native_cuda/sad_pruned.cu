@@ -1,5 +1,5 @@
 // Native CUDA sad-pruned for sm_90: the exact argmin of the SAD map found with bounds
-// (kbench/sad_pruned.hpp), cuda-pruned. One run is six kernels (the first a pass per
+// (kbench/sad_pruned.hpp), cuda-pruned. One run is seven kernels (the first a pass per
 // kMaxPassStrips strips) on the legacy default stream and no round trip to the host; x_k are the
 // query's strip sums, y_{i,k} the window's, S strips of kPruneStripRows query rows (strip_layout).
 //
@@ -9,7 +9,10 @@
 //    width enter a running column prefix, kept for the last query rows in a per-lane shared ring,
 //    and each strip sum is the difference of two ring entries. No barrier, no intermediate in
 //    global memory; queries taller than kMaxPassStrips strips take several passes.
-// 2. refine_kernel over the candidates: their exact SADs lower E, a device key, by atomicMin.
+// 2. refine_kernel, one block, over the best candidate of all (the paper's FindBestInitMatch: the
+//    window with the smallest bound), whose exact SAD is the first E, a device key; then over
+//    the other candidates, which start from that E instead of none: their exact SADs lower E by
+//    atomicMin.
 // 3. refine_kernel over the kPrunePolishSide² windows around E's window: the best tile
 //    candidate is often a pixel or two off the match (its bound is as small, its SAD is not),
 //    and a first E close to the minimum prunes much more. Exact SADs of any windows are valid
@@ -399,6 +402,29 @@ __device__ void refine_window(const RefineArgs& a, const std::uint32_t* query,
   }
 }
 
+// The smallest of the tiles' candidates (2), the window with the smallest bound of all: one
+// entry, which the whole block finds (every thread calls entry() once, with the same e).
+struct BestCandidate {
+  const Key* keys;
+  unsigned long long count;
+
+  __device__ unsigned long long size() const { return 1; }
+  __device__ bool entry(unsigned long long, const RefineArgs&, Key& key) const {
+    __shared__ Key warp_best[kRefineWarps];
+    Key best = kNoSadKey;
+    for (unsigned long long e = threadIdx.x; e < count; e += kRefineThreads) {
+      best = sad_min(best, __ldg(keys + e));
+    }
+    best = warp_min(best);
+    if (threadIdx.x % kWarp == 0) warp_best[threadIdx.x / kWarp] = best;
+    __syncthreads();
+    key = kNoSadKey;
+#pragma unroll
+    for (int w = 0; w < kRefineWarps; ++w) key = sad_min(key, warp_best[w]);
+    return key != kNoSadKey;
+  }
+};
+
 // The tiles' candidates (2).
 struct CandidateList {
   const Key* keys;
@@ -442,7 +468,11 @@ __global__ void __launch_bounds__(kRefineThreads) refine_kernel(RefineArgs a, So
   const ThreadWalk walk(a.query_words);
   for (unsigned long long e = blockIdx.x; e < entries; e += gridDim.x) {
     Key key;
-    if (!source.entry(e, a, key) || key > current_limit(a, sh)) continue;
+    if (!source.entry(e, a, key)) continue;
+    // Nor the window whose exact SAD the limit is already (the best candidate's, once step 2's
+    // other candidates run).
+    const Key limit = current_limit(a, sh);
+    if (key > limit || std::uint32_t(key) == std::uint32_t(limit)) continue;
     if (!staged) {
       const std::size_t words = std::size_t(a.query_words) * a.s.query_height;
       for (std::size_t w = threadIdx.x; w < words; w += kRefineThreads) {
@@ -748,6 +778,10 @@ class PrunedRunner final : public Runner<SadPruned> {
     const PackedSearch search{
         full_.target(), full_.pitch_words(), full_.query(), full_.query_words(), shape_, strips_};
     RefineArgs refine{search, strip_sums_.get(), scalars + kBestSlot, nullptr};
+    // One block, reading the query from global memory (staging it would cost more than the one
+    // window's reads).
+    launch_refine<BestCandidate>(refine, BestCandidate{candidates_.get(), candidates_.size()}, 1,
+                                 false, 0);
     const int candidate_blocks = int(std::min<std::size_t>(candidates_.size(), refine_grid_));
     launch_refine<CandidateList>(refine, CandidateList{candidates_.get(), candidates_.size()},
                                  candidate_blocks, shared_query_, list_shared_);

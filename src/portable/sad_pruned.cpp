@@ -11,11 +11,13 @@
 //    then a thread per column adds them down its column prefix, whose last rows a scratch ring
 //    keeps, so that a strip's sum is two ring reads. A pass takes up to kMaxPassStrips strips
 //    (taller queries add passes). Each team's smallest (bound, index) is its candidate.
-// 3. A team per candidate refines it strip by strip (one reduction gives a strip's exact SAD and
-//    its target sum together, the bound grows, the team leaves once it exceeds E_guess); the
-//    finished ones lower E_guess with an atomic min on their sad_key: the first E_guess. Then
-//    the same for the polish neighbourhood of E_guess's window (kPrunePolishRadius), whose
-//    windows are settled from then on.
+// 3. One team refines the best candidate of all (the paper's FindBestInitMatch: the window with
+//    the smallest bound) strip by strip (one reduction gives a strip's exact SAD and its target
+//    sum together); its exact SAD, as a sad_key, is the first E_guess. Then a team per other
+//    candidate, from that E_guess instead of none (the bound grows, the team leaves once it
+//    exceeds E_guess); the finished ones lower E_guess with an atomic min. Then the same for
+//    the polish neighbourhood of E_guess's window (kPrunePolishRadius), whose windows are
+//    settled from then on.
 // 4. Units of kPruneUnitWindows neighbouring windows of a map row that hold a window with bound
 //    ≤ E_guess outside the settled ones are compacted in tile order, a chunk of slots per team
 //    thread (a tile whose smallest bound exceeds E_guess is skipped unread): one atomic add
@@ -352,13 +354,13 @@ void strip_bounds(const Geometry& g, const WordsView<Exec>& target,
   }
 }
 
-// The score of the shared key as one thread of the team reads it, so that the whole team takes
-// the same branch.
+// The shared key as one thread of the team reads it, so that the whole team takes the same
+// branch.
 template <class Team, class View>
-KOKKOS_INLINE_FUNCTION std::uint32_t limit_of(const Team& team, const View& guess) {
+KOKKOS_INLINE_FUNCTION std::uint64_t key_seen(const Team& team, const View& guess) {
   std::uint64_t seen = Kokkos::volatile_load(guess.data());
   team.team_broadcast(seen, 0);
-  return std::uint32_t(seen >> 32);
+  return seen;
 }
 
 // Elements a refining thread loads at once.
@@ -400,13 +402,44 @@ struct StripReducer {
   KOKKOS_INLINE_FUNCTION bool references_scalar() const { return true; }
 };
 
-// Refines the windows list(0 .. count) (indices in the low 32 bits; kNoSadKey entries are
-// skipped) from their bounds, strip by strip, against the shared key `guess`, a team of
-// `threads` per window.
+// What refine_windows' team t refines: a key whose low 32 bits are the window, or kNoSadKey for
+// nothing. Every thread of the team must get the same.
+// Entry t of a list.
+template <class List>
+struct ListEntry {
+  List list;
+  template <class Team>
+  KOKKOS_INLINE_FUNCTION std::uint64_t operator()(const Team& team) const {
+    return list(team.league_rank());
+  }
+};
+
+// The smallest of the candidates list(0 .. count), the window with the smallest bound of all,
+// found by the team.
+template <class List>
+struct BestCandidateEntry {
+  List list;
+  int count;
+  template <class Team>
+  KOKKOS_INLINE_FUNCTION std::uint64_t operator()(const Team& team) const {
+    std::uint64_t best;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(team, count),
+        [&](int e, std::uint64_t& smallest) {
+          const std::uint64_t key = list(e);
+          if (key < smallest) smallest = key;
+        },
+        Kokkos::Min<std::uint64_t>(best));
+    return best;
+  }
+};
+
+// Refines the windows entry(team) of `count` teams (kNoSadKey: none) from their bounds, strip by
+// strip, against the shared key `guess`, a team of `threads` per window.
 // Each team thread walks the strip's (row, word) elements a team apart, from its rank, with
 // running indices (no division per element).
-template <class Exec, Isa kIsa, class List>
-void refine_windows(const Geometry& g, const List& list, int count, int threads,
+template <class Exec, Isa kIsa, class Entry>
+void refine_windows(const Geometry& g, const Entry& entry_of, int count, int threads,
                     const WordsView<Exec>& target, const WordsView<Exec>& query,
                     const WordsView<Exec>& query_strips, const U32View<Exec>& bounds,
                     const typename OutputBuffer<std::uint64_t, Exec>::View& guess) {
@@ -419,13 +452,16 @@ void refine_windows(const Geometry& g, const List& list, int count, int threads,
       g.s.query_width % 4 ? (1u << (8 * (g.s.query_width % 4))) - 1u : ~0u;
   Kokkos::parallel_for(
       "pruned_refine_windows", Policy(count, threads), KOKKOS_LAMBDA(const Team& team) {
-        const std::uint64_t entry = list(team.league_rank());
+        const std::uint64_t entry = entry_of(team);
         if (entry == kNoSadKey) return;  // nothing to refine
         const std::uint32_t w = std::uint32_t(entry);
         const int i = int(w / std::uint32_t(g.s.map_width));
         const int j = int(w % std::uint32_t(g.s.map_width));
         std::uint32_t bound = bounds(w);
-        if (bound > limit_of(team, guess)) return;
+        // Nor the window whose exact SAD E_guess is already (the best candidate's, once the other
+        // candidates run).
+        const std::uint64_t known = key_seen(team, guess);
+        if (bound > std::uint32_t(known >> 32) || w == std::uint32_t(known)) return;
         const std::uint32_t* origin = target.data() + std::size_t(i) * pitch + j / 4;
         const int shift = 8 * (j % 4);
         const int step_rows = threads / q_words, step_words = threads % q_words;
@@ -811,13 +847,19 @@ class PrunedRunner final : public Runner<SadPruned> {
     const auto query = full_search_.query.view();
     strip_bounds<Exec, kIsa>(g_, target, query_strips_.view(), bounds_.view(), candidates_.view(),
                              guess);
-    refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), g_.candidate_threads,
-                               target, query, query_strips_.view(), bounds_.view(), guess);
-    polish_windows<Exec>(g_, guess, polish_.view(), centre_.view(), live_totals_.view(),
-                         settled_.view());
-    refine_windows<Exec, kIsa>(g_, polish_.view(), kPrunePolishSide * kPrunePolishSide,
+    using Keys = typename OutputBuffer<std::uint64_t, Exec>::View;
+    // One team, as large as a polish team.
+    refine_windows<Exec, kIsa>(g_, BestCandidateEntry<Keys>{candidates_.view(), g_.candidates()}, 1,
                                g_.polish_threads, target, query, query_strips_.view(),
                                bounds_.view(), guess);
+    refine_windows<Exec, kIsa>(g_, ListEntry<Keys>{candidates_.view()}, g_.candidates(),
+                               g_.candidate_threads, target, query, query_strips_.view(),
+                               bounds_.view(), guess);
+    polish_windows<Exec>(g_, guess, polish_.view(), centre_.view(), live_totals_.view(),
+                         settled_.view());
+    refine_windows<Exec, kIsa>(g_, ListEntry<Keys>{polish_.view()},
+                               kPrunePolishSide * kPrunePolishSide, g_.polish_threads, target,
+                               query, query_strips_.view(), bounds_.view(), guess);
     live_units<Exec>(g_, bounds_.view(), candidates_.view(), guess, centre_.view(), live_.view(),
                      live_totals_.view(), settled_.view());
     // Through page-locked memory: the run waits for this copy, which a pageable one would
