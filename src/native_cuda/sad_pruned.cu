@@ -9,10 +9,10 @@
 //    width enter a running column prefix, kept for the last query rows in a per-lane shared ring,
 //    and each strip sum is the difference of two ring entries. No barrier, no intermediate in
 //    global memory; queries taller than kMaxPassStrips strips take several passes.
-// 2. refine_kernel, one block, over the best candidate of all (the paper's FindBestInitMatch: the
-//    window with the smallest bound), whose exact SAD is the first E, a device key; then over
-//    the other candidates, which start from that E instead of none: their exact SADs lower E by
-//    atomicMin.
+// 2. seed_kernel: the best candidate of all (the paper's FindBestInitMatch: the window with the
+//    smallest bound), its whole SAD in one pass by one block, is the first E, a device key; then
+//    refine_kernel over the other candidates, which start from that E instead of none: their
+//    exact SADs lower E by atomicMin.
 // 3. refine_kernel over the kPrunePolishSide² windows around E's window: the best tile
 //    candidate is often a pixel or two off the match (its bound is as small, its SAD is not),
 //    and a first E close to the minimum prunes much more. Exact SADs of any windows are valid
@@ -402,29 +402,6 @@ __device__ void refine_window(const RefineArgs& a, const std::uint32_t* query,
   }
 }
 
-// The smallest of the tiles' candidates (2), the window with the smallest bound of all: one
-// entry, which the whole block finds (every thread calls entry() once, with the same e).
-struct BestCandidate {
-  const Key* keys;
-  unsigned long long count;
-
-  __device__ unsigned long long size() const { return 1; }
-  __device__ bool entry(unsigned long long, const RefineArgs&, Key& key) const {
-    __shared__ Key warp_best[kRefineWarps];
-    Key best = kNoSadKey;
-    for (unsigned long long e = threadIdx.x; e < count; e += kRefineThreads) {
-      best = sad_min(best, __ldg(keys + e));
-    }
-    best = warp_min(best);
-    if (threadIdx.x % kWarp == 0) warp_best[threadIdx.x / kWarp] = best;
-    __syncthreads();
-    key = kNoSadKey;
-#pragma unroll
-    for (int w = 0; w < kRefineWarps; ++w) key = sad_min(key, warp_best[w]);
-    return key != kNoSadKey;
-  }
-};
-
 // The tiles' candidates (2).
 struct CandidateList {
   const Key* keys;
@@ -454,6 +431,68 @@ struct Neighbourhood {
     return true;
   }
 };
+
+// The first E (2): one block finds the smallest candidate key and sums its window's whole SAD at
+// once (strip by strip, eight block reductions in a chain, it took 11.6 µs on an H200 at
+// photo3072-q128; its candidates then 3.6 µs instead of 15 at σ 0).
+constexpr int kSeedThreads = 1024;
+constexpr int kSeedWarps = kSeedThreads / kWarp;
+constexpr int kSeedLoads = 4;  // elements a thread loads before it uses any (128 × 128: all)
+
+__global__ void __launch_bounds__(kSeedThreads)
+    seed_kernel(PackedSearch a, const Key* candidates, unsigned long long count, Key* best) {
+  __shared__ Key warp_keys[kSeedWarps];
+  __shared__ std::uint32_t warp_sads[kSeedWarps];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  Key key = kNoSadKey;
+  for (unsigned long long e = threadIdx.x; e < count; e += kSeedThreads) {
+    key = sad_min(key, __ldg(candidates + e));
+  }
+  key = warp_min(key);
+  if (lane == 0) warp_keys[warp] = key;
+  __syncthreads();
+  key = kNoSadKey;
+#pragma unroll
+  for (int w = 0; w < kSeedWarps; ++w) key = sad_min(key, warp_keys[w]);
+  if (key == kNoSadKey) return;  // the whole block
+  const std::uint32_t index = std::uint32_t(key);
+  const std::uint32_t i = index / std::uint32_t(a.s.map_width);
+  const std::uint32_t j = index % std::uint32_t(a.s.map_width);
+  const std::uint32_t* origin = a.target + std::size_t(i) * a.pitch_words + j / 4;
+  const int shift = 8 * int(j % 4);
+  const int c = a.s.query_width;
+  const std::uint32_t tail_mask = c % 4 ? (1u << (8 * (c % 4))) - 1u : ~0u;
+  const int elements = a.query_words * a.s.query_height;
+  std::uint32_t sad = 0;
+  for (int first = threadIdx.x; first < elements; first += kSeedLoads * kSeedThreads) {
+    std::uint32_t lo[kSeedLoads], hi[kSeedLoads], query_word[kSeedLoads], mask[kSeedLoads];
+#pragma unroll
+    for (int b = 0; b < kSeedLoads; ++b) {
+      lo[b] = hi[b] = query_word[b] = mask[b] = 0u;  // past the query: adds nothing
+      const int e = first + b * kSeedThreads;
+      if (e < elements) {
+        const int row = e / a.query_words, word = e % a.query_words;
+        const std::uint32_t* t = origin + std::size_t(row) * a.pitch_words + word;
+        lo[b] = __ldg(t);
+        hi[b] = __ldg(t + 1);
+        query_word[b] = __ldg(a.query + e);
+        mask[b] = word == a.query_words - 1 ? tail_mask : ~0u;
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < kSeedLoads; ++b) {
+      sad = sad4(__funnelshift_r(lo[b], hi[b], shift) & mask[b], query_word[b] & mask[b], sad);
+    }
+  }
+  sad = __reduce_add_sync(kAllLanes, sad);
+  if (lane == 0) warp_sads[warp] = sad;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    std::uint32_t total = 0;
+    for (int w = 0; w < kSeedWarps; ++w) total += warp_sads[w];
+    atomicMin(best, sad_key(std::int32_t(total), index));
+  }
+}
 
 // A block per entry of `source`, grid-stride (the staged query serves several); blocks past the
 // entries return at once, and a block stages the query only once it has a window within E.
@@ -778,10 +817,9 @@ class PrunedRunner final : public Runner<SadPruned> {
     const PackedSearch search{
         full_.target(), full_.pitch_words(), full_.query(), full_.query_words(), shape_, strips_};
     RefineArgs refine{search, strip_sums_.get(), scalars + kBestSlot, nullptr};
-    // One block, reading the query from global memory (staging it would cost more than the one
-    // window's reads).
-    launch_refine<BestCandidate>(refine, BestCandidate{candidates_.get(), candidates_.size()}, 1,
-                                 false, 0);
+    seed_kernel<<<1, kSeedThreads>>>(search, candidates_.get(), candidates_.size(),
+                                     scalars + kBestSlot);
+    check_launch("seed_kernel");
     const int candidate_blocks = int(std::min<std::size_t>(candidates_.size(), refine_grid_));
     launch_refine<CandidateList>(refine, CandidateList{candidates_.get(), candidates_.size()},
                                  candidate_blocks, shared_query_, list_shared_);

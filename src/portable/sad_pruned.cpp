@@ -51,6 +51,8 @@ static_assert(kTileColumns % kStripRows == 0, "whole strip blocks per summed blo
 // walk serially. Halved (refine_team_threads) while the teams would not run in one wave.
 constexpr int kDeviceTeam = 256;
 constexpr int kMinDeviceTeam = 64;
+// Threads of the one team that seeds E_guess on a device.
+constexpr int kSeedTeam = 1024;
 // The live-unit compaction on a device: threads per team, vector lanes per thread (a warp, whose
 // lanes place a chunk of units without a team barrier) and consecutive slots per lane; on a host,
 // slots per lane (the bits of a word).
@@ -402,44 +404,62 @@ struct StripReducer {
   KOKKOS_INLINE_FUNCTION bool references_scalar() const { return true; }
 };
 
-// What refine_windows' team t refines: a key whose low 32 bits are the window, or kNoSadKey for
-// nothing. Every thread of the team must get the same.
-// Entry t of a list.
-template <class List>
-struct ListEntry {
-  List list;
-  template <class Team>
-  KOKKOS_INLINE_FUNCTION std::uint64_t operator()(const Team& team) const {
-    return list(team.league_rank());
-  }
-};
+template <class Exec>
+using KeysView = typename OutputBuffer<std::uint64_t, Exec>::View;
 
-// The smallest of the candidates list(0 .. count), the window with the smallest bound of all,
-// found by the team.
-template <class List>
-struct BestCandidateEntry {
-  List list;
-  int count;
-  template <class Team>
-  KOKKOS_INLINE_FUNCTION std::uint64_t operator()(const Team& team) const {
-    std::uint64_t best;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, count),
-        [&](int e, std::uint64_t& smallest) {
-          const std::uint64_t key = list(e);
-          if (key < smallest) smallest = key;
-        },
-        Kokkos::Min<std::uint64_t>(best));
-    return best;
-  }
-};
+// The first E_guess: one team finds the smallest candidate key (the paper's FindBestInitMatch:
+// the window with the smallest bound) and sums its window's whole SAD at once (strip by strip,
+// eight team reductions in a chain, it took 19.7 µs on an H200 at photo3072-q128).
+template <class Exec, Isa kIsa>
+void seed_guess(const Geometry& g, const KeysView<Exec>& candidates, const WordsView<Exec>& target,
+                const WordsView<Exec>& query, const KeysView<Exec>& guess) {
+  // The launch bounds let a team of kSeedTeam threads fit (64 registers a thread).
+  using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<kSeedTeam, 1>>;
+  using Team = typename Policy::member_type;
+  const int count = g.candidates();
+  const int q_words = g.query_words;
+  const int elements = q_words * g.s.query_height;
+  const int pitch = g.target_pitch_words;
+  const std::uint32_t tail_mask =
+      g.s.query_width % 4 ? (1u << (8 * (g.s.query_width % 4))) - 1u : ~0u;
+  Kokkos::parallel_for(
+      "pruned_seed", Policy(1, team_threads<Exec>(kSeedTeam)), KOKKOS_LAMBDA(const Team& team) {
+        std::uint64_t best = kNoSadKey;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, count),
+            [&](int e, std::uint64_t& smallest) {
+              if (candidates(e) < smallest) smallest = candidates(e);
+            },
+            Kokkos::Min<std::uint64_t>(best));
+        if (best == kNoSadKey) return;
+        const std::uint32_t w = std::uint32_t(best);
+        const std::uint32_t i = w / std::uint32_t(g.s.map_width);
+        const std::uint32_t j = w % std::uint32_t(g.s.map_width);
+        const std::uint32_t* origin = target.data() + std::size_t(i) * pitch + j / 4;
+        const int shift = 8 * int(j % 4);
+        std::uint32_t sad = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, elements),
+            [&](int e, std::uint32_t& partial) {
+              const int word = e % q_words;
+              const std::uint32_t* at = origin + std::size_t(e / q_words) * pitch + word;
+              const std::uint32_t mask = word + 1 == q_words ? tail_mask : ~0u;
+              partial = sad4<kIsa>(shifted_word(at[0], shift ? at[1] : 0u, shift) & mask,
+                                   query(e) & mask, partial);
+            },
+            sad);
+        Kokkos::single(Kokkos::PerTeam(team),
+                       [&] { Kokkos::atomic_fetch_min(&guess(0), sad_key(std::int32_t(sad), w)); });
+      });
+}
 
-// Refines the windows entry(team) of `count` teams (kNoSadKey: none) from their bounds, strip by
-// strip, against the shared key `guess`, a team of `threads` per window.
+// Refines the windows list(0 .. count) (indices in the low 32 bits; kNoSadKey entries are
+// skipped) from their bounds, strip by strip, against the shared key `guess`, a team of
+// `threads` per window.
 // Each team thread walks the strip's (row, word) elements a team apart, from its rank, with
 // running indices (no division per element).
-template <class Exec, Isa kIsa, class Entry>
-void refine_windows(const Geometry& g, const Entry& entry_of, int count, int threads,
+template <class Exec, Isa kIsa, class List>
+void refine_windows(const Geometry& g, const List& list, int count, int threads,
                     const WordsView<Exec>& target, const WordsView<Exec>& query,
                     const WordsView<Exec>& query_strips, const U32View<Exec>& bounds,
                     const typename OutputBuffer<std::uint64_t, Exec>::View& guess) {
@@ -452,7 +472,7 @@ void refine_windows(const Geometry& g, const Entry& entry_of, int count, int thr
       g.s.query_width % 4 ? (1u << (8 * (g.s.query_width % 4))) - 1u : ~0u;
   Kokkos::parallel_for(
       "pruned_refine_windows", Policy(count, threads), KOKKOS_LAMBDA(const Team& team) {
-        const std::uint64_t entry = entry_of(team);
+        const std::uint64_t entry = list(team.league_rank());
         if (entry == kNoSadKey) return;  // nothing to refine
         const std::uint32_t w = std::uint32_t(entry);
         const int i = int(w / std::uint32_t(g.s.map_width));
@@ -528,8 +548,6 @@ KOKKOS_INLINE_FUNCTION std::uint32_t bit_count(std::uint32_t x) {
   return (((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24;
 }
 
-template <class Exec>
-using KeysView = typename OutputBuffer<std::uint64_t, Exec>::View;
 // The live-unit totals, windows << 32 | units: unsigned long long, for which Kokkos 3.4's atomic
 // add is CUDA's (for std::uint64_t, unsigned long, it is a compare-and-swap loop).
 using LiveTotals = unsigned long long;
@@ -847,19 +865,14 @@ class PrunedRunner final : public Runner<SadPruned> {
     const auto query = full_search_.query.view();
     strip_bounds<Exec, kIsa>(g_, target, query_strips_.view(), bounds_.view(), candidates_.view(),
                              guess);
-    using Keys = typename OutputBuffer<std::uint64_t, Exec>::View;
-    // One team, as large as a polish team.
-    refine_windows<Exec, kIsa>(g_, BestCandidateEntry<Keys>{candidates_.view(), g_.candidates()}, 1,
-                               g_.polish_threads, target, query, query_strips_.view(),
-                               bounds_.view(), guess);
-    refine_windows<Exec, kIsa>(g_, ListEntry<Keys>{candidates_.view()}, g_.candidates(),
-                               g_.candidate_threads, target, query, query_strips_.view(),
-                               bounds_.view(), guess);
+    seed_guess<Exec, kIsa>(g_, candidates_.view(), target, query, guess);
+    refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), g_.candidate_threads,
+                               target, query, query_strips_.view(), bounds_.view(), guess);
     polish_windows<Exec>(g_, guess, polish_.view(), centre_.view(), live_totals_.view(),
                          settled_.view());
-    refine_windows<Exec, kIsa>(g_, ListEntry<Keys>{polish_.view()},
-                               kPrunePolishSide * kPrunePolishSide, g_.polish_threads, target,
-                               query, query_strips_.view(), bounds_.view(), guess);
+    refine_windows<Exec, kIsa>(g_, polish_.view(), kPrunePolishSide * kPrunePolishSide,
+                               g_.polish_threads, target, query, query_strips_.view(),
+                               bounds_.view(), guess);
     live_units<Exec>(g_, bounds_.view(), candidates_.view(), guess, centre_.view(), live_.view(),
                      live_totals_.view(), settled_.view());
     // Through page-locked memory: the run waits for this copy, which a pageable one would
