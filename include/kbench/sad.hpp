@@ -174,6 +174,11 @@ std::vector<std::uint32_t> pack_rows(const ImageU8& image, int pitch_words, int 
 KBENCH_HOST_DEVICE int words_for(int bytes) {
   return (bytes + 3) / 4;
 }
+// The real bytes of the last packed word of a row `bytes` wide (all four when bytes % 4 == 0):
+// the others, zero in the query, are masked off the target words they meet.
+KBENCH_HOST_DEVICE std::uint32_t last_word_mask(int bytes) {
+  return bytes % 4 ? (1u << (8 * (bytes % 4))) - 1u : ~0u;
+}
 
 namespace detail {
 // acc[4p + h] += SAD of query word q against window word (u + p) at byte offset h, with the
@@ -210,7 +215,7 @@ KBENCH_HOST_DEVICE void accumulate_sad_row(const Target& target, const Query& qu
   const int full_words = query_width / 4;
   const int words = words_for(query_width);
   // Only the query's last word may be partial; its missing bytes are masked off the target.
-  const std::uint32_t tail_mask = query_width % 4 ? (1u << (8 * (query_width % 4))) - 1u : ~0u;
+  const std::uint32_t tail_mask = last_word_mask(query_width);
   std::uint32_t raw[kWords];
   std::uint32_t window[4][kWords];  // window[h][x % kWords]: target bytes 4x + h .. 4x + h + 3
   const auto enter = [&](int slot, std::uint32_t lo, std::uint32_t hi) {

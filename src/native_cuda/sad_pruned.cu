@@ -357,7 +357,7 @@ __device__ void refine_window(const RefineArgs& a, const std::uint32_t* query,
   const int shift = 8 * int(j % 4);
   const int last_word = a.query_words - 1;
   const int c = a.s.query_width;
-  const std::uint32_t tail_mask = c % 4 ? (1u << (8 * (c % 4))) - 1u : ~0u;
+  const std::uint32_t tail_mask = last_word_mask(c);
   for (int k = 0; k < a.strips.count; ++k) {
     const int end = a.strips.end(k);
     int row = a.strips.begin(k) + walk.row, word = walk.word;
@@ -461,7 +461,7 @@ __global__ void __launch_bounds__(kSeedThreads)
   const std::uint32_t* origin = a.target + std::size_t(i) * a.pitch_words + j / 4;
   const int shift = 8 * int(j % 4);
   const int c = a.s.query_width;
-  const std::uint32_t tail_mask = c % 4 ? (1u << (8 * (c % 4))) - 1u : ~0u;
+  const std::uint32_t tail_mask = last_word_mask(c);
   const int elements = a.query_words * a.s.query_height;
   std::uint32_t sad = 0;
   for (int first = threadIdx.x; first < elements; first += kSeedLoads * kSeedThreads) {

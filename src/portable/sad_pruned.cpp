@@ -11,13 +11,13 @@
 //    then a thread per column adds them down its column prefix, whose last rows a scratch ring
 //    keeps, so that a strip's sum is two ring reads. A pass takes up to kMaxPassStrips strips
 //    (taller queries add passes). Each team's smallest (bound, index) is its candidate.
-// 3. One team refines the best candidate of all (the paper's FindBestInitMatch: the window with
-//    the smallest bound) strip by strip (one reduction gives a strip's exact SAD and its target
-//    sum together); its exact SAD, as a sad_key, is the first E_guess. Then a team per other
-//    candidate, from that E_guess instead of none (the bound grows, the team leaves once it
-//    exceeds E_guess); the finished ones lower E_guess with an atomic min. Then the same for
-//    the polish neighbourhood of E_guess's window (kPrunePolishRadius), whose windows are
-//    settled from then on.
+// 3. One team takes the best candidate of all (the paper's FindBestInitMatch: the window with
+//    the smallest bound) and sums its whole SAD in one reduction: as a sad_key, the first
+//    E_guess. Then a team per other candidate refines it from that E_guess strip by strip (one
+//    reduction gives a strip's exact SAD and its target sum together, the bound grows, the team
+//    leaves once it exceeds E_guess); the finished ones lower E_guess with an atomic min. Then
+//    the same for the polish neighbourhood of E_guess's window (kPrunePolishRadius), whose
+//    windows are settled from then on.
 // 4. Units of kPruneUnitWindows neighbouring windows of a map row that hold a window with bound
 //    ≤ E_guess outside the settled ones are compacted in tile order, a chunk of slots per team
 //    thread (a tile whose smallest bound exceeds E_guess is skipped unread): one atomic add
@@ -420,8 +420,7 @@ void seed_guess(const Geometry& g, const KeysView<Exec>& candidates, const Words
   const int q_words = g.query_words;
   const int elements = q_words * g.s.query_height;
   const int pitch = g.target_pitch_words;
-  const std::uint32_t tail_mask =
-      g.s.query_width % 4 ? (1u << (8 * (g.s.query_width % 4))) - 1u : ~0u;
+  const std::uint32_t tail_mask = last_word_mask(g.s.query_width);
   Kokkos::parallel_for(
       "pruned_seed", Policy(1, team_threads<Exec>(kSeedTeam)), KOKKOS_LAMBDA(const Team& team) {
         std::uint64_t best = kNoSadKey;
@@ -468,8 +467,7 @@ void refine_windows(const Geometry& g, const List& list, int count, int threads,
   if (count == 0) return;
   const int q_words = g.query_words;
   const int pitch = g.target_pitch_words;
-  const std::uint32_t tail_mask =
-      g.s.query_width % 4 ? (1u << (8 * (g.s.query_width % 4))) - 1u : ~0u;
+  const std::uint32_t tail_mask = last_word_mask(g.s.query_width);
   Kokkos::parallel_for(
       "pruned_refine_windows", Policy(count, threads), KOKKOS_LAMBDA(const Team& team) {
         const std::uint64_t entry = list(team.league_rank());
