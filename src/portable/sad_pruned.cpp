@@ -436,32 +436,15 @@ void seed_guess(const Geometry& g, const KeysView<Exec>& candidates, const Words
         const std::uint32_t j = w % std::uint32_t(g.s.map_width);
         const std::uint32_t* origin = target.data() + std::size_t(i) * pitch + j / 4;
         const int shift = 8 * int(j % 4);
-        // A thread's kRefineLoads elements, a team apart, are loaded before any is used.
-        const int stride = team.team_size();
-        const int groups = (elements + kRefineLoads * stride - 1) / (kRefineLoads * stride);
         std::uint32_t sad = 0;
         Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, groups * stride),
-            [&](int slot, std::uint32_t& partial) {
-              const int first = slot / stride * kRefineLoads * stride + slot % stride;
-              std::uint32_t lo[kRefineLoads], hi[kRefineLoads], q[kRefineLoads];
-              std::uint32_t mask[kRefineLoads];
-              for (int b = 0; b < kRefineLoads; ++b) {
-                const int e = first + b * stride;
-                lo[b] = hi[b] = q[b] = mask[b] = 0u;  // past the query: adds nothing
-                if (e < elements) {
-                  const int word = e % q_words;
-                  const std::uint32_t* at = origin + std::size_t(e / q_words) * pitch + word;
-                  lo[b] = at[0];
-                  if (shift) hi[b] = at[1];
-                  q[b] = query(e);
-                  mask[b] = word + 1 == q_words ? tail_mask : ~0u;
-                }
-              }
-              for (int b = 0; b < kRefineLoads; ++b) {
-                partial = sad4<kIsa>(shifted_word(lo[b], hi[b], shift) & mask[b], q[b] & mask[b],
-                                     partial);
-              }
+            Kokkos::TeamThreadRange(team, elements),
+            [&](int e, std::uint32_t& partial) {
+              const int word = e % q_words;
+              const std::uint32_t* at = origin + std::size_t(e / q_words) * pitch + word;
+              const std::uint32_t mask = word + 1 == q_words ? tail_mask : ~0u;
+              partial = sad4<kIsa>(shifted_word(at[0], shift ? at[1] : 0u, shift) & mask,
+                                   query(e) & mask, partial);
             },
             sad);
         Kokkos::single(Kokkos::PerTeam(team),
