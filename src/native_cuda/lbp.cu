@@ -227,7 +227,9 @@ __global__ void __launch_bounds__(kVecThreads, 1)
 
   // Each block takes a contiguous share of the items, as the portable schedule's teams do, so the
   // items past a whole number of rounds fall on every multiprocessor: with a grid stride, at
-  // 3001×2160 (3.004 items a thread) all 576 of them fell on the first block (+0.7 µs, H200).
+  // 3001×2160 (3.004 items a thread) all 576 of them fell on the first block (+1.1 µs, H200).
+  // From 4096 wide up it costs 3–7%: blocks walking rows of their own share fewer input rows in
+  // L2 (perf/NOTES.md).
   const unsigned long long end = items * (blockIdx.x + 1) / gridDim.x;
   for (unsigned long long item = items * blockIdx.x / gridDim.x + threadIdx.x; item < end;
        item += kVecThreads) {
