@@ -574,21 +574,15 @@ void polish_windows(const Geometry& g, const KeysView<Exec>& guess, const KeysVi
       });
 }
 
-// The windows of the unit whose first window is (i, j0) with a bound within limit, a bit each,
-// less those the polish refinement around `centre` settled; `within` counts them before that,
-// `settled` those left out.
+// The windows of the unit whose first window is (i, j0) with a bound within limit, a bit each
+// (polish_settled_windows gives those of them that the polish refinement settled).
 template <class Bounds>
-KOKKOS_INLINE_FUNCTION std::uint32_t live_windows(const Geometry& g, const Bounds& bounds, int i,
-                                                  int j0, std::uint32_t limit, std::uint32_t centre,
-                                                  std::uint32_t& within, std::uint32_t& settled) {
+KOKKOS_INLINE_FUNCTION std::uint32_t windows_within(const Geometry& g, const Bounds& bounds, int i,
+                                                    int j0, std::uint32_t limit) {
   const std::uint32_t* first = bounds.data() + std::size_t(i) * g.s.map_width + j0;
-  const std::uint32_t inside = unit_windows_within(
+  return unit_windows_within(
       [&](int p) { return first[p]; },
       g.s.map_width - j0 < kPruneUnitWindows ? g.s.map_width - j0 : kPruneUnitWindows, limit);
-  const std::uint32_t done = inside & polish_settled_windows(centre, g.s.map_width, i, j0);
-  within = bit_count(inside);
-  settled = bit_count(done);
-  return inside & ~done;
 }
 
 // The units holding a window whose bound does not exceed E_guess (outside the settled ones) into
@@ -658,14 +652,14 @@ void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<E
             std::uint32_t bits = 0, within = 0, done = 0;
             for (std::uint32_t r = 0; r < run && slot_of(e, r) < slots; ++r) {
               int i, group;
-              std::uint32_t unit_within = 0, unit_settled = 0;
-              if (unit_of(slot_of(e, r), i, group) &&
-                  live_windows(g, bounds, i, group * kPruneUnitWindows, limit, centre_index,
-                               unit_within, unit_settled) != 0) {
-                bits |= 1u << r;
-              }
-              within += unit_within;
-              done += unit_settled;
+              if (!unit_of(slot_of(e, r), i, group)) continue;
+              const int j0 = group * kPruneUnitWindows;
+              const std::uint32_t inside = windows_within(g, bounds, i, j0, limit);
+              const std::uint32_t settled_here =
+                  inside & polish_settled_windows(centre_index, g.s.map_width, i, j0);
+              if ((inside & ~settled_here) != 0) bits |= 1u << r;
+              within += bit_count(inside);
+              done += bit_count(settled_here);
             }
             live_bits(mine + e) = bits;
             windows(mine + e) = within;
@@ -782,9 +776,9 @@ void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t cou
                 [&](std::uint64_t& value) { value = Kokkos::volatile_load(guess.data()); }, seen);
             return std::uint32_t(seen >> 32);
           };
-          std::uint32_t within, settled;
-          std::uint32_t alive = live_windows(g, bounds, i, j0, limit_now(),
-                                             std::uint32_t(centre(0)), within, settled);
+          std::uint32_t alive =
+              windows_within(g, bounds, i, j0, limit_now()) &
+              ~polish_settled_windows(std::uint32_t(centre(0)), g.s.map_width, i, j0);
           UnitSums sad;
           const std::uint32_t* row =
               target.data() + std::size_t(i) * g.target_pitch_words + group * kUnitWords;
