@@ -134,16 +134,15 @@ class LbpHistogramTurns {
   void poisoned() { clean_ = false; }
   Turn next() {
     const Turn turn{current_, 1 - current_, !clean_};
-    last_ = current_;
     current_ = 1 - current_;
     clean_ = true;
     return turn;
   }
   // The half holding the last call's histogram.
-  int last() const { return last_; }
+  int last() const { return 1 - current_; }
 
  private:
-  int current_ = 0, last_ = 0;
+  int current_ = 0;
   bool clean_ = false;
 };
 
