@@ -162,52 +162,6 @@ TEST_CASE("sad-pruned finds cut queries in photo-like scenes at every noise leve
   }
 }
 
-// Units of the map (kPruneUnitWindows neighbouring windows of a row) holding a window whose strip
-// bound is at most `limit`: the GPU layers' live units when their E is `limit`.
-std::uint64_t units_within(const SadInput& input, std::uint32_t limit) {
-  const SadShape s = validate_sad_input(input);
-  const StripLayout strips = strip_layout(s);
-  const std::vector<std::uint32_t> table = integral_image(input.target);
-  const std::vector<std::uint32_t> x = query_strip_sums(input.query, strips);
-  const std::size_t pitch = std::size_t(s.target_width) + 1;
-  std::uint64_t units = 0;
-  for (int i = 0; i < s.map_height; ++i) {
-    for (int j0 = 0; j0 < s.map_width; j0 += kPruneUnitWindows) {
-      bool live = false;
-      for (int j = j0; j < std::min(j0 + kPruneUnitWindows, s.map_width) && !live; ++j) {
-        std::uint32_t bound = 0;
-        for (int k = 0; k < strips.count; ++k) {
-          bound += strip_term(box_sum(table.data(), pitch, i + strips.begin(k), j,
-                                      i + strips.end(k), j + s.query_width),
-                              x[std::size_t(k)]);
-        }
-        live = bound <= limit;
-      }
-      units += live;
-    }
-  }
-  return units;
-}
-
-TEST_CASE("sad-pruned with many live units after the bounds", "[sad-pruned]") {
-  // GPUs give each live unit a warp while the units fit the device's thread slots that way, and
-  // fewer lanes beyond. A small query on a large scene leaves more live units than a warp each
-  // fits on any GPU of up to 2^19 thread slots even at the final E, and the GPU layers refine
-  // them instead of falling back to full search.
-  const ImageU8 scene = photo_like_scene(2000, 1500, 31);
-  const SadCase c = cut_sad_case_gaussian(scene, 4, 4, 32, 10.0);
-  SadInput input = c.input;
-  input.params.want_map = false;
-  const SadMatch best = Sad::reference(input).best;
-  CHECK(units_within(input, std::uint32_t(best.score)) > (1u << 19) / kPruneWideUnitLanes);
-  CHECK(check_all_variants(input) >= host_variants());
-  for (const auto& v : variants<SadPruned>()) {
-    if (v.backend != Backend::cuda || !runs_here(v)) continue;
-    INFO("variant " << v.name);
-    CHECK_FALSE(run_once(v, input).stats.full_search);
-  }
-}
-
 TEST_CASE("bounds prune most windows of a photo-like scene at low noise", "[sad-pruned]") {
   const ImageU8 scene = photo_like_scene(400, 300, 21);
   const SadCase c = cut_sad_case_gaussian(scene, 64, 64, 22, 5.0);
@@ -242,24 +196,6 @@ TEST_CASE("sad-pruned pieces: strips, strip sums, integral image, scene", "[sad-
   CHECK(a == b);
   CHECK_FALSE(a == photo_like_scene(120, 90, 4));
   CHECK(abs_difference(3, 10) == 7);
-  // Query column slices tile the query's bytes, each starting at a whole group of unit words.
-  for (const int width : {1, 4, 15, 16, 17, 63, 64, 65, 128, 150}) {
-    for (const int slices : {1, 2, 4}) {
-      int next = 0;
-      for (int c = 0; c < slices; ++c) {
-        const QuerySlice slice = query_slice(width, slices, c, 4);
-        INFO("width " << width << " slices " << slices << " slice " << c);
-        CHECK(slice.first_word % 4 == 0);
-        if (slice.width <= 0) {
-          CHECK(next == width);
-          continue;
-        }
-        CHECK(4 * slice.first_word == next);
-        next += slice.width;
-      }
-      CHECK(next == width);
-    }
-  }
   CHECK(abs_difference(10, 3) == 7);
 }
 

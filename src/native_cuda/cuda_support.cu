@@ -49,14 +49,6 @@ int multiprocessors() {
   return count;
 }
 
-long long thread_slots() {
-  int device = 0, per_sm = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device),
-        "cudaDeviceGetAttribute(threads per multiprocessor)");
-  return (long long)multiprocessors() * per_sm;
-}
-
 std::string device_name() {
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");

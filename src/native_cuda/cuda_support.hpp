@@ -186,8 +186,6 @@ class Stream {
 
 // The current device's multiprocessor count.
 int multiprocessors();
-// Threads the current device's multiprocessors hold at most, all together.
-long long thread_slots();
 
 // Threads of `kernel` (launched with `threads` a block and `shared_bytes` of dynamic shared
 // memory) that the current device keeps resident at once.

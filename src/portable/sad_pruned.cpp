@@ -735,24 +735,27 @@ struct UnitSums {
   }
 };
 
-// Threads (units × vector lanes) of a refining team on a device.
-constexpr int kDeviceUnitThreads = 128;
+// Units per team on a device (the team's threads; each has kPruneUnitLanes vector lanes).
+constexpr int kDeviceUnitsPerTeam = 16;
 
-// A team thread per live unit, its `lanes` vector lanes each summing (row, column slice) items
-// of a strip, the strip's rows × kSlices slices of the query (query_slice), strip by strip; after
-// each strip the lanes' sums are reduced, a window whose SAD so far, a lower bound of its SAD,
-// exceeds E_guess leaves (equal stays: ties), the unit with its last window; the last strip's
-// survivors lower E_guess. alive(u, k) receives the windows of live unit u still in after strip k.
-template <class Exec, Isa kIsa, int kSlices>
-void refine_units_by(int lanes, const Geometry& g, const U32View<Exec>& live, std::int64_t count,
-                     const WordsView<Exec>& target, const WordsView<Exec>& query,
-                     const U32View<Exec>& bounds, const KeysView<Exec>& guess,
-                     const KeysView<Exec>& centre,
-                     const typename OutputBuffer<std::uint8_t, Exec>::View& alive_after) {
+// A team thread per live unit, its vector lanes (kPruneUnitLanes on a device) each summing every
+// lane-th row of a strip, strip by strip; after each strip the lanes' sums are reduced, a window
+// whose SAD so far, a lower bound of its SAD, exceeds E_guess leaves (equal stays: ties), the
+// unit with its last window; the last strip's survivors lower E_guess. alive(u, k) receives the
+// windows of live unit u still in after strip k.
+template <class Exec, Isa kIsa>
+void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t count,
+                  const WordsView<Exec>& target, const WordsView<Exec>& query,
+                  const U32View<Exec>& bounds, const KeysView<Exec>& guess,
+                  const KeysView<Exec>& centre,
+                  const typename OutputBuffer<std::uint8_t, Exec>::View& alive_after) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
+  if (count == 0) return;
   const int columns = g.unit_columns, strips = g.strips.count;
-  const int units_per_team = portable::reads_host_memory<Exec>() ? 1 : kDeviceUnitThreads / lanes;
+  const bool host = portable::reads_host_memory<Exec>();
+  const int units_per_team = host ? 1 : kDeviceUnitsPerTeam;
+  const int lanes = host ? 1 : kPruneUnitLanes;
   const std::int64_t teams = (count + units_per_team - 1) / units_per_team;
   Kokkos::parallel_for(
       "pruned_refine_units", Policy(teams, units_per_team, lanes), KOKKOS_LAMBDA(const Team& team) {
@@ -782,18 +785,13 @@ void refine_units_by(int lanes, const Geometry& g, const U32View<Exec>& live, st
           std::uint8_t* counts = alive_after.data() + std::size_t(u) * strips;
           for (int k = 0; k < strips; ++k) {
             UnitSums strip;
-            const int first_row = g.strips.begin(k);
             Kokkos::parallel_reduce(
-                Kokkos::ThreadVectorRange(team, (g.strips.end(k) - first_row) * kSlices),
-                [&](int item, UnitSums& sums) {
-                  const int y = first_row + item / kSlices;
-                  const QuerySlice slice =
-                      query_slice(g.s.query_width, kSlices, item % kSlices, kUnitWords);
-                  if (slice.width <= 0) return;
+                Kokkos::ThreadVectorRange(team, g.strips.begin(k), g.strips.end(k)),
+                [&](int y, UnitSums& sums) {
                   accumulate_sad_row<kUnitWords, kIsa>(
-                      RowWords{row + std::size_t(y) * g.target_pitch_words + slice.first_word},
-                      QueryWords{query.data() + std::size_t(y) * g.query_words + slice.first_word},
-                      slice.width, sums.v);
+                      RowWords{row + std::size_t(y) * g.target_pitch_words},
+                      QueryWords{query.data() + std::size_t(y) * g.query_words}, g.s.query_width,
+                      sums.v);
                 },
                 strip);
             sad += strip;
@@ -820,29 +818,6 @@ void refine_units_by(int lanes, const Geometry& g, const U32View<Exec>& live, st
                          [&] { Kokkos::atomic_fetch_min(&guess(0), key); });
         });
       });
-}
-
-// Refines the live units: on a device a warp per unit while they fit its thread slots that way (a
-// strip's rows a lane each, over kPruneWideSlices column slices), kPruneUnitLanes lanes each
-// beyond; one lane per unit on host backends.
-template <class Exec, Isa kIsa>
-void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t count,
-                  const WordsView<Exec>& target, const WordsView<Exec>& query,
-                  const U32View<Exec>& bounds, const KeysView<Exec>& guess,
-                  const KeysView<Exec>& centre,
-                  const typename OutputBuffer<std::uint8_t, Exec>::View& alive_after) {
-  if (count == 0) return;
-  if constexpr (portable::reads_host_memory<Exec>()) {
-    refine_units_by<Exec, kIsa, 1>(1, g, live, count, target, query, bounds, guess, centre,
-                                   alive_after);
-  } else if (count * kPruneWideUnitLanes <=
-             portable::resident_teams<Exec>(kDeviceUnitThreads, 0) * kDeviceUnitThreads) {
-    refine_units_by<Exec, kIsa, kPruneWideSlices>(kPruneWideUnitLanes, g, live, count, target,
-                                                  query, bounds, guess, centre, alive_after);
-  } else {
-    refine_units_by<Exec, kIsa, 1>(kPruneUnitLanes, g, live, count, target, query, bounds, guess,
-                                   centre, alive_after);
-  }
 }
 
 template <class Exec, Isa kIsa>
