@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #if defined(__SSE2__) && !defined(__CUDA_ARCH__)
@@ -182,14 +181,6 @@ KBENCH_HOST_DEVICE std::uint32_t last_word_mask(int bytes) {
 }
 
 namespace detail {
-// Whether accumulate_sad_row reads a Query kWords words at a time (query.load).
-template <class Query, int kWords, class = void>
-struct LoadsQueryGroups : std::false_type {};
-template <class Query, int kWords>
-struct LoadsQueryGroups<Query, kWords,
-                        std::void_t<decltype(std::declval<const Query&>().load(
-                            0, std::declval<std::uint32_t (&)[kWords]>()))>> : std::true_type {};
-
 // acc[4p + h] += SAD of query word q against window word (u + p) at byte offset h, with the
 // query's missing bytes masked off the target.
 template <int kWords, Isa kIsa>
@@ -212,9 +203,7 @@ KBENCH_HOST_DEVICE void add_query_word(const std::uint32_t (&window)[4][kWords],
 // the row's byte x counted from the target words' origin. `target.load(x, words)` fills
 // words[0 .. kWords) with target words x .. x + kWords − 1 (x a multiple of kWords; words up to
 // ⌈⌈query_width/4⌉/kWords⌉·kWords + kWords − 1 are read); `query(w)` is query word w (bytes past
-// query_width zero), or, where the Query has it, `query.load(w, words)` fills words[0 .. kWords)
-// with query words w .. w + kWords − 1 at once (w a multiple of kWords, the rows padded to whole
-// groups of kWords words): one wide load instead of kWords narrow ones.
+// query_width zero).
 //
 // Register blocking: a target word, shifted to the four byte offsets, serves 4·kWords
 // accumulators; the shifted words live in a circular window of kWords slots whose slot indices
@@ -242,27 +231,17 @@ KBENCH_HOST_DEVICE void accumulate_sad_row(const Target& target, const Query& qu
   // Query words w0 .. w0 + kWords − 1 (those below `words`): word w needs target words
   // w .. w + kWords − 1, so word w + kWords − 1 enters the window in the slot word w − 1 leaves.
   // `checked` is false for chunks of whole words only, which then need no per-word tests.
-  constexpr bool kQueryGroups = detail::LoadsQueryGroups<Query, kWords>::value;
   const auto chunk = [&](int w0, auto checked) {
     target.load(w0 + kWords, raw);
-    [[maybe_unused]] std::uint32_t group[kWords];
-    if constexpr (kQueryGroups) query.load(w0, group);
     KBENCH_UNROLL
     for (int u = 0; u < kWords; ++u) {
       enter((u + kWords - 1) % kWords, previous, raw[u]);
       previous = raw[u];
       const int w = w0 + u;
-      const auto word = [&] {
-        if constexpr (kQueryGroups) {
-          return group[u];
-        } else {
-          return query(w);
-        }
-      };
       if (!decltype(checked)::value || w < full_words) {
-        detail::add_query_word<kWords, kIsa>(window, u, word(), ~0u, acc);
+        detail::add_query_word<kWords, kIsa>(window, u, query(w), ~0u, acc);
       } else if (w < words) {
-        detail::add_query_word<kWords, kIsa>(window, u, word(), tail_mask, acc);
+        detail::add_query_word<kWords, kIsa>(window, u, query(w), tail_mask, acc);
       }
     }
   };

@@ -614,8 +614,6 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
 // --- 5. unit refinement ----------------------------------------------------------------------
 
 constexpr int kUnitThreads = 128;
-// Blocks per multiprocessor the unit refinement keeps (64 registers a thread).
-constexpr int kUnitBlocksPerSm = 8;
 
 struct UnitArgs : PackedSearch {
   int unit_columns;
@@ -629,21 +627,12 @@ struct UnitArgs : PackedSearch {
   Key* after_strip;   // S counters
 };
 
-// Query words of one row, kUnitWords at a time through one 16-byte read-only load (the unit
-// refinement's query rows are padded to whole groups: unit_query_words). A warp's lanes read
-// kPruneUnitLanes different rows at once, so a load per word costs as many L1 wavefronts as a
-// load per group: the refinement is bound by them (perf/NOTES.md).
+// Query words of one row through the read-only cache; every lane of a warp reads the same word
+// at the same time (the units advance strip by strip together), a broadcast.
 struct QueryRow {
   const std::uint32_t* __restrict__ words;
-  __device__ __forceinline__ void load(int w0, std::uint32_t (&out)[kUnitWords]) const {
-    cuda::GlobalTarget<kUnitWords>{words}.load(w0, out);
-  }
+  __device__ __forceinline__ std::uint32_t operator()(int w) const { return __ldg(words + w); }
 };
-
-// The unit refinement's query row pitch: whole groups of kUnitWords words.
-__host__ __device__ constexpr int unit_query_words(int query_width) {
-  return (query_width + 4 * kUnitWords - 1) / (4 * kUnitWords) * kUnitWords;
-}
 
 // kPruneUnitLanes threads per live unit, each summing every kPruneUnitLanes-th row of a strip
 // into its partial SADs of the unit's windows, strip by strip. After each strip the group adds
@@ -653,7 +642,7 @@ __host__ __device__ constexpr int unit_query_words(int query_width) {
 static_assert(kWarp % kPruneUnitLanes == 0 && kUnitThreads % kPruneUnitLanes == 0,
               "unit groups tile warps and blocks");
 
-__global__ void __launch_bounds__(kUnitThreads, kUnitBlocksPerSm) unit_refine_kernel(UnitArgs a) {
+__global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
   // E only falls here, and any E at or above the final one is a valid limit meanwhile.
   if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(a.best, *a.polish);
   const unsigned long long count = *a.live_count;
@@ -684,7 +673,7 @@ __global__ void __launch_bounds__(kUnitThreads, kUnitBlocksPerSm) unit_refine_ke
   const std::uint32_t* row = a.target + std::size_t(i) * a.pitch_words + group * kUnitWords;
   // Derived from the width rather than read from a.query_words: the parameter costs the kernel
   // 8 more registers (72 instead of 64: one block less per SM).
-  const int query_words = unit_query_words(a.s.query_width);
+  const int query_words = words_for(a.s.query_width);
   for (int k = 0; k < a.strips.count; ++k) {
     for (int y = a.strips.begin(k) + part; y < a.strips.end(k); y += kPruneUnitLanes) {
       accumulate_sad_row<kUnitWords>(
@@ -752,8 +741,6 @@ class PrunedRunner final : public Runner<SadPruned> {
       : shape_(validate_sad_pruned_input(input)),
         strips_(strip_layout(shape_)),
         host_strip_sums_(query_strip_sums(input.query, strips_)),
-        host_unit_query_(
-            pack_rows(input.query, unit_query_words(shape_.query_width), shape_.query_height)),
         full_(input),
         windows_(shape_.map_size()),
         unit_columns_((shape_.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows),
@@ -768,7 +755,6 @@ class PrunedRunner final : public Runner<SadPruned> {
         bound_grid_(dim3((shape_.map_width + kWarp - 1) / kWarp,
                          (shape_.map_height + segment_rows_ - 1) / segment_rows_)),
         strip_sums_(host_strip_sums_.size()),
-        unit_query_(host_unit_query_.size()),
         bounds_(windows_),
         live_(units_),
         candidates_(std::size_t(bound_grid_.x) * bound_grid_.y),
@@ -805,9 +791,6 @@ class PrunedRunner final : public Runner<SadPruned> {
     check(cudaMemcpy(strip_sums_.get(), host_strip_sums_.data(), strip_sums_.bytes(),
                      cudaMemcpyHostToDevice),
           "cudaMemcpy(sad-pruned strip sums)");
-    check(cudaMemcpy(unit_query_.get(), host_unit_query_.data(), unit_query_.bytes(),
-                     cudaMemcpyHostToDevice),
-          "cudaMemcpy(sad-pruned unit query)");
   }
   void compute() override {
     Key* const scalars = scalars_.get();
@@ -868,10 +851,7 @@ class PrunedRunner final : public Runner<SadPruned> {
     // Sized for every unit; blocks past the live ones return at once. (A one-wave grid-stride
     // loop, statically or from a device counter, costs less with few live units but more with
     // many: perf/NOTES.md.)
-    PackedSearch unit_search = search;
-    unit_search.query = unit_query_.get();
-    unit_search.query_words = unit_query_words(shape_.query_width);
-    const UnitArgs units{unit_search,
+    const UnitArgs units{search,
                          unit_columns_,
                          bounds_.get(),
                          live_.get(),
@@ -908,7 +888,6 @@ class PrunedRunner final : public Runner<SadPruned> {
   SadShape shape_;
   StripLayout strips_;
   std::vector<std::uint32_t> host_strip_sums_;
-  std::vector<std::uint32_t> host_unit_query_;  // query rows of unit_query_words words
   cuda::SadFullSearch full_;
   std::uint64_t windows_;
   int unit_columns_;
@@ -921,7 +900,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   bool shared_query_ = false;
   std::size_t list_shared_ = 0;
   int refine_grid_ = 1, filter_grid_ = 1;
-  DeviceBuffer<std::uint32_t> strip_sums_, unit_query_, bounds_, live_;
+  DeviceBuffer<std::uint32_t> strip_sums_, bounds_, live_;
   DeviceBuffer<Key> candidates_, scalars_;
 };
 

@@ -710,23 +710,17 @@ void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<E
       });
 }
 
-// kUnitWords packed words of one row at once (one 16-byte load where the target has one), for
-// accumulate_sad_row's target and, by groups, its query: a warp's lanes read several rows at
-// once, so a load per word costs as many L1 wavefronts as a load per group, and the unit
-// refinement is bound by them (perf/NOTES.md).
+// Packed words of one row through plain loads, for accumulate_sad_row.
 struct RowWords {
   const std::uint32_t* row;
   KOKKOS_INLINE_FUNCTION void load(int x, std::uint32_t (&out)[kUnitWords]) const {
-    static_assert(kUnitWords == 4, "a group is one Quad");
-    const Quad q = *reinterpret_cast<const Quad*>(row + x);
-    for (int w = 0; w < kUnitWords; ++w) out[w] = q.w[w];
+    for (int q = 0; q < kUnitWords; ++q) out[q] = row[x + q];
   }
 };
-
-// The unit refinement's query row pitch: whole groups of kUnitWords words (16-byte aligned).
-constexpr int unit_query_words(int query_width) {
-  return (query_width + 4 * kUnitWords - 1) / (4 * kUnitWords) * kUnitWords;
-}
+struct QueryWords {
+  const std::uint32_t* row;
+  KOKKOS_INLINE_FUNCTION std::uint32_t operator()(int w) const { return row[w]; }
+};
 
 // A unit's sums over some rows, added up across a unit's vector lanes.
 struct UnitSums {
@@ -748,7 +742,7 @@ constexpr int kDeviceUnitsPerTeam = 16;
 // lane-th row of a strip, strip by strip; after each strip the lanes' sums are reduced, a window
 // whose SAD so far, a lower bound of its SAD, exceeds E_guess leaves (equal stays: ties), the
 // unit with its last window; the last strip's survivors lower E_guess. alive(u, k) receives the
-// windows of live unit u still in after strip k. The query's rows are unit_query_words words.
+// windows of live unit u still in after strip k.
 template <class Exec, Isa kIsa>
 void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t count,
                   const WordsView<Exec>& target, const WordsView<Exec>& query,
@@ -796,8 +790,8 @@ void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t cou
                 [&](int y, UnitSums& sums) {
                   accumulate_sad_row<kUnitWords, kIsa>(
                       RowWords{row + std::size_t(y) * g.target_pitch_words},
-                      RowWords{query.data() + std::size_t(y) * unit_query_words(g.s.query_width)},
-                      g.s.query_width, sums.v);
+                      QueryWords{query.data() + std::size_t(y) * g.query_words}, g.s.query_width,
+                      sums.v);
                 },
                 strip);
             sad += strip;
@@ -834,9 +828,6 @@ class PrunedRunner final : public Runner<SadPruned> {
         g_(geometry<Exec>(shape_)),
         strip_sums_(query_strip_sums(input.query, g_.strips)),
         query_strips_(strip_sums_.data(), strip_sums_.size(), "pruned query strips"),
-        unit_query_words_(
-            pack_rows(input.query, unit_query_words(shape_.query_width), shape_.query_height)),
-        unit_query_(unit_query_words_.data(), unit_query_words_.size(), "pruned unit query"),
         bounds_(shape_.map_size(), "pruned bounds"),
         live_(std::size_t(g_.units()), "pruned live units"),
         live_totals_(1, "pruned live-unit totals"),
@@ -856,7 +847,6 @@ class PrunedRunner final : public Runner<SadPruned> {
   }
   void upload() override {
     query_strips_.upload();
-    unit_query_.upload();
     full_search_.upload();
   }
   void compute() override {
@@ -889,8 +879,8 @@ class PrunedRunner final : public Runner<SadPruned> {
       best_key_ = full_search_.run(shape_, {});
       return;
     }
-    refine_units<Exec, kIsa>(g_, live_.view(), live_count_, target, unit_query_.view(),
-                             bounds_.view(), guess, centre_.view(), alive_after_.view());
+    refine_units<Exec, kIsa>(g_, live_.view(), live_count_, target, query, bounds_.view(), guess,
+                             centre_.view(), alive_after_.view());
   }
   void sync() override { Exec{}.fence(); }
   void download(SadPrunedResult& out) override {
@@ -920,8 +910,6 @@ class PrunedRunner final : public Runner<SadPruned> {
   Geometry g_;
   std::vector<std::uint32_t> strip_sums_;
   InputBuffer<std::uint32_t, Exec> query_strips_;
-  std::vector<std::uint32_t> unit_query_words_;  // query rows of unit_query_words words
-  InputBuffer<std::uint32_t, Exec> unit_query_;
   OutputBuffer<std::uint32_t, Exec> bounds_, live_;
   OutputBuffer<LiveTotals, Exec> live_totals_;
   portable::PinnedHostView<Exec, LiveTotals> host_totals_{"pruned live-unit totals on the host", 1};
