@@ -89,21 +89,6 @@ constexpr int kPruneUnitWindows = 16;
 // survivors (the match among them) are not one thread's long chain of rows.
 constexpr int kPruneUnitLanes = 8;
 constexpr double kPruneUnitFullSearchFraction = 0.75;
-// Column slice `slice` of `slices` of a query `query_width` bytes wide, for full search's row
-// routine over units of `unit_words` target words: slices start at whole groups of unit_words
-// query words (the target's aligned loads) and the last holds the query's last word. A slice past
-// a narrow query's width has width ≤ 0: nothing to sum.
-struct QuerySlice {
-  int first_word;
-  int width;  // bytes
-};
-KBENCH_HOST_DEVICE QuerySlice query_slice(int query_width, int slices, int slice, int unit_words) {
-  const int group = slices * unit_words;
-  const int slice_words = (words_for(query_width) + group - 1) / group * unit_words;
-  const int first_word = slice * slice_words;
-  const int rest = query_width - 4 * first_word;
-  return {first_word, rest < 4 * slice_words ? rest : 4 * slice_words};
-}
 
 // The GPU variants refine the (2·kPrunePolishRadius + 1)² windows around the best window after
 // the candidates ("polish"): the best-bounded window of a tile is often a pixel or two off the

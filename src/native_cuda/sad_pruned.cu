@@ -24,10 +24,9 @@
 //    the match is among them, and its unit would otherwise be the refinement's longest chain.
 // 5. unit_refine_kernel: kPruneUnitLanes threads per live unit sum its windows' SADs strip by
 //    strip with full search's register-blocked row routine (accumulate_sad_row, packed-byte SAD),
-//    a column slice of the query each over every row of the strip; after each strip a window whose
-//    SAD so far, a lower bound of its SAD, exceeds E leaves, and the group leaves with its last
-//    window. After the last strip the survivors' exact SADs lower E. Blocks count the windows alive
-//    after each strip (after_strip).
+//    a row each in turn; after each strip a window whose SAD so far, a lower bound of its SAD,
+//    exceeds E leaves, and the group leaves with its last window. After the last strip the
+//    survivors' exact SADs lower E. Blocks count the windows alive after each strip (after_strip).
 // 6. The fused full search of cuda-regblock-vsad-p32 (SadFullSearch), gated on the device: it
 //    runs, and step 5 returns at once, when more than kPruneUnitFullSearchFraction of the units
 //    are live after step 4 (stats.full_search; after_strip then stays zero).
@@ -615,8 +614,6 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
 // --- 5. unit refinement ----------------------------------------------------------------------
 
 constexpr int kUnitThreads = 128;
-// Blocks per multiprocessor the unit refinement keeps (64 registers a thread).
-constexpr int kUnitBlocksPerSm = 8;
 
 struct UnitArgs : PackedSearch {
   int unit_columns;
@@ -637,23 +634,24 @@ struct QueryRow {
   __device__ __forceinline__ std::uint32_t operator()(int w) const { return __ldg(words + w); }
 };
 
-// A group of kRowLanes · kSlices threads per live unit: lane (r, c) sums every kRowLanes-th row of
-// a strip over the query's column slice c into its partial SADs of the unit's windows, strip by
-// strip. After each strip the group adds its partials up (butterfly shuffles: every lane holds
-// the totals), and a window whose summed SAD, a lower bound of its SAD, exceeds E leaves (equal
-// stays: ties); the group leaves with its last window. After the last strip the totals are the
-// survivors' exact SADs, which lower E.
-template <int kRowLanes, int kSlices>
-__device__ __forceinline__ void refine_unit(const UnitArgs& a, unsigned long long count) {
-  constexpr int kLanes = kRowLanes * kSlices;
-  static_assert(kWarp % kLanes == 0 && kUnitThreads % kLanes == 0,
-                "unit groups tile warps and blocks");
+// kPruneUnitLanes threads per live unit, each summing every kPruneUnitLanes-th row of a strip
+// into its partial SADs of the unit's windows, strip by strip. After each strip the group adds
+// its partials up (butterfly shuffles: every lane holds the totals), and a window whose summed
+// SAD, a lower bound of its SAD, exceeds E leaves (equal stays: ties); the group leaves with its
+// last window. After the last strip the totals are the survivors' exact SADs, which lower E.
+static_assert(kWarp % kPruneUnitLanes == 0 && kUnitThreads % kPruneUnitLanes == 0,
+              "unit groups tile warps and blocks");
+
+__global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
+  // E only falls here, and any E at or above the final one is a valid limit meanwhile.
+  if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(a.best, *a.polish);
+  const unsigned long long count = *a.live_count;
+  if (count > a.full_search_above) return;
   const unsigned long long unit_at =
-      (std::size_t(blockIdx.x) * kUnitThreads + threadIdx.x) / kLanes;
+      (std::size_t(blockIdx.x) * kUnitThreads + threadIdx.x) / kPruneUnitLanes;
   if (unit_at >= count) return;  // the whole group
-  const int part = threadIdx.x % kLanes;
-  const unsigned group_lanes = (kLanes == kWarp ? kAllLanes : (1u << kLanes) - 1u)
-                               << (threadIdx.x % kWarp - part);
+  const int part = threadIdx.x % kPruneUnitLanes;
+  const unsigned group_lanes = ((1u << kPruneUnitLanes) - 1u) << (threadIdx.x % kWarp - part);
   const std::uint32_t unit = a.live[unit_at];
   const int i = int(unit / unsigned(a.unit_columns));
   const int group = int(unit % unsigned(a.unit_columns));
@@ -662,7 +660,7 @@ __device__ __forceinline__ void refine_unit(const UnitArgs& a, unsigned long lon
   // Lane 0 of the group reads E; the group agrees.
   const auto limit_now = [&] {
     const Key limit = part == 0 ? load_key(a.best) : 0;
-    return std::uint32_t(__shfl_sync(group_lanes, limit, 0, kLanes) >> 32);
+    return std::uint32_t(__shfl_sync(group_lanes, limit, 0, kPruneUnitLanes) >> 32);
   };
   // The filter's windows: bound within its limit, outside the settled neighbourhood.
   const Key filter = *a.filter;
@@ -672,27 +670,22 @@ __device__ __forceinline__ void refine_unit(const UnitArgs& a, unsigned long lon
                           min(kPruneUnitWindows, a.s.map_width - j0), first_limit);
   alive &= ~polish_settled_windows(std::uint32_t(filter), a.s.map_width, i, j0);
   std::uint32_t partial[kPruneUnitWindows] = {}, total[kPruneUnitWindows];
+  const std::uint32_t* row = a.target + std::size_t(i) * a.pitch_words + group * kUnitWords;
   // Derived from the width rather than read from a.query_words: the parameter costs the kernel
   // 8 more registers (72 instead of 64: one block less per SM).
   const int query_words = words_for(a.s.query_width);
-  const QuerySlice slice = query_slice(a.s.query_width, kSlices, part / kRowLanes, kUnitWords);
-  const std::uint32_t* row =
-      a.target + std::size_t(i) * a.pitch_words + group * kUnitWords + slice.first_word;
-  const std::uint32_t* query = a.query + slice.first_word;
   for (int k = 0; k < a.strips.count; ++k) {
-    if (slice.width > 0) {
-      for (int y = a.strips.begin(k) + part % kRowLanes; y < a.strips.end(k); y += kRowLanes) {
-        accumulate_sad_row<kUnitWords>(
-            cuda::GlobalTarget<kUnitWords>{row + std::size_t(y) * a.pitch_words},
-            QueryRow{query + std::size_t(y) * query_words}, slice.width, partial);
-      }
+    for (int y = a.strips.begin(k) + part; y < a.strips.end(k); y += kPruneUnitLanes) {
+      accumulate_sad_row<kUnitWords>(
+          cuda::GlobalTarget<kUnitWords>{row + std::size_t(y) * a.pitch_words},
+          QueryRow{a.query + std::size_t(y) * query_words}, a.s.query_width, partial);
     }
 #pragma unroll
     for (int p = 0; p < kPruneUnitWindows; ++p) {
       total[p] = partial[p];
 #pragma unroll
-      for (int offset = kLanes / 2; offset > 0; offset /= 2) {
-        total[p] += __shfl_xor_sync(group_lanes, total[p], offset, kLanes);
+      for (int offset = kPruneUnitLanes / 2; offset > 0; offset /= 2) {
+        total[p] += __shfl_xor_sync(group_lanes, total[p], offset, kPruneUnitLanes);
       }
     }
     const std::uint32_t limit = limit_now();
@@ -715,17 +708,6 @@ __device__ __forceinline__ void refine_unit(const UnitArgs& a, unsigned long lon
       key = sad_min(key, sad_key(std::int32_t(total[p]), std::uint32_t(first_index + p)));
   }
   atomicMin(a.best, key);
-}
-
-// A unit's kPruneUnitLanes lanes take column slices of the query, each over every row: the
-// lanes of a warp then read neighbouring bytes of one target row at once (a unit's slices, and the
-// neighbouring units of the live list), where lanes a row each read kPruneUnitLanes rows apart.
-__global__ void __launch_bounds__(kUnitThreads, kUnitBlocksPerSm) unit_refine_kernel(UnitArgs a) {
-  // E only falls here, and any E at or above the final one is a valid limit meanwhile.
-  if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(a.best, *a.polish);
-  const unsigned long long count = *a.live_count;
-  if (count > a.full_search_above) return;
-  refine_unit<1, kPruneUnitLanes>(a, count);
 }
 
 // --- runner --------------------------------------------------------------------------------------
