@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_levels.hpp"
 #include "kbench/cemd.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
@@ -25,6 +26,7 @@
 #include "kbench/system_info.hpp"
 
 using namespace kbench;
+using test::runs_on_this_machine;
 
 namespace {
 
@@ -318,7 +320,7 @@ int check_runnable_variants(const DescriptorSet& queries, const DescriptorSet& d
   const Expected expected = expected_of(queries, database, mode);
   int ran = 0;
   for (const auto& v : variants<Cemd>()) {
-    if (!runs_here(v)) continue;
+    if (!runs_on_this_machine(v)) continue;
     INFO("variant " << v.name << ", " << mode_text(mode) << ", " << queries.count << " x "
                     << database.count);
     // Only the streamed end-to-end variant leaves the matrix out (it is for databases larger
@@ -347,7 +349,7 @@ int check_runnable_variants(const DescriptorSet& queries, const DescriptorSet& d
 
 int runnable_variant_count() {
   int n = 0;
-  for (const auto& v : variants<Cemd>()) n += runs_here(v);
+  for (const auto& v : variants<Cemd>()) n += runs_on_this_machine(v);
   return n;
 }
 
@@ -642,7 +644,7 @@ TEST_CASE("every variant gives the same normalised bits on rotated sets", "[cemd
   input.params.all_pairs = true;
   const CemdInput rotated{rotated_cells(a, 3), rotated_cells(b, 3), input.params};
   for (const auto& v : variants<Cemd>()) {
-    if (!runs_here(v) || !v.handles(input)) continue;
+    if (!runs_on_this_machine(v) || !v.handles(input)) continue;
     INFO("variant " << v.name);
     CHECK(run_checked(v, input) == run_checked(v, rotated));
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "cpu_levels.hpp"
 #include "kbench/cpu_features.hpp"
 #include "kbench/cpu_simd.hpp"
 #include "kbench/error.hpp"
@@ -18,7 +19,9 @@ using namespace kbench;
 
 namespace {
 
+using test::kSimdPrefix;
 using test::random_gray;
+using test::runs_on_this_cpu;
 
 ImageU8 gray_from(int w, int h, std::vector<std::uint8_t> values) {
   ImageU8 image(w, h, 1);
@@ -47,17 +50,6 @@ int check_all_variants(const SadInput& input) {
     ++ran;
   }
   return ran;
-}
-
-constexpr const char* kSimdPrefix = "omp-simd-";
-constexpr CpuLevel kLevels[] = {CpuLevel::generic, CpuLevel::avx2, CpuLevel::avx512};
-
-// The SIMD CPU variants (omp-simd-<level>) run at the levels this CPU has, the others anywhere.
-bool runs_on_this_cpu(const Variant<Sad>& v) {
-  for (const CpuLevel level : kLevels) {
-    if (v.name == kSimdPrefix + std::string(to_string(level))) return cpu_supports(level);
-  }
-  return true;
 }
 
 // Host variants: seq, omp, omp-blocked, omp-simd-<level> at the levels this CPU has, and

@@ -10,15 +10,16 @@
 //
 // The reference costs about a microsecond per comparison on one core. Above
 // --max-sequential-gcmp the single-core variants (the sequential layer and the Serial backend)
-// are skipped and the reference comes from omp-blocked, after omp-blocked has matched the
-// sequential reference on the first queries; above --max-host-gcmp every host variant is skipped
-// and the reference covers only the first --reference-queries queries (a sampled reference:
-// Cemd::check then checks only those rows of each variant's result).
+// are skipped and the reference comes from omp-simd-<level> (the highest level this CPU has),
+// after it has matched the sequential reference on the first queries; above --max-host-gcmp every
+// host variant is skipped and the reference covers only the first --reference-queries queries (a
+// sampled reference: Cemd::check then checks only those rows of each variant's result).
 #include <algorithm>
 
 #include "compare/compare_impl.hpp"
 #include "compare/inputs.hpp"
 #include "kbench/cemd.hpp"
+#include "kbench/cpu_features.hpp"
 #include "kbench/descriptor_io.hpp"
 
 namespace kbench::compare {
@@ -47,7 +48,7 @@ void add_cemd_options(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--max-sequential-gcmp", cemd_options.max_sequential_gcmp,
                  "cemd: skip the single-core variants above this many G comparisons and take "
-                 "the reference from omp-blocked")
+                 "the reference from omp-simd-<level>")
       ->capture_default_str();
   app.add_option("--max-host-gcmp", cemd_options.max_host_gcmp,
                  "cemd: skip every host variant above this many G comparisons and check on a "
@@ -157,23 +158,29 @@ CemdReference reference_from(const CemdInput& input, const CemdResult& result) {
   return r;
 }
 
-// omp-blocked's result on the first `count` queries, once omp-blocked has matched the
-// sequential reference on the first `verified` of them.
+// The CPU variant that gives the reference where one core is too slow: the fastest this CPU runs.
+std::string trusted_variant() {
+  return std::string("omp-simd-") + to_string(cpu_level());
+}
+
+// trusted_variant()'s result on the first `count` queries, once it has matched the sequential
+// reference on the first `verified` of them.
 CemdReference trusted_reference(const CemdInput& input, int count, int verified) {
-  const Variant<Cemd>& cpu = find_variant<Cemd>("omp-blocked");
+  const Variant<Cemd>& cpu = find_variant<Cemd>(trusted_variant());
   const CemdInput small = first_queries(input, verified);
   const CheckResult check = Cemd::check(small, Cemd::reference(small), run_checked(cpu, small));
   if (!check.ok) {
-    throw Error("omp-blocked differs from the sequential reference on the first " +
+    throw Error(cpu.name + " differs from the sequential reference on the first " +
                 std::to_string(verified) + " queries: " + check.detail +
                 "; no trusted reference for this case");
   }
-  std::printf("omp-blocked matched the sequential reference on the first %d queries\n", verified);
+  std::printf("%s matched the sequential reference on the first %d queries\n", cpu.name.c_str(),
+              verified);
   const CemdInput sample = first_queries(input, count);
   return reference_from(sample, run_once(cpu, sample));
 }
 
-// Comparisons the sequential reference checks omp-blocked on before trusting it.
+// Comparisons the sequential reference checks trusted_variant() on before trusting it.
 constexpr double kVerifiedComparisons = 4.0 * (1 << 20);
 
 int run_cemd(const Options& options) {
@@ -223,8 +230,8 @@ int run_cemd(const Options& options) {
     if (host_too_slow) {
       std::snprintf(reason, sizeof reason,
                     "host variants are too slow for %.3g G comparisons (> --max-host-gcmp %g); "
-                    "omp-blocked gives the sampled reference",
-                    gcmp, opt.max_host_gcmp);
+                    "%s gives the sampled reference",
+                    gcmp, opt.max_host_gcmp, trusted_variant().c_str());
     } else {
       std::snprintf(reason, sizeof reason,
                     "one core is too slow for %.3g G comparisons (> --max-sequential-gcmp %g); "
@@ -239,7 +246,8 @@ int run_cemd(const Options& options) {
     };
     const int reference_queries = host_too_slow ? std::min(n, opt.reference_queries) : n;
     const int verified = std::clamp(int(kVerifiedComparisons / m), 1, reference_queries);
-    problem.reference_source = "omp-blocked on the first " + std::to_string(reference_queries) +
+    problem.reference_source = trusted_variant() + " on the first " +
+                               std::to_string(reference_queries) +
                                " queries (after it matches the sequential reference on the first " +
                                std::to_string(verified) + ")";
     compute_reference = [&problem, reference_queries, verified]() {

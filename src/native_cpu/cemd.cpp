@@ -1,12 +1,15 @@
 // Native CPU cemd.
 // - omp: CPU-FINAL's per-pair distance, OpenMP over queries.
-// - omp-blocked: the prefix form (cemd.hpp) in float lanes. Each descriptor's cells become running
-//   sums once per run; the database is stored in blocks of kLanes rows, value-major
-//   ([value][lane]), so one pass over a block computes kLanes distances in SIMD registers. Threads
-//   own tiles of queries and walk the database in tiles that stay in cache while every query of
-//   the tile passes over them; each query's nearest two are kept as it goes (no matrix unless
-//   all_pairs). Every value is an exact integer below 2^24, so the results equal CPU-FINAL's bit
-//   for bit.
+// - omp-simd-<level> (issue 13): the prefix form (cemd.hpp) on float vectors of the CPU level
+//   (4 lanes at the baseline, 8 with AVX2, 16 with AVX-512), each lane a database row. Each
+//   descriptor's cells become running sums once per run; the database is stored in blocks of
+//   one vector's rows, value-major, so one pass over a block computes a vector of distances.
+//   Threads own tiles of queries and walk the database in tiles that stay in cache while every
+//   query of the tile passes over them; each query's nearest two are kept as it goes (no matrix
+//   unless all_pairs). Every value is an exact integer below 2^24, so the results equal
+//   CPU-FINAL's bit for bit.
+#include "kbench/cpu_features.hpp"
+#include "kbench/cpu_simd.hpp"
 #include "sequential/cemd_host.hpp"
 
 namespace kbench {
@@ -27,12 +30,10 @@ struct OmpFinal {
   FinalForm form;
 };
 
-// Database rows computed together (one pass over a block), queries per thread tile, and database
-// blocks per cache tile (kTileBlocks · 128 · kLanes floats: 256 KiB).
-constexpr int kLanes = 8;
+// Queries per thread tile, and database bytes per cache tile (the tile's blocks stay in L2 while
+// every query of the thread's tile passes over them).
 constexpr int kQueryTile = 16;
-constexpr int kTileBlocks = 64;
-constexpr int kBlockFloats = kDescriptorBytes * kLanes;
+constexpr std::size_t kTileBytes = 256 * 1024;
 
 template <DescriptorDistance kDistance>
 void prefix_row(const std::uint8_t* row, float* out) {
@@ -43,42 +44,20 @@ void prefix_row(const std::uint8_t* row, float* out) {
   }
 }
 
-// The kLanes distances of one query (its 128 prefix floats) to one database block.
-template <DescriptorDistance kDistance>
-inline void block_distances(const float* query, const float* block, float (&out)[kLanes]) {
-  float acc[kLanes] = {};
-  for (int c = 0; c < kCemdCells; ++c) {
-    float f[kCemdBins];
-    for (int i = 0; i < kCemdBins; ++i) f[i] = query[c * kCemdBins + i];
-    const float* cell = block + c * kCemdBins * kLanes;
-#pragma omp simd
-    for (int lane = 0; lane < kLanes; ++lane) {
-      float g[kCemdBins];
-      for (int i = 0; i < kCemdBins; ++i) g[i] = cell[i * kLanes + lane];
-      acc[lane] += prefix_cell_term<kDistance>(f, g);
-    }
-  }
-  for (int lane = 0; lane < kLanes; ++lane)
-    out[lane] = prefix_distance_from_sum<kDistance>(acc[lane]);
-}
+// Both sets in the prefix form: query q's 128 floats at q · 128; the database in blocks of kLanes
+// rows, value-major, block b's value v of lane l at (b · 128 + v) · kLanes + l, so that one
+// vector load gives one value of kLanes rows.
+template <int kLanes>
+struct PrefixSets {
+  static constexpr int kBlockFloats = kDescriptorBytes * kLanes;
 
-class OmpBlocked {
- public:
-  explicit OmpBlocked(const CemdInput& input)
-      : blocks_((input.database.count + kLanes - 1) / kLanes),
-        queries_(allocate_samples<float>(std::size_t(input.queries.count) * kDescriptorBytes,
-                                         "cemd query prefix sums")),
-        database_(allocate_samples<float>(std::size_t(blocks_) * kBlockFloats,
-                                          "cemd database prefix sums")) {}
+  explicit PrefixSets(const CemdInput& input)
+      : blocks((input.database.count + kLanes - 1) / kLanes),
+        queries(allocate_samples<float>(std::size_t(input.queries.count) * kDescriptorBytes,
+                                        "cemd query prefix sums")),
+        database(allocate_samples<float>(std::size_t(blocks) * kBlockFloats,
+                                         "cemd database prefix sums")) {}
 
-  void run(const CemdInput& input, CemdResult& out) {
-    with_distance(input.params.distance, [&](auto distance) {
-      prepare<distance.value>(input);
-      match<distance.value>(input, out);
-    });
-  }
-
- private:
   template <DescriptorDistance kDistance>
   void prepare(const CemdInput& input) {
     const int n = input.queries.count, m = input.database.count;
@@ -87,11 +66,11 @@ class OmpBlocked {
 #pragma omp for schedule(static) nowait
       for (int q = 0; q < n; ++q) {
         prefix_row<kDistance>(input.queries.row(q),
-                              queries_.data() + std::size_t(q) * kDescriptorBytes);
+                              queries.data() + std::size_t(q) * kDescriptorBytes);
       }
 #pragma omp for schedule(static)
-      for (int b = 0; b < blocks_; ++b) {
-        float* block = database_.data() + std::size_t(b) * kBlockFloats;
+      for (int b = 0; b < blocks; ++b) {
+        float* block = database.data() + std::size_t(b) * kBlockFloats;
         for (int lane = 0; lane < kLanes; ++lane) {
           // Rows past the end are zero; their distances are never used.
           const int j = std::min(b * kLanes + lane, m - 1);
@@ -105,8 +84,103 @@ class OmpBlocked {
     }
   }
 
+  int blocks;
+  std::vector<float> queries, database;
+};
+
+// One thread's work: queries [q0, q1) against the whole database, tile by tile.
+struct QueryTile {
+  const float* queries;
+  const float* database;
+  int blocks, m, q0, q1;
+  float* matrix;  // the all-pairs matrix, or null for the nearest two
+  Top2* top;      // q1 − q0 of them, when matrix is null
+};
+
+// The kLanes distances of one query (its 128 prefix floats) to every row of one database block,
+// a lane each, through prefix_cell_term on vectors: the same operations as on one float per lane.
+template <class Ops, DescriptorDistance kDistance>
+[[gnu::always_inline]] inline void block_distances(const float* query, const float* block,
+                                                   float (&out)[Ops::kLanes]) {
+  using Floats = typename Ops::Floats;
+  Floats acc = Ops::zero();
+  for (int c = 0; c < kCemdCells; ++c) {
+    Floats f[kCemdBins], g[kCemdBins];
+    for (int i = 0; i < kCemdBins; ++i) {
+      f[i] = Ops::broadcast(query[c * kCemdBins + i]);
+      g[i] = Ops::load(block + (c * kCemdBins + i) * Ops::kLanes);
+    }
+    acc += prefix_cell_term<kDistance>(f, g);
+  }
+  Ops::store(out, acc);
+  for (float& d : out) d = prefix_distance_from_sum<kDistance>(d);
+}
+
+template <class Ops, DescriptorDistance kDistance>
+[[gnu::always_inline]] inline void match_tile(const QueryTile& t) {
+  constexpr int kLanes = Ops::kLanes;
+  constexpr int kTileBlocks = int(kTileBytes / (sizeof(float) * kDescriptorBytes * kLanes));
+  for (int b0 = 0; b0 < t.blocks; b0 += kTileBlocks) {
+    const int b1 = std::min(t.blocks, b0 + kTileBlocks);
+    for (int q = t.q0; q < t.q1; ++q) {
+      const float* query = t.queries + std::size_t(q) * kDescriptorBytes;
+      for (int b = b0; b < b1; ++b) {
+        float d[kLanes];
+        block_distances<Ops, kDistance>(query,
+                                        t.database + std::size_t(b) * kDescriptorBytes * kLanes, d);
+        const int lanes = std::min(kLanes, t.m - b * kLanes);
+        if (t.matrix) {
+          std::copy_n(d, lanes, t.matrix + std::size_t(q) * t.m + std::size_t(b) * kLanes);
+        } else {
+          for (int lane = 0; lane < lanes; ++lane)
+            top2_offer(t.top[q - t.q0], d[lane], std::uint32_t(b * kLanes + lane));
+        }
+      }
+    }
+  }
+}
+
+// One entry per level and distance, its target attribute reaching the whole inlined tile
+// (cpu_simd.hpp); a level names its vector operations and its entry.
+struct GenericLevel {
+  using Ops = simd::Generic;
   template <DescriptorDistance kDistance>
-  void match(const CemdInput& input, CemdResult& out) const {
+  [[gnu::flatten]] static void match(const QueryTile& t) {
+    match_tile<Ops, kDistance>(t);
+  }
+};
+#if KBENCH_X86_SIMD
+struct Avx2Level {
+  using Ops = simd::Avx2;
+  template <DescriptorDistance kDistance>
+  [[KBENCH_CPU_TARGET_AVX2, gnu::flatten]] static void match(const QueryTile& t) {
+    match_tile<Ops, kDistance>(t);
+  }
+};
+struct Avx512Level {
+  using Ops = simd::Avx512;
+  template <DescriptorDistance kDistance>
+  [[KBENCH_CPU_TARGET_AVX512, gnu::flatten]] static void match(const QueryTile& t) {
+    match_tile<Ops, kDistance>(t);
+  }
+};
+#endif
+
+// omp-simd-<level>: threads own tiles of queries and walk the database in cache tiles.
+template <class Level>
+class OmpSimd {
+ public:
+  explicit OmpSimd(const CemdInput& input) : sets_(input) {}
+
+  void run(const CemdInput& input, CemdResult& out) {
+    with_distance(input.params.distance, [&](auto distance) {
+      sets_.template prepare<distance.value>(input);
+      match(input, out, Level::template match<distance.value>);
+    });
+  }
+
+ private:
+  void match(const CemdInput& input, CemdResult& out, void (*tile_run)(const QueryTile&)) const {
     const int n = input.queries.count, m = input.database.count;
     const int query_tiles = (n + kQueryTile - 1) / kQueryTile;
     const bool all_pairs = input.params.all_pairs;
@@ -115,46 +189,30 @@ class OmpBlocked {
       const int q0 = tile * kQueryTile;
       const int q1 = std::min(n, q0 + kQueryTile);
       Top2 top[kQueryTile];
-      for (int b0 = 0; b0 < blocks_; b0 += kTileBlocks) {
-        const int b1 = std::min(blocks_, b0 + kTileBlocks);
-        for (int q = q0; q < q1; ++q) {
-          const float* query = queries_.data() + std::size_t(q) * kDescriptorBytes;
-          float* row = all_pairs ? out.matrix.data() + std::size_t(q) * m : nullptr;
-          Top2& t = top[q - q0];
-          for (int b = b0; b < b1; ++b) {
-            float d[kLanes];
-            block_distances<kDistance>(query, database_.data() + std::size_t(b) * kBlockFloats, d);
-            const int lanes = std::min(kLanes, m - b * kLanes);
-            for (int lane = 0; lane < lanes; ++lane) {
-              if (all_pairs) {
-                row[b * kLanes + lane] = d[lane];
-              } else {
-                top2_insert(t, cemd_key(d[lane], std::uint32_t(b * kLanes + lane)));
-              }
-            }
-          }
-        }
-      }
+      tile_run({sets_.queries.data(), sets_.database.data(), sets_.blocks, m, q0, q1,
+                all_pairs ? out.matrix.data() : nullptr, top});
       if (!all_pairs) {
         for (int q = q0; q < q1; ++q) out.neighbours[std::size_t(q)] = neighbours_from(top[q - q0]);
       }
     }
   }
 
-  int blocks_;
-  std::vector<float> queries_;   // query q's 128 prefix floats at q · 128
-  std::vector<float> database_;  // block b's value v of lane l at (b · 128 + v) · kLanes + l
+  PrefixSets<Level::Ops::kLanes> sets_;
 };
 
 }  // namespace
 
 void register_cemd_native_cpu(VariantList<Cemd>& list) {
-  const auto add = [&](const char* name, Variant<Cemd>::Make make, int preference) {
-    list.push_back(
-        {name, Layer::native_cpu, Backend::openmp, false, std::move(make), {}, preference});
+  const auto add = [&](const char* name, Variant<Cemd>::Make make, CpuLevel level, int preference) {
+    list.push_back({name, Layer::native_cpu, Backend::openmp, false, std::move(make),
+                    [level](const CemdInput&) { return cpu_supports(level); }, preference});
   };
-  add("omp", make_runner<HostRunner<OmpFinal>>, 10);
-  add("omp-blocked", make_runner<HostRunner<OmpBlocked>>, 11);
+  add("omp", make_runner<HostRunner<OmpFinal>>, CpuLevel::generic, 10);
+  add("omp-simd-generic", make_runner<HostRunner<OmpSimd<GenericLevel>>>, CpuLevel::generic, 11);
+#if KBENCH_X86_SIMD
+  add("omp-simd-avx2", make_runner<HostRunner<OmpSimd<Avx2Level>>>, CpuLevel::avx2, 12);
+  add("omp-simd-avx512", make_runner<HostRunner<OmpSimd<Avx512Level>>>, CpuLevel::avx512, 13);
+#endif
 }
 
 }  // namespace kbench
