@@ -3,6 +3,7 @@
 // pruning statistics are sane; and the shared pieces (strips, integral image, scene) are right.
 #include <catch2/catch.hpp>
 
+#include "cpu_levels.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/random.hpp"
@@ -15,6 +16,8 @@ using namespace kbench;
 namespace {
 
 using test::random_gray;
+using test::runs_on_this_cpu;
+using test::runs_on_this_machine;
 
 SadInput argmin_only(ImageU8 target, ImageU8 query) {
   SadInput input{std::move(target), std::move(query), {}};
@@ -29,7 +32,7 @@ int check_all_variants(const SadInput& input) {
   const SadShape s = validate_sad_input(input);
   int ran = 0;
   for (const auto& v : variants<SadPruned>()) {
-    if (!runs_here(v) || !v.handles(input)) continue;
+    if (!runs_on_this_machine(v) || !v.handles(input)) continue;
     INFO("variant " << v.name);
     const SadPrunedResult out = run_checked(v, input);
     const CheckResult check = SadPruned::check(input, reference, out);
@@ -55,7 +58,8 @@ int check_all_variants(const SadInput& input) {
 
 int host_variants() {
   int n = 0;
-  for (const auto& v : variants<SadPruned>()) n += v.backend != Backend::cuda;
+  for (const auto& v : variants<SadPruned>())
+    n += v.backend != Backend::cuda && runs_on_this_cpu(v);
   return n;
 }
 

@@ -6,8 +6,9 @@
 //   arithmetic they share: GenericBytes (16 bytes, the baseline ISA), Avx2Bytes (32) and
 //   Avx512Bytes (64). Each member function carries its level's target attribute, so one binary
 //   holds all three and no global -m flag is needed; a function that calls them must be compiled
-//   for that level too (a `[[gnu::target(KBENCH_TARGET_...)]]` function, or code inside
-//   `#pragma GCC target(...)` with the same string), and must run only where cpu_supports() says
+//   for that level too (a `[[gnu::target(KBENCH_TARGET_...)]]` function, code inside
+//   `#pragma GCC target(...)` with the same string, or a template inlined whole into such a
+//   function by gnu::flatten, as in family 2 below), and must run only where cpu_supports() says
 //   the level is there.
 //
 //   The operations (every one exact integer arithmetic, so each level gives the same sums):
@@ -149,21 +150,21 @@ struct Avx2Bytes {
   static constexpr int kBytes = 32;
   using Vec = __m256i;
 
-  [[gnu::target(KBENCH_TARGET_AVX2), gnu::always_inline]] static inline Vec load(
+  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Vec load(
       const std::uint8_t* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   }
-  [[gnu::target(KBENCH_TARGET_AVX2), gnu::always_inline]] static inline Vec zero() {
+  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Vec zero() {
     return _mm256_setzero_si256();
   }
-  [[gnu::target(KBENCH_TARGET_AVX2), gnu::always_inline]] static inline Vec bit_and(Vec a, Vec b) {
+  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Vec bit_and(Vec a, Vec b) {
     return _mm256_and_si256(a, b);
   }
-  [[gnu::target(KBENCH_TARGET_AVX2), gnu::always_inline]] static inline Vec add_sad(Vec acc, Vec a,
+  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Vec add_sad(Vec acc, Vec a,
                                                                                     Vec b) {
     return _mm256_add_epi64(acc, _mm256_sad_epu8(a, b));
   }
-  [[gnu::target(KBENCH_TARGET_AVX2), gnu::always_inline]] static inline std::uint32_t lane_sum(
+  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline std::uint32_t lane_sum(
       Vec acc) {
     const __m128i half =
         _mm_add_epi64(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
@@ -171,15 +172,15 @@ struct Avx2Bytes {
   }
 
   using Half = __m128i;
-  [[gnu::target(KBENCH_TARGET_AVX2), gnu::always_inline]] static inline Half load_half(
+  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Half load_half(
       const std::uint8_t* p) {
     return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   }
-  [[gnu::target(KBENCH_TARGET_AVX2), gnu::always_inline]] static inline Half half_and(Half a,
+  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Half half_and(Half a,
                                                                                       Half b) {
     return _mm_and_si128(a, b);
   }
-  [[gnu::target(KBENCH_TARGET_AVX2), gnu::always_inline]] static inline Vec add_sad_half(Vec acc,
+  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Vec add_sad_half(Vec acc,
                                                                                          Half a,
                                                                                          Half b) {
     return _mm256_add_epi64(acc, _mm256_zextsi128_si256(_mm_sad_epu8(a, b)));
@@ -193,23 +194,23 @@ struct Avx512Bytes {
   static constexpr __mmask8 kAllLanes4 = 0x0F;  // the four 64-bit lanes of a 256-bit half
   static constexpr __mmask8 kAllLanes8 = 0xFF;  // all eight 64-bit lanes
 
-  [[gnu::target(KBENCH_TARGET_AVX512), gnu::always_inline]] static inline Vec load(
+  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Vec load(
       const std::uint8_t* p) {
     return _mm512_loadu_si512(p);
   }
-  [[gnu::target(KBENCH_TARGET_AVX512), gnu::always_inline]] static inline Vec zero() {
+  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Vec zero() {
     return _mm512_setzero_si512();
   }
-  [[gnu::target(KBENCH_TARGET_AVX512), gnu::always_inline]] static inline Vec bit_and(Vec a,
+  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Vec bit_and(Vec a,
                                                                                       Vec b) {
     return _mm512_and_si512(a, b);
   }
-  [[gnu::target(KBENCH_TARGET_AVX512), gnu::always_inline]] static inline Vec add_sad(Vec acc,
+  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Vec add_sad(Vec acc,
                                                                                       Vec a,
                                                                                       Vec b) {
     return _mm512_add_epi64(acc, _mm512_sad_epu8(a, b));
   }
-  [[gnu::target(KBENCH_TARGET_AVX512), gnu::always_inline]] static inline std::uint32_t lane_sum(
+  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline std::uint32_t lane_sum(
       Vec acc) {
     // The zero-masking extracts: GCC 12's unmasked ones start from an "undefined" vector that
     // -Wuninitialized reports.
@@ -222,15 +223,15 @@ struct Avx512Bytes {
   }
 
   using Half = __m256i;
-  [[gnu::target(KBENCH_TARGET_AVX512), gnu::always_inline]] static inline Half load_half(
+  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Half load_half(
       const std::uint8_t* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   }
-  [[gnu::target(KBENCH_TARGET_AVX512), gnu::always_inline]] static inline Half half_and(Half a,
+  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Half half_and(Half a,
                                                                                         Half b) {
     return _mm256_and_si256(a, b);
   }
-  [[gnu::target(KBENCH_TARGET_AVX512), gnu::always_inline]] static inline Vec add_sad_half(Vec acc,
+  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Vec add_sad_half(Vec acc,
                                                                                            Half a,
                                                                                            Half b) {
     // The zero-masking insert, as in lane_sum (GCC 12's _mm512_zextsi256_si512 warns the same way).

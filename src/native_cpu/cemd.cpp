@@ -142,8 +142,24 @@ template <class Ops, DescriptorDistance kDistance>
 
 // One entry per level and distance, its target attribute reaching the whole inlined tile
 // (cpu_simd.hpp); a level names its vector operations and its entry.
+#if defined(__CUDACC__)
+// nvcc compiles this file in the CUDA build, and its device pass refuses vector types in the
+// host-device helpers of cemd.hpp: the generic level there holds one float per lane.
+struct ScalarOps {
+  static constexpr int kLanes = 1;
+  using Floats = float;
+  static Floats zero() { return 0.0f; }
+  static Floats broadcast(float v) { return v; }
+  static Floats load(const float* p) { return *p; }
+  static void store(float* p, Floats v) { *p = v; }
+};
+using GenericOps = ScalarOps;
+#else
+using GenericOps = simd::Generic;
+#endif
+
 struct GenericLevel {
-  using Ops = simd::Generic;
+  using Ops = GenericOps;
   template <DescriptorDistance kDistance>
   [[gnu::flatten]] static void match(const QueryTile& t) {
     match_tile<Ops, kDistance>(t);

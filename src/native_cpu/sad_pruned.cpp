@@ -1,10 +1,15 @@
-// Native CPU sad-pruned (OpenMP): the GPU scheme on threads. Strip bounds for every window in
-// parallel; the best-bounded window of each map row gives a candidate, and the smallest exact
-// SAD among them the first E_guess; the survivors are then refined concurrently, each strip by
-// strip against the shared, falling E_guess (one atomic key), leaving as soon as its bound
-// exceeds it. When too few windows are pruned the cache-blocked full search runs instead.
+// Native CPU sad-pruned (OpenMP), omp-simd-<level> (issue 13): the GPU scheme on threads, its two
+// inner loops compiled for each CPU level (one binary; cpu_features.hpp). Strip bounds for every
+// window in parallel, a map row at a time in vectors of windows; the best-bounded window of each
+// map row gives a candidate, and the smallest exact SAD among them the first E_guess; the
+// survivors are then refined concurrently, each strip by strip against the shared, falling E_guess
+// (one atomic key), leaving as soon as its bound exceeds it. A strip's SAD is packed-SAD
+// instructions of the level (psadbw, vpsadbw). When too few windows are pruned, the same level's
+// full search (the sad variant omp-simd-<level>) runs instead.
 #include <atomic>
 
+#include "kbench/cpu_features.hpp"
+#include "kbench/cpu_simd.hpp"
 #include "sequential/sad_pruned_host.hpp"
 
 namespace kbench {
@@ -12,79 +17,175 @@ namespace {
 
 using host_pruned::Problem;
 
+// The strip bounds of map row i (Problem::strip_bound for each window) into `bounds`, strip by
+// strip over the whole row so that the windows' terms form vectors; returns the row's smallest
+// bound key.
+[[gnu::always_inline]] inline std::uint64_t bound_row(const Problem& p, int i,
+                                                      std::uint32_t* bounds) {
+  const int width = p.s.map_width, span = p.s.query_width;
+  std::fill_n(bounds, width, 0u);
+  for (int k = 0; k < p.strips.count; ++k) {
+    const std::uint32_t* top = p.integral.data() + std::size_t(i + p.strips.begin(k)) * p.pitch;
+    const std::uint32_t* bottom = p.integral.data() + std::size_t(i + p.strips.end(k)) * p.pitch;
+    const std::uint32_t query = p.query_strips[std::size_t(k)];
+    for (int j = 0; j < width; ++j) {
+      const std::uint32_t sum = bottom[j + span] - bottom[j] - top[j + span] + top[j];
+      bounds[j] += abs_difference(query, sum);
+    }
+  }
+  std::uint32_t lowest = ~0u;
+  for (int j = 0; j < width; ++j) lowest = std::min(lowest, bounds[j]);
+  int first = 0;
+  while (bounds[first] != lowest) ++first;
+  return sad_key(std::int32_t(lowest), std::uint32_t(std::size_t(i) * width + first));
+}
+
+// SAD_k(y_i) in the level's packed SADs: each strip row's whole byte vectors summed in one vector
+// accumulator, its last query_width mod kBytes bytes by the scalar row loop.
+template <class Bytes>
+std::uint32_t strip_sad(const Problem& p, int i, int j, int k) {
+  const int width = p.s.query_width, whole = width / Bytes::kBytes * Bytes::kBytes;
+  const std::size_t target_width = std::size_t(p.s.target_width);
+  const std::uint8_t* target =
+      p.input.target.data.data() + std::size_t(i + p.strips.begin(k)) * target_width + j;
+  const std::uint8_t* query = p.input.query.data.data() + std::size_t(p.strips.begin(k)) * width;
+  auto acc = Bytes::zero();
+  std::int32_t tail = 0;
+  for (int y = p.strips.begin(k); y < p.strips.end(k); ++y) {
+    for (int x = 0; x < whole; x += Bytes::kBytes) {
+      acc = Bytes::add_sad(acc, Bytes::load(query + x), Bytes::load(target + x));
+    }
+    tail += host_sad::row_sad(target + whole, query + whole, width - whole);
+    target += target_width;
+    query += width;
+  }
+  return Bytes::lane_sum(acc) + std::uint32_t(tail);
+}
+
+// One entry per level for each inner loop, its target attribute reaching the whole inlined loop
+// (cpu_simd.hpp).
+struct GenericLevel {
+  static constexpr CpuLevel level = CpuLevel::generic;
+  [[gnu::flatten]] static std::uint64_t bounds(const Problem& p, int i, std::uint32_t* out) {
+    return bound_row(p, i, out);
+  }
+  [[gnu::flatten]] static std::uint32_t sad(const Problem& p, int i, int j, int k) {
+    return strip_sad<cpu_simd::GenericBytes<>>(p, i, j, k);
+  }
+};
+#if defined(KBENCH_X86_PACKED_SAD)
+struct Avx2Level {
+  static constexpr CpuLevel level = CpuLevel::avx2;
+  [[gnu::target(KBENCH_TARGET_AVX2), gnu::flatten]] static std::uint64_t bounds(
+      const Problem& p, int i, std::uint32_t* out) {
+    return bound_row(p, i, out);
+  }
+  [[gnu::target(KBENCH_TARGET_AVX2), gnu::flatten]] static std::uint32_t sad(const Problem& p,
+                                                                             int i, int j, int k) {
+    return strip_sad<cpu_simd::Avx2Bytes>(p, i, j, k);
+  }
+};
+struct Avx512Level {
+  static constexpr CpuLevel level = CpuLevel::avx512;
+  [[gnu::target(KBENCH_TARGET_AVX512), gnu::flatten]] static std::uint64_t bounds(
+      const Problem& p, int i, std::uint32_t* out) {
+    return bound_row(p, i, out);
+  }
+  [[gnu::target(KBENCH_TARGET_AVX512), gnu::flatten]] static std::uint32_t sad(const Problem& p,
+                                                                               int i, int j,
+                                                                               int k) {
+    return strip_sad<cpu_simd::Avx512Bytes>(p, i, j, k);
+  }
+};
+#endif
+
 void atomic_min(std::atomic<std::uint64_t>& target, std::uint64_t value) {
   std::uint64_t seen = target.load(std::memory_order_relaxed);
   while (value < seen && !target.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
   }
 }
 
+// The level's full search (the sad variant of the same name), for inputs that prune too little.
+template <class Level>
 std::uint64_t full_search(const Problem& p, PruneStats& stats) {
   stats.full_search = true;
-  std::vector<std::int32_t> map = allocate_samples<std::int32_t>(p.s.map_size(), "the SAD map");
-  host_sad::blocked_map(p.input, p.s, map.data());
-  const SadMatch best = host_sad::omp_argmin(map.data(), p.s);
-  return sad_key(best.score, std::uint32_t(best.row) * std::uint32_t(p.s.map_width) + best.col);
+  SadInput input{p.input.target, p.input.query, {}};
+  input.params.want_map = false;
+  const auto runner =
+      find_variant<Sad>(std::string("omp-simd-") + to_string(Level::level)).make(input);
+  runner->compute();
+  SadResult result;
+  runner->download(result);
+  return sad_key(result.best.score,
+                 std::uint32_t(result.best.row) * std::uint32_t(p.s.map_width) + result.best.col);
 }
 
+template <class Level>
 std::uint64_t omp_pruned(const Problem& p, PruneStats& stats) {
   const SadShape& s = p.s;
+  const int strips = p.strips.count;
+  const auto exact_sad = [&](int i, int j) {
+    std::uint32_t sum = 0;
+    for (int k = 0; k < strips; ++k) sum += Level::sad(p, i, j, k);
+    return sum;
+  };
   std::vector<std::uint32_t> bounds = allocate_samples<std::uint32_t>(s.map_size(), "bounds");
   std::vector<std::uint64_t> row_best(std::size_t(s.map_height), kNoSadKey);
 #pragma omp parallel for schedule(static)
   for (int i = 0; i < s.map_height; ++i) {
-    std::uint64_t best = kNoSadKey;
-    for (int j = 0; j < s.map_width; ++j) {
-      const std::size_t index = std::size_t(i) * s.map_width + j;
-      bounds[index] = p.strip_bound(i, j);
-      best = sad_min(best, sad_key(std::int32_t(bounds[index]), std::uint32_t(index)));
-    }
-    row_best[std::size_t(i)] = best;
+    row_best[std::size_t(i)] = Level::bounds(p, i, bounds.data() + std::size_t(i) * s.map_width);
   }
   std::atomic<std::uint64_t> guess{kNoSadKey};
 #pragma omp parallel for schedule(dynamic, 4)
   for (int i = 0; i < s.map_height; ++i) {
     const std::uint32_t w = std::uint32_t(row_best[std::size_t(i)]);
-    atomic_min(guess, sad_key(std::int32_t(p.exact_sad(p.row_of(w), p.col_of(w))), w));
+    atomic_min(guess, sad_key(std::int32_t(exact_sad(p.row_of(w), p.col_of(w))), w));
   }
-  // Survivors in index order: each thread collects a contiguous range of rows.
+  // Survivors in index order: each map row's count, their running sum, then each row's windows.
   const std::uint32_t limit = std::uint32_t(guess.load() >> 32);
-  std::vector<std::uint32_t> survivors;
-#pragma omp parallel
-  {
-    std::vector<std::uint32_t> mine;
-#pragma omp for schedule(static) ordered
-    for (int i = 0; i < s.map_height; ++i) {
-      for (int j = 0; j < s.map_width; ++j) {
-        const std::size_t index = std::size_t(i) * s.map_width + j;
-        if (bounds[index] <= limit) mine.push_back(std::uint32_t(index));
-      }
-#pragma omp ordered
-      {
-        survivors.insert(survivors.end(), mine.begin(), mine.end());
-        mine.clear();
-      }
+  std::vector<std::size_t> row_start(std::size_t(s.map_height) + 1, 0);
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < s.map_height; ++i) {
+    const std::uint32_t* row = bounds.data() + std::size_t(i) * s.map_width;
+    std::size_t n = 0;
+    for (int j = 0; j < s.map_width; ++j) n += row[j] <= limit;
+    row_start[std::size_t(i) + 1] = n;
+  }
+  for (int i = 0; i < s.map_height; ++i) row_start[std::size_t(i) + 1] += row_start[std::size_t(i)];
+  std::vector<std::uint32_t> survivors(row_start.back());
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < s.map_height; ++i) {
+    const std::size_t first = std::size_t(i) * s.map_width;
+    std::uint32_t* out = survivors.data() + row_start[std::size_t(i)];
+    for (int j = 0; j < s.map_width; ++j) {
+      if (bounds[first + j] <= limit) *out++ = std::uint32_t(first + j);
     }
   }
   stats.after_bounds = survivors.size();
   if (double(survivors.size()) > kPruneFullSearchFraction * double(s.map_size())) {
-    return full_search(p, stats);
+    return full_search<Level>(p, stats);
   }
-  const int strips = p.strips.count;
+  // Windows alive after each strip, counted per thread and added once.
   std::vector<std::atomic<std::uint64_t>> alive(static_cast<std::size_t>(strips));
   for (auto& a : alive) a = 0;
   const std::int64_t count = std::int64_t(survivors.size());
-#pragma omp parallel for schedule(dynamic, 16)
-  for (std::int64_t n = 0; n < count; ++n) {
-    const std::uint32_t w = survivors[std::size_t(n)];
-    const int i = p.row_of(w), j = p.col_of(w);
-    std::uint32_t bound = bounds[w];
-    for (int k = 0; k < strips; ++k) {
-      if (bound > std::uint32_t(guess.load(std::memory_order_relaxed) >> 32)) break;
-      bound = bound - p.strip_term(i, j, k) + p.strip_sad(i, j, k);
-      if (bound > std::uint32_t(guess.load(std::memory_order_relaxed) >> 32)) break;
-      alive[std::size_t(k)].fetch_add(1, std::memory_order_relaxed);
-      if (k + 1 == strips) atomic_min(guess, sad_key(std::int32_t(bound), w));
+#pragma omp parallel
+  {
+    std::vector<std::uint64_t> mine(static_cast<std::size_t>(strips), 0);
+#pragma omp for schedule(dynamic, 16)
+    for (std::int64_t n = 0; n < count; ++n) {
+      const std::uint32_t w = survivors[std::size_t(n)];
+      const int i = p.row_of(w), j = p.col_of(w);
+      std::uint32_t bound = bounds[w];
+      for (int k = 0; k < strips; ++k) {
+        if (bound > std::uint32_t(guess.load(std::memory_order_relaxed) >> 32)) break;
+        bound = bound - p.strip_term(i, j, k) + Level::sad(p, i, j, k);
+        if (bound > std::uint32_t(guess.load(std::memory_order_relaxed) >> 32)) break;
+        ++mine[std::size_t(k)];
+        if (k + 1 == strips) atomic_min(guess, sad_key(std::int32_t(bound), w));
+      }
     }
+    for (int k = 0; k < strips; ++k) alive[std::size_t(k)] += mine[std::size_t(k)];
   }
   for (int k = 0; k < strips; ++k) stats.after_strip[std::size_t(k)] = alive[std::size_t(k)].load();
   return guess.load();
@@ -93,13 +194,19 @@ std::uint64_t omp_pruned(const Problem& p, PruneStats& stats) {
 }  // namespace
 
 void register_sad_pruned_native_cpu(VariantList<SadPruned>& list) {
-  list.push_back({"omp-pruned",
-                  Layer::native_cpu,
-                  Backend::openmp,
-                  false,
-                  make_runner<host_pruned::PrunedRunner<omp_pruned>>,
-                  {},
-                  10});
+  const auto add = [&](const char* name, Variant<SadPruned>::Make make, CpuLevel level,
+                       int preference) {
+    list.push_back({name, Layer::native_cpu, Backend::openmp, false, std::move(make),
+                    [level](const SadInput&) { return cpu_supports(level); }, preference});
+  };
+  add("omp-simd-generic", make_runner<host_pruned::PrunedRunner<omp_pruned<GenericLevel>>>,
+      CpuLevel::generic, 10);
+#if defined(KBENCH_X86_PACKED_SAD)
+  add("omp-simd-avx2", make_runner<host_pruned::PrunedRunner<omp_pruned<Avx2Level>>>,
+      CpuLevel::avx2, 11);
+  add("omp-simd-avx512", make_runner<host_pruned::PrunedRunner<omp_pruned<Avx512Level>>>,
+      CpuLevel::avx512, 12);
+#endif
 }
 
 }  // namespace kbench
