@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,21 @@ std::size_t checked_sample_count(int width, int height, int channels, std::size_
 // Allocates `count` elements, turning an allocation failure into an Error that names `what`.
 template <class T>
 std::vector<T> allocate_samples(std::size_t count, const char* what);
+
+// Host memory for `count` elements on whole cache lines (aligned rows give aligned loads), not
+// written: the first thread to write a page places it, so parallel loops that write their own
+// rows first keep them near their cores. An allocation failure throws as allocate_samples does.
+constexpr std::size_t kCacheLineBytes = 64;
+void* allocate_untouched_bytes(std::size_t bytes, const char* what);
+struct FreeHostMemory {
+  void operator()(void* memory) const;
+};
+template <class T>
+using HostBuffer = std::unique_ptr<T[], FreeHostMemory>;
+template <class T>
+HostBuffer<T> allocate_untouched(std::size_t count, const char* what) {
+  return HostBuffer<T>(static_cast<T*>(allocate_untouched_bytes(count * sizeof(T), what)));
+}
 
 // Interleaved: sample (x, y, c) lives at data[(y * width + x) * channels + c].
 template <class T>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <new>
 #include <regex>
@@ -42,6 +43,21 @@ std::vector<T> allocate_samples(std::size_t count, const char* what) {
   }
   throw OutOfMemory(std::string("cannot allocate ") + std::to_string(count * sizeof(T)) +
                     " bytes of host memory for " + what);
+}
+
+void* allocate_untouched_bytes(std::size_t bytes, const char* what) {
+  const std::size_t lines =
+      (std::max<std::size_t>(bytes, 1) + kCacheLineBytes - 1) / kCacheLineBytes;
+  void* memory = std::aligned_alloc(kCacheLineBytes, lines * kCacheLineBytes);
+  if (!memory) {
+    throw OutOfMemory(std::string("cannot allocate ") + std::to_string(bytes) +
+                      " bytes of host memory for " + what);
+  }
+  return memory;
+}
+
+void FreeHostMemory::operator()(void* memory) const {
+  std::free(memory);
 }
 
 template std::vector<std::uint8_t> allocate_samples(std::size_t, const char*);

@@ -48,11 +48,9 @@ struct SimdSadLayout {
 constexpr int kBandBytes = 8 * 1024;
 // Padded rows start on cache lines, and span an odd number of them: the rows of a band then fall
 // into every L1 set rather than a few (a pitch of 24 lines, e.g., would use only 24 of 64 sets).
-constexpr std::size_t kCacheLine = 64;
-
 std::size_t odd_lines_pitch(std::size_t bytes) {
-  const std::size_t lines = (bytes + kCacheLine - 1) / kCacheLine;
-  return (lines | 1) * kCacheLine;
+  const std::size_t lines = (bytes + kCacheLineBytes - 1) / kCacheLineBytes;
+  return (lines | 1) * kCacheLineBytes;
 }
 
 }  // namespace
@@ -91,24 +89,6 @@ namespace {
 
 std::size_t round_up(std::size_t value, std::size_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
-}
-
-struct FreeMemory {
-  void operator()(void* memory) const { std::free(memory); }
-};
-template <class T>
-using HostBuffer = std::unique_ptr<T[], FreeMemory>;
-
-// Host memory on whole cache lines (so aligned rows give aligned loads) that no thread has
-// touched yet, so that the first writer's node holds each page.
-template <class T>
-HostBuffer<T> allocate_untouched(std::size_t count, const char* what) {
-  const std::size_t bytes = round_up(std::max<std::size_t>(count, 1) * sizeof(T), kCacheLine);
-  void* memory = std::aligned_alloc(kCacheLine, bytes);
-  if (!memory) {
-    throw Error("cannot allocate " + std::to_string(bytes) + " bytes of host memory for " + what);
-  }
-  return HostBuffer<T>(static_cast<T*>(memory));
 }
 
 template <class Kernel>

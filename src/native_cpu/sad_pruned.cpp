@@ -129,11 +129,13 @@ std::uint64_t omp_pruned(const Problem& p, PruneStats& stats) {
     for (int k = 0; k < strips; ++k) sum += Level::sad(p, i, j, k);
     return sum;
   };
-  std::vector<std::uint32_t> bounds = allocate_samples<std::uint32_t>(s.map_size(), "bounds");
+  // Written first by the bound pass's threads, row by row, as the later loops read it.
+  const HostBuffer<std::uint32_t> bounds =
+      allocate_untouched<std::uint32_t>(s.map_size(), "the strip bounds");
   std::vector<std::uint64_t> row_best(std::size_t(s.map_height), kNoSadKey);
 #pragma omp parallel for schedule(static)
   for (int i = 0; i < s.map_height; ++i) {
-    row_best[std::size_t(i)] = Level::bounds(p, i, bounds.data() + std::size_t(i) * s.map_width);
+    row_best[std::size_t(i)] = Level::bounds(p, i, bounds.get() + std::size_t(i) * s.map_width);
   }
   std::atomic<std::uint64_t> guess{kNoSadKey};
 #pragma omp parallel for schedule(dynamic, 4)
@@ -146,7 +148,7 @@ std::uint64_t omp_pruned(const Problem& p, PruneStats& stats) {
   std::vector<std::size_t> row_start(std::size_t(s.map_height) + 1, 0);
 #pragma omp parallel for schedule(static)
   for (int i = 0; i < s.map_height; ++i) {
-    const std::uint32_t* row = bounds.data() + std::size_t(i) * s.map_width;
+    const std::uint32_t* row = bounds.get() + std::size_t(i) * s.map_width;
     std::size_t n = 0;
     for (int j = 0; j < s.map_width; ++j) n += row[j] <= limit;
     row_start[std::size_t(i) + 1] = n;
