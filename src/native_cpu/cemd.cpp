@@ -140,8 +140,6 @@ template <class Ops, DescriptorDistance kDistance>
   }
 }
 
-// One entry per level and distance, its target attribute reaching the whole inlined tile
-// (cpu_simd.hpp); a level names its vector operations and its entry.
 #if defined(__CUDACC__)
 // nvcc compiles this file in the CUDA build, and its device pass refuses vector types in the
 // host-device helpers of cemd.hpp: the generic level there holds one float per lane.
@@ -158,6 +156,8 @@ using GenericOps = ScalarOps;
 using GenericOps = simd::Generic;
 #endif
 
+// One entry per level and distance, its target attribute reaching the whole inlined tile
+// (cpu_simd.hpp); a level names its vector operations and its entry.
 struct GenericLevel {
   using Ops = GenericOps;
   template <DescriptorDistance kDistance>
