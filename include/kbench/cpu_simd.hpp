@@ -150,39 +150,30 @@ struct Avx2Bytes {
   static constexpr int kBytes = 32;
   using Vec = __m256i;
 
-  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Vec load(
-      const std::uint8_t* p) {
+  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Vec load(const std::uint8_t* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   }
-  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Vec zero() {
-    return _mm256_setzero_si256();
-  }
+  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Vec zero() { return _mm256_setzero_si256(); }
   [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Vec bit_and(Vec a, Vec b) {
     return _mm256_and_si256(a, b);
   }
-  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Vec add_sad(Vec acc, Vec a,
-                                                                                    Vec b) {
+  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Vec add_sad(Vec acc, Vec a, Vec b) {
     return _mm256_add_epi64(acc, _mm256_sad_epu8(a, b));
   }
-  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline std::uint32_t lane_sum(
-      Vec acc) {
+  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline std::uint32_t lane_sum(Vec acc) {
     const __m128i half =
         _mm_add_epi64(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
     return std::uint32_t(_mm_cvtsi128_si32(_mm_add_epi64(half, _mm_unpackhi_epi64(half, half))));
   }
 
   using Half = __m128i;
-  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Half load_half(
-      const std::uint8_t* p) {
+  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Half load_half(const std::uint8_t* p) {
     return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   }
-  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Half half_and(Half a,
-                                                                                      Half b) {
+  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Half half_and(Half a, Half b) {
     return _mm_and_si128(a, b);
   }
-  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Vec add_sad_half(Vec acc,
-                                                                                         Half a,
-                                                                                         Half b) {
+  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Vec add_sad_half(Vec acc, Half a, Half b) {
     return _mm256_add_epi64(acc, _mm256_zextsi128_si256(_mm_sad_epu8(a, b)));
   }
 };
@@ -194,24 +185,17 @@ struct Avx512Bytes {
   static constexpr __mmask8 kAllLanes4 = 0x0F;  // the four 64-bit lanes of a 256-bit half
   static constexpr __mmask8 kAllLanes8 = 0xFF;  // all eight 64-bit lanes
 
-  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Vec load(
-      const std::uint8_t* p) {
+  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Vec load(const std::uint8_t* p) {
     return _mm512_loadu_si512(p);
   }
-  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Vec zero() {
-    return _mm512_setzero_si512();
-  }
-  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Vec bit_and(Vec a,
-                                                                                      Vec b) {
+  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Vec zero() { return _mm512_setzero_si512(); }
+  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Vec bit_and(Vec a, Vec b) {
     return _mm512_and_si512(a, b);
   }
-  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Vec add_sad(Vec acc,
-                                                                                      Vec a,
-                                                                                      Vec b) {
+  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Vec add_sad(Vec acc, Vec a, Vec b) {
     return _mm512_add_epi64(acc, _mm512_sad_epu8(a, b));
   }
-  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline std::uint32_t lane_sum(
-      Vec acc) {
+  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline std::uint32_t lane_sum(Vec acc) {
     // The zero-masking extracts: GCC 12's unmasked ones start from an "undefined" vector that
     // -Wuninitialized reports.
     const __m256i half = _mm256_add_epi64(_mm512_maskz_extracti64x4_epi64(kAllLanes4, acc, 0),
@@ -223,17 +207,13 @@ struct Avx512Bytes {
   }
 
   using Half = __m256i;
-  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Half load_half(
-      const std::uint8_t* p) {
+  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Half load_half(const std::uint8_t* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   }
-  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Half half_and(Half a,
-                                                                                        Half b) {
+  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Half half_and(Half a, Half b) {
     return _mm256_and_si256(a, b);
   }
-  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Vec add_sad_half(Vec acc,
-                                                                                           Half a,
-                                                                                           Half b) {
+  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Vec add_sad_half(Vec acc, Half a, Half b) {
     // The zero-masking insert, as in lane_sum (GCC 12's _mm512_zextsi256_si512 warns the same way).
     return _mm512_add_epi64(acc, _mm512_maskz_inserti64x4(kAllLanes8, _mm512_setzero_si512(),
                                                           _mm256_sad_epu8(a, b), 0));
@@ -243,7 +223,6 @@ struct Avx512Bytes {
 #endif  // KBENCH_X86_PACKED_SAD
 
 }  // namespace kbench::cpu_simd
-
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && !defined(__CUDACC__)
 #define KBENCH_X86_SIMD 1
