@@ -16,7 +16,7 @@ constexpr CpuLevel kCpuLevels[] = {CpuLevel::generic, CpuLevel::avx2, CpuLevel::
 template <class Algorithm>
 bool runs_on_this_cpu(const Variant<Algorithm>& v) {
   for (const CpuLevel level : kCpuLevels) {
-    if (v.name == kSimdPrefix + std::string(to_string(level))) return cpu_supports(level);
+    if (v.name == simd_variant_name(level)) return cpu_supports(level);
   }
   return true;
 }

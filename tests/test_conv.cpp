@@ -219,11 +219,11 @@ TEST_CASE("conv: a SIMD variant for every level this CPU has, the generic one al
   CHECK(Conv::check(input, Conv::reference(input), out).ok);
 #if KBENCH_X86_SIMD  // the levels above generic are in this build (not under nvcc)
   for (const CpuLevel level : {CpuLevel::avx2, CpuLevel::avx512}) {
-    const Variant<Conv>& v = find_variant<Conv>(std::string("omp-simd-") + to_string(level));
+    const Variant<Conv>& v = find_variant<Conv>(simd_variant_name(level));
     CHECK(v.handles(input) == cpu_supports(level));
   }
   // Among the CPU variants.
-  CHECK(best_variant<Conv>(input, false).name == std::string("omp-simd-") + to_string(cpu_level()));
+  CHECK(best_variant<Conv>(input, false).name == simd_variant_name(cpu_level()));
 #endif
 }
 

@@ -368,11 +368,11 @@ TEST_CASE("lbp: a SIMD variant for every level this CPU has, the generic one alw
 #if KBENCH_X86_SIMD  // the levels above generic are in this build (not under nvcc)
   const LbpInput input{images[0], {}};
   for (const CpuLevel level : {CpuLevel::avx2, CpuLevel::avx512}) {
-    const Variant<Lbp>& v = find_variant<Lbp>(std::string("omp-simd-") + to_string(level));
+    const Variant<Lbp>& v = find_variant<Lbp>(simd_variant_name(level));
     CHECK(v.handles(input) == cpu_supports(level));
   }
   // Among the CPU variants.
-  CHECK(best_variant<Lbp>(input, false).name == std::string("omp-simd-") + to_string(cpu_level()));
+  CHECK(best_variant<Lbp>(input, false).name == simd_variant_name(cpu_level()));
 #endif
 }
 

@@ -150,12 +150,12 @@ TEST_CASE("the SIMD CPU variants: one per level, the generic one everywhere, the
   CHECK(run_checked(generic, input) == Sad::reference(input));
 #if defined(KBENCH_X86_PACKED_SAD)
   for (const CpuLevel level : {CpuLevel::avx2, CpuLevel::avx512}) {
-    const Variant<Sad>& v = find_variant<Sad>(kSimdPrefix + std::string(to_string(level)));
+    const Variant<Sad>& v = find_variant<Sad>(simd_variant_name(level));
     CHECK(v.handles(input) == cpu_supports(level));
   }
 #endif
   // Without a GPU the user calls take the highest level this CPU offers.
-  CHECK(best_variant<Sad>(input, false).name == kSimdPrefix + std::string(to_string(cpu_level())));
+  CHECK(best_variant<Sad>(input, false).name == simd_variant_name(cpu_level()));
 }
 
 namespace {

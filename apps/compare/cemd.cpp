@@ -160,7 +160,7 @@ CemdReference reference_from(const CemdInput& input, const CemdResult& result) {
 
 // The CPU variant that gives the reference where one core is too slow: the fastest this CPU runs.
 std::string trusted_variant() {
-  return std::string("omp-simd-") + to_string(cpu_level());
+  return simd_variant_name(cpu_level());
 }
 
 // trusted_variant()'s result on the first `count` queries, once it has matched the sequential

@@ -17,8 +17,8 @@ struct PrunedOptions {
 // Full-search variants that answer the same question, one per layer and backend: the fastest of
 // each (on the CPU, the SIMD full search of the highest level this CPU has).
 std::vector<std::string> baselines() {
-  return {"seq", std::string("omp-simd-") + to_string(cpu_level()), "kokkos-fused-openmp",
-          "kokkos-fused-cuda", "cuda-regblock-vsad-p32"};
+  return {"seq", simd_variant_name(cpu_level()), "kokkos-fused-openmp", "kokkos-fused-cuda",
+          "cuda-regblock-vsad-p32"};
 }
 // Above this σ the sequential pruned variants refine nearly every window of a large case, which
 // costs a sequential full search.

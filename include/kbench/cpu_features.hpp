@@ -7,6 +7,8 @@
 // baseline ISA) whose `supports` asks cpu_supports(): tests then run every level this CPU has,
 // the fallback always, and the user-facing calls pick the highest by preference.
 
+#include <string>
+
 namespace kbench {
 
 enum class CpuLevel {
@@ -23,6 +25,15 @@ CpuLevel cpu_level();
 
 inline bool cpu_supports(CpuLevel level) {
   return static_cast<int>(level) <= static_cast<int>(cpu_level());
+}
+
+// The name every algorithm registers its SIMD CPU variant of `level` under: omp-simd-<level>.
+std::string simd_variant_name(CpuLevel level);
+
+// A variant's `supports` for code compiled for `level`: whatever the input, whether this CPU has
+// the level.
+inline auto supports_level(CpuLevel level) {
+  return [level](const auto&) { return cpu_supports(level); };
 }
 
 }  // namespace kbench

@@ -50,6 +50,10 @@ const char* to_string(CpuLevel level) {
   return "?";
 }
 
+std::string simd_variant_name(CpuLevel level) {
+  return std::string("omp-simd-") + to_string(level);
+}
+
 CpuLevel cpu_level() {
   static const CpuLevel level = capped(detect());
   return level;

@@ -221,7 +221,7 @@ class OmpSimd {
 void register_cemd_native_cpu(VariantList<Cemd>& list) {
   const auto add = [&](const char* name, Variant<Cemd>::Make make, CpuLevel level, int preference) {
     list.push_back({name, Layer::native_cpu, Backend::openmp, false, std::move(make),
-                    [level](const CemdInput&) { return cpu_supports(level); }, preference});
+                    supports_level(level), preference});
   };
   add("omp", make_runner<HostRunner<OmpFinal>>, CpuLevel::generic, 10);
   add("omp-simd-generic", make_runner<HostRunner<OmpSimd<GenericLevel>>>, CpuLevel::generic, 11);

@@ -148,14 +148,13 @@ void register_conv_native_cpu(VariantList<Conv>& list) {
   add("omp-aos-unrolled3", make_runner<AosRunner<walk_aos_rgb3x3>>, is_rgb3x3, 12);
   add("omp-soa-unrolled3", make_runner<SoaRunner<walk_soa3x3>>, is_3x3, 11);
   // The SIMD variants take every input; each runs where the CPU has its level.
-  const auto level = [](CpuLevel l) { return [l](const ConvInput&) { return cpu_supports(l); }; };
   add("omp-simd-generic", make_runner<AosRunner<walk_simd<convolve_band_generic>>>,
-      level(CpuLevel::generic), 13);
+      supports_level(CpuLevel::generic), 13);
 #if KBENCH_X86_SIMD
-  add("omp-simd-avx2", make_runner<AosRunner<walk_simd<convolve_band_avx2>>>, level(CpuLevel::avx2),
-      14);
+  add("omp-simd-avx2", make_runner<AosRunner<walk_simd<convolve_band_avx2>>>,
+      supports_level(CpuLevel::avx2), 14);
   add("omp-simd-avx512", make_runner<AosRunner<walk_simd<convolve_band_avx512>>>,
-      level(CpuLevel::avx512), 15);
+      supports_level(CpuLevel::avx512), 15);
 #endif
 }
 

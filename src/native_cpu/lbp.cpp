@@ -140,16 +140,15 @@ void register_lbp_native_cpu(VariantList<Lbp>& list) {
     list.push_back({name, Layer::native_cpu, Backend::openmp, false, std::move(make),
                     std::move(supports), preference});
   };
-  const auto level = [](CpuLevel l) { return [l](const LbpInput&) { return cpu_supports(l); }; };
   add("omp-rows", make_runner<HostRunner<walk_rows>>, {}, 11);
   add("omp-collapse2", make_runner<HostRunner<walk_collapse2>>, {}, 10);
   add("omp-simd-generic", make_runner<HostRunner<walk_simd<code_band_generic>>>,
-      level(CpuLevel::generic), 12);
+      supports_level(CpuLevel::generic), 12);
 #if KBENCH_X86_SIMD
-  add("omp-simd-avx2", make_runner<HostRunner<walk_simd<code_band_avx2>>>, level(CpuLevel::avx2),
-      13);
+  add("omp-simd-avx2", make_runner<HostRunner<walk_simd<code_band_avx2>>>,
+      supports_level(CpuLevel::avx2), 13);
   add("omp-simd-avx512", make_runner<HostRunner<walk_simd<code_band_avx512>>>,
-      level(CpuLevel::avx512), 14);
+      supports_level(CpuLevel::avx512), 14);
 #endif
 }
 

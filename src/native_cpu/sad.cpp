@@ -154,11 +154,6 @@ class SimdMapRunner final : public Runner<Sad> {
   SadMatch best_;
 };
 
-template <class Kernel>
-bool level_supported(const SadInput&) {
-  return cpu_supports(Kernel::level);
-}
-
 }  // namespace
 
 void register_sad_native_cpu(VariantList<Sad>& list) {
@@ -174,9 +169,9 @@ void register_sad_native_cpu(VariantList<Sad>& list) {
   add("omp-simd-generic", make_runner<SimdMapRunner<sad_simd_generic::Kernel>>, {}, 12);
 #if defined(KBENCH_X86_PACKED_SAD)
   add("omp-simd-avx2", make_runner<SimdMapRunner<sad_simd_avx2::Kernel>>,
-      level_supported<sad_simd_avx2::Kernel>, 13);
+      supports_level(sad_simd_avx2::Kernel::level), 13);
   add("omp-simd-avx512", make_runner<SimdMapRunner<sad_simd_avx512::Kernel>>,
-      level_supported<sad_simd_avx512::Kernel>, 14);
+      supports_level(sad_simd_avx512::Kernel::level), 14);
 #endif
 }
 

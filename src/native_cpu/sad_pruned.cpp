@@ -111,8 +111,7 @@ std::uint64_t full_search(const Problem& p, PruneStats& stats) {
   stats.full_search = true;
   SadInput input{p.input.target, p.input.query, {}};
   input.params.want_map = false;
-  const auto runner =
-      find_variant<Sad>(std::string("omp-simd-") + to_string(Level::level)).make(input);
+  const auto runner = find_variant<Sad>(simd_variant_name(Level::level)).make(input);
   runner->compute();
   SadResult result;
   runner->download(result);
@@ -199,7 +198,7 @@ void register_sad_pruned_native_cpu(VariantList<SadPruned>& list) {
   const auto add = [&](const char* name, Variant<SadPruned>::Make make, CpuLevel level,
                        int preference) {
     list.push_back({name, Layer::native_cpu, Backend::openmp, false, std::move(make),
-                    [level](const SadInput&) { return cpu_supports(level); }, preference});
+                    supports_level(level), preference});
   };
   add("omp-simd-generic", make_runner<host_pruned::PrunedRunner<omp_pruned<GenericLevel>>>,
       CpuLevel::generic, 10);
