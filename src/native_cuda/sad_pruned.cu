@@ -614,14 +614,15 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
 // --- 5. unit refinement ----------------------------------------------------------------------
 
 constexpr int kUnitThreads = 128;
-constexpr int kUnitsPerBlock = kUnitThreads / kPruneUnitLanes;
 
 struct UnitArgs : PackedSearch {
   int unit_columns;
   const std::uint32_t* bounds;
   const std::uint32_t* live;
   const Key* live_count;
+  unsigned long long full_search_above;  // more live units: the full search runs instead
   Key* best;
+  const Key* polish;  // merged into best here
   const Key* filter;  // the filter's limit and neighbourhood centre
   Key* after_strip;   // S counters
 };
@@ -642,7 +643,10 @@ static_assert(kWarp % kPruneUnitLanes == 0 && kUnitThreads % kPruneUnitLanes == 
               "unit groups tile warps and blocks");
 
 __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
+  // E only falls here, and any E at or above the final one is a valid limit meanwhile.
+  if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(a.best, *a.polish);
   const unsigned long long count = *a.live_count;
+  if (count > a.full_search_above) return;
   const unsigned long long unit_at =
       (std::size_t(blockIdx.x) * kUnitThreads + threadIdx.x) / kPruneUnitLanes;
   if (unit_at >= count) return;  // the whole group
@@ -706,41 +710,6 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
   atomicMin(a.best, key);
 }
 
-// --- 6. the switch ------------------------------------------------------------------------------
-
-// The unit refinement's grids: kUnitGrids sizes a factor kUnitGridGrowth apart, the smallest a
-// block per multiprocessor, the largest for every unit the refinement takes (at most
-// kPruneUnitFullSearchFraction of them). The run takes the smallest that holds the live units,
-// so that blocks past them cost little at any noise.
-constexpr int kUnitGrids = 8;
-constexpr int kUnitGridGrowth = 4;
-
-struct SwitchArgs {
-  const Key* live_count;
-  unsigned long long full_search_above;
-  unsigned long long grid_units[kUnitGrids];  // units each grid holds, increasing
-  int grids;
-  Key* best;
-  const Key* polish;  // merged into best here
-  cudaGraphConditionalHandle branch;
-};
-
-// Branch g < grids: the unit refinement on grid g; grids: the full search; grids + 1 (past the
-// switch's branches): none, no unit is live.
-__global__ void switch_kernel(SwitchArgs a) {
-  // E only falls, and any E at or above the final one is a valid limit meanwhile.
-  atomicMin(a.best, *a.polish);
-  const unsigned long long count = *a.live_count;
-  unsigned branch = unsigned(a.grids);
-  if (count == 0) {
-    branch = unsigned(a.grids) + 1;
-  } else if (count <= a.full_search_above) {
-    branch = 0;
-    while (count > a.grid_units[branch]) ++branch;
-  }
-  cudaGraphSetConditional(a.branch, branch);
-}
-
 // --- runner --------------------------------------------------------------------------------------
 
 bool pruned_fits(const SadInput& input) {
@@ -750,11 +719,11 @@ bool pruned_fits(const SadInput& input) {
 
 template <class Source>
 void launch_refine(const RefineArgs& args, const Source& source, int blocks, bool shared_query,
-                   std::size_t shared_bytes, cudaStream_t stream) {
+                   std::size_t shared_bytes) {
   if (shared_query) {
-    refine_kernel<Source, true><<<blocks, kRefineThreads, shared_bytes, stream>>>(args, source);
+    refine_kernel<Source, true><<<blocks, kRefineThreads, shared_bytes>>>(args, source);
   } else {
-    refine_kernel<Source, false><<<blocks, kRefineThreads, shared_bytes, stream>>>(args, source);
+    refine_kernel<Source, false><<<blocks, kRefineThreads, shared_bytes>>>(args, source);
   }
   check_launch("refine_kernel");
 }
@@ -765,27 +734,6 @@ void allow_refine_shared(std::size_t bytes) {
                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
         "cudaFuncSetAttribute(refine_kernel)");
 }
-
-// A captured graph and its executable form.
-class Graph {
- public:
-  Graph() = default;
-  Graph(const Graph&) = delete;
-  Graph& operator=(const Graph&) = delete;
-  ~Graph() {
-    if (exec_) cudaGraphExecDestroy(exec_);
-    if (graph_) cudaGraphDestroy(graph_);
-  }
-  cudaGraph_t& graph() { return graph_; }
-  void instantiate() { check(cudaGraphInstantiate(&exec_, graph_, 0), "cudaGraphInstantiate"); }
-  void launch(cudaStream_t stream) const {
-    check(cudaGraphLaunch(exec_, stream), "cudaGraphLaunch");
-  }
-
- private:
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
-};
 
 class PrunedRunner final : public Runner<SadPruned> {
  public:
@@ -833,16 +781,6 @@ class PrunedRunner final : public Runner<SadPruned> {
                                                          kRefineThreads, 0, 1 << 30);
     filter_grid_ = cuda::resident_blocks(filter_kernel, kFilterThreads, 0,
                                          (units_ + kFilterThreads - 1) / kFilterThreads);
-    // A grid is never empty, even where no unit can be refined (limit_ 0: the switch never
-    // takes it).
-    const unsigned long long largest = std::max<std::uint64_t>(limit_, 1);
-    unsigned long long grid = std::uint64_t(cuda::multiprocessors()) * kUnitsPerBlock;
-    while (grids_ + 1 < kUnitGrids && grid < largest) {
-      grid_units_[grids_++] = grid;
-      grid *= kUnitGridGrowth;
-    }
-    grid_units_[grids_++] = largest;
-    capture();
   }
 
   void poison(std::uint8_t byte) override {
@@ -854,89 +792,7 @@ class PrunedRunner final : public Runner<SadPruned> {
                      cudaMemcpyHostToDevice),
           "cudaMemcpy(sad-pruned strip sums)");
   }
-  // On the legacy default stream, as every other variant runs: runs of rotated buffer sets
-  // (the timed batches) then wait for each other instead of overlapping.
-  void compute() override { run_.launch(0); }
-  void sync() override { check(cudaDeviceSynchronize(), "sad-pruned kernels"); }
-  void download(SadPrunedResult& out) override {
-    std::vector<Key> scalars(scalars_.size());
-    check(cudaMemcpy(scalars.data(), scalars_.get(), scalars_.bytes(), cudaMemcpyDeviceToHost),
-          "cudaMemcpy(sad-pruned result)");
-    out.best = match_from_key(scalars[kBestSlot], shape_.map_width);
-    out.stats.windows = windows_;
-    out.stats.after_bounds = scalars[kWindowsLeftSlot];
-    out.stats.full_search = scalars[kLiveUnitsSlot] > limit_;
-    out.stats.after_strip.assign(scalars.begin() + kAfterStripSlot, scalars.end());
-    // The settled survivors were refined in step 3, before the strip rounds: counted in each.
-    if (!out.stats.full_search) {
-      for (std::uint64_t& alive : out.stats.after_strip) alive += scalars[kSettledSlot];
-    }
-  }
-
- private:
-  // The run as one graph: steps 1 to 4 and the switch kernel, then a switch node whose branches
-  // are the unit refinement on each of its grids and the full search.
-  void capture() {
-    const cuda::Stream capturing;  // the legacy default stream cannot capture
-    const cudaStream_t stream = capturing.get();
-    check(cudaGraphCreate(&run_.graph(), 0), "cudaGraphCreate");
-    cudaGraphConditionalHandle branch;
-    check(cudaGraphConditionalHandleCreate(&branch, run_.graph(), 0, 0),
-          "cudaGraphConditionalHandleCreate");
-    check(cudaStreamBeginCaptureToGraph(stream, run_.graph(), nullptr, nullptr, 0,
-                                        cudaStreamCaptureModeThreadLocal),
-          "cudaStreamBeginCaptureToGraph");
-    enqueue_steps(stream, branch);
-    cudaStreamCaptureStatus status;
-    cudaGraph_t captured;
-    const cudaGraphNode_t* last;
-    const cudaGraphEdgeData* edges;
-    std::size_t count;
-    check(cudaStreamGetCaptureInfo(stream, &status, nullptr, &captured, &last, &edges, &count),
-          "cudaStreamGetCaptureInfo");
-    cudaGraphNodeParams node_params{};
-    node_params.type = cudaGraphNodeTypeConditional;
-    node_params.conditional.handle = branch;
-    node_params.conditional.type = cudaGraphCondTypeSwitch;
-    node_params.conditional.size = unsigned(grids_ + 1);
-    cudaGraphNode_t node;
-    check(cudaGraphAddNode(&node, captured, last, edges, count, &node_params), "cudaGraphAddNode");
-    check(cudaStreamUpdateCaptureDependencies(stream, &node, nullptr, 1,
-                                              cudaStreamSetCaptureDependencies),
-          "cudaStreamUpdateCaptureDependencies");
-    check(cudaStreamEndCapture(stream, &run_.graph()), "cudaStreamEndCapture");
-    // The branches (a value past them, no live unit, runs none).
-    cudaGraph_t* const bodies = node_params.conditional.phGraph_out;
-    const PackedSearch search{
-        full_.target(), full_.pitch_words(), full_.query(), full_.query_words(), shape_, strips_};
-    Key* const scalars = scalars_.get();
-    const UnitArgs units{search,
-                         unit_columns_,
-                         bounds_.get(),
-                         live_.get(),
-                         scalars + kLiveUnitsSlot,
-                         scalars + kBestSlot,
-                         scalars + kFilterSlot,
-                         scalars + kAfterStripSlot};
-    for (int g = 0; g <= grids_; ++g) {
-      check(cudaStreamBeginCaptureToGraph(stream, bodies[g], nullptr, nullptr, 0,
-                                          cudaStreamCaptureModeThreadLocal),
-            "cudaStreamBeginCaptureToGraph(branch)");
-      if (g < grids_) {
-        const unsigned blocks = unsigned((grid_units_[g] + kUnitsPerBlock - 1) / kUnitsPerBlock);
-        unit_refine_kernel<<<blocks, kUnitThreads, 0, stream>>>(units);
-        check_launch("unit_refine_kernel");
-      } else {
-        full_.search(scalars + kBestSlot, stream);
-      }
-      cudaGraph_t body;
-      check(cudaStreamEndCapture(stream, &body), "cudaStreamEndCapture(branch)");
-    }
-    run_.instantiate();
-  }
-
-  // Steps 1 to 4 and the switch kernel.
-  void enqueue_steps(cudaStream_t stream, cudaGraphConditionalHandle branch) {
+  void compute() override {
     Key* const scalars = scalars_.get();
     for (int first = 0; first < strips_.count; first += kMaxPassStrips) {
       const int strips = std::min(kMaxPassStrips, strips_.count - first);
@@ -954,26 +810,26 @@ class PrunedRunner final : public Runner<SadPruned> {
                            candidates_.get(),
                            scalars,
                            int(scalars_.size())};
-      kBoundKernels[strips - 1]<<<bound_grid_, kWarp, ring_bytes_, stream>>>(pass);
+      kBoundKernels[strips - 1]<<<bound_grid_, kWarp, ring_bytes_>>>(pass);
       check_launch("bound_kernel");
     }
 
     const PackedSearch search{
         full_.target(), full_.pitch_words(), full_.query(), full_.query_words(), shape_, strips_};
     RefineArgs refine{search, strip_sums_.get(), scalars + kBestSlot, nullptr};
-    seed_kernel<<<1, kSeedThreads, 0, stream>>>(search, candidates_.get(), candidates_.size(),
-                                                scalars + kBestSlot);
+    seed_kernel<<<1, kSeedThreads>>>(search, candidates_.get(), candidates_.size(),
+                                     scalars + kBestSlot);
     check_launch("seed_kernel");
     const int candidate_blocks = int(std::min<std::size_t>(candidates_.size(), refine_grid_));
     launch_refine<CandidateList>(refine, CandidateList{candidates_.get(), candidates_.size()},
-                                 candidate_blocks, shared_query_, list_shared_, stream);
+                                 candidate_blocks, shared_query_, list_shared_);
 
     RefineArgs polish = refine;
     polish.best = scalars + kPolishSlot;
     polish.other = scalars + kBestSlot;
     const int polish_blocks = std::min(kPrunePolishSide * kPrunePolishSide, refine_grid_);
     launch_refine<Neighbourhood>(polish, Neighbourhood{scalars + kBestSlot, bounds_.get()},
-                                 polish_blocks, shared_query_, list_shared_, stream);
+                                 polish_blocks, shared_query_, list_shared_);
 
     const FilterArgs filter{bounds_.get(),
                             candidates_.get(),
@@ -989,16 +845,46 @@ class PrunedRunner final : public Runner<SadPruned> {
                             scalars + kWindowsLeftSlot,
                             scalars + kSettledSlot,
                             scalars + kFilterSlot};
-    filter_kernel<<<filter_grid_, kFilterThreads, 0, stream>>>(filter);
+    filter_kernel<<<filter_grid_, kFilterThreads>>>(filter);
     check_launch("filter_kernel");
 
-    SwitchArgs choice{scalars + kLiveUnitsSlot, limit_, {}, grids_, scalars + kBestSlot,
-                      scalars + kPolishSlot,    branch};
-    std::copy(grid_units_, grid_units_ + grids_, choice.grid_units);
-    switch_kernel<<<1, 1, 0, stream>>>(choice);
-    check_launch("switch_kernel");
+    // Sized for every unit; blocks past the live ones return at once. (A one-wave grid-stride
+    // loop, statically or from a device counter, costs less with few live units but more with
+    // many: perf/NOTES.md.)
+    const UnitArgs units{search,
+                         unit_columns_,
+                         bounds_.get(),
+                         live_.get(),
+                         scalars + kLiveUnitsSlot,
+                         limit_,
+                         scalars + kBestSlot,
+                         scalars + kPolishSlot,
+                         scalars + kFilterSlot,
+                         scalars + kAfterStripSlot};
+    const std::uint64_t unit_threads = units_ * kPruneUnitLanes;
+    unit_refine_kernel<<<unsigned((unit_threads + kUnitThreads - 1) / kUnitThreads),
+                         kUnitThreads>>>(units);
+    check_launch("unit_refine_kernel");
+
+    full_.search(scalars + kBestSlot, 0, scalars + kLiveUnitsSlot, limit_);
+  }
+  void sync() override { check(cudaDeviceSynchronize(), "sad-pruned kernels"); }
+  void download(SadPrunedResult& out) override {
+    std::vector<Key> scalars(scalars_.size());
+    check(cudaMemcpy(scalars.data(), scalars_.get(), scalars_.bytes(), cudaMemcpyDeviceToHost),
+          "cudaMemcpy(sad-pruned result)");
+    out.best = match_from_key(scalars[kBestSlot], shape_.map_width);
+    out.stats.windows = windows_;
+    out.stats.after_bounds = scalars[kWindowsLeftSlot];
+    out.stats.full_search = scalars[kLiveUnitsSlot] > limit_;
+    out.stats.after_strip.assign(scalars.begin() + kAfterStripSlot, scalars.end());
+    // The settled survivors were refined in step 3, before the strip rounds: counted in each.
+    if (!out.stats.full_search) {
+      for (std::uint64_t& alive : out.stats.after_strip) alive += scalars[kSettledSlot];
+    }
   }
 
+ private:
   SadShape shape_;
   StripLayout strips_;
   std::vector<std::uint32_t> host_strip_sums_;
@@ -1016,10 +902,6 @@ class PrunedRunner final : public Runner<SadPruned> {
   int refine_grid_ = 1, filter_grid_ = 1;
   DeviceBuffer<std::uint32_t> strip_sums_, bounds_, live_;
   DeviceBuffer<Key> candidates_, scalars_;
-  // The unit refinement's grids (units each holds) and the run's graph.
-  int grids_ = 0;
-  unsigned long long grid_units_[kUnitGrids] = {};
-  Graph run_;
 };
 
 }  // namespace
