@@ -738,50 +738,30 @@ struct UnitSums {
 // Units per team on a device (the team's threads; each has kPruneUnitLanes vector lanes).
 constexpr int kDeviceUnitsPerTeam = 16;
 
-template <class Exec>
-int unit_team_units() {
-  return portable::reads_host_memory<Exec>() ? 1 : kDeviceUnitsPerTeam;
-}
-
-// Live units refined before their count reaches the host: on a device one wave of unit teams,
-// which takes every live unit at low noise, so that the count's round trip is off the critical
-// path; later units wait for it (a launch sized for every possible unit would cost an empty grid
-// of that size at low noise). None on a host, where the count costs no round trip.
-template <class Exec>
-std::int64_t early_units() {
-  if (portable::reads_host_memory<Exec>()) return 0;
-  return portable::resident_teams<Exec>(kDeviceUnitsPerTeam * kPruneUnitLanes, 0) *
-         kDeviceUnitsPerTeam;
-}
-
 // A team thread per live unit, its vector lanes (kPruneUnitLanes on a device) each summing every
 // lane-th row of a strip, strip by strip; after each strip the lanes' sums are reduced, a window
 // whose SAD so far, a lower bound of its SAD, exceeds E_guess leaves (equal stays: ties), the
 // unit with its last window; the last strip's survivors lower E_guess. alive(u, k) receives the
 // windows of live unit u still in after strip k.
-// This launch takes the live units first .. first + span − 1 of the count in totals(0), read on
-// the device: a launch may be queued before the count reaches the host. It refines nothing when
-// more than full_search_above units are live (the full search runs instead).
 template <class Exec, Isa kIsa>
-void refine_units(const Geometry& g, const U32View<Exec>& live, const LiveTotalsView<Exec>& totals,
-                  std::int64_t first, std::int64_t span, std::int64_t full_search_above,
+void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t count,
                   const WordsView<Exec>& target, const WordsView<Exec>& query,
                   const U32View<Exec>& bounds, const KeysView<Exec>& guess,
                   const KeysView<Exec>& centre,
                   const typename OutputBuffer<std::uint8_t, Exec>::View& alive_after) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
-  if (span <= 0) return;
+  if (count == 0) return;
   const int columns = g.unit_columns, strips = g.strips.count;
-  const int units_per_team = unit_team_units<Exec>();
-  const int lanes = portable::reads_host_memory<Exec>() ? 1 : kPruneUnitLanes;
-  const std::int64_t teams = (span + units_per_team - 1) / units_per_team;
+  const bool host = portable::reads_host_memory<Exec>();
+  const int units_per_team = host ? 1 : kDeviceUnitsPerTeam;
+  const int lanes = host ? 1 : kPruneUnitLanes;
+  const std::int64_t teams = (count + units_per_team - 1) / units_per_team;
   Kokkos::parallel_for(
       "pruned_refine_units", Policy(teams, units_per_team, lanes), KOKKOS_LAMBDA(const Team& team) {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, units_per_team), [&](int t) {
-          const std::int64_t count = std::int64_t(std::uint32_t(totals(0)));
-          const std::int64_t u = first + std::int64_t(team.league_rank()) * units_per_team + t;
-          if (count > full_search_above || u >= count) return;
+          const std::int64_t u = std::int64_t(team.league_rank()) * units_per_team + t;
+          if (u >= count) return;
           const std::uint32_t unit = live(u);
           const int i = int(unit / std::uint32_t(columns));
           const int group = int(unit % std::uint32_t(columns));
@@ -890,21 +870,17 @@ class PrunedRunner final : public Runner<SadPruned> {
     // Through page-locked memory: the run waits for this copy, which a pageable one would
     // stage through the driver's own buffer.
     Kokkos::deep_copy(Exec{}, host_totals_, live_totals_.view());
-    refine_units<Exec, kIsa>(g_, live_.view(), live_totals_.view(), 0, early_units_,
-                             full_search_above_, target, query, bounds_.view(), guess,
-                             centre_.view(), alive_after_.view());
     Exec{}.fence();
     const LiveTotals totals = host_totals_(0);
     live_count_ = std::uint32_t(totals);
     stats_.after_bounds = totals >> 32;
-    if (live_count_ > full_search_above_) {
+    if (double(live_count_) > kPruneUnitFullSearchFraction * double(g_.units())) {
       stats_.full_search = true;
       best_key_ = full_search_.run(shape_, {});
       return;
     }
-    refine_units<Exec, kIsa>(g_, live_.view(), live_totals_.view(), early_units_,
-                             live_count_ - early_units_, full_search_above_, target, query,
-                             bounds_.view(), guess, centre_.view(), alive_after_.view());
+    refine_units<Exec, kIsa>(g_, live_.view(), live_count_, target, query, bounds_.view(), guess,
+                             centre_.view(), alive_after_.view());
   }
   void sync() override { Exec{}.fence(); }
   void download(SadPrunedResult& out) override {
@@ -943,9 +919,6 @@ class PrunedRunner final : public Runner<SadPruned> {
   portable_sad::TeamMethod<Exec, false, kIsa> full_search_;
   std::uint64_t best_key_ = kNoSadKey;
   std::int64_t live_count_ = 0;
-  // More live units than this: the full search runs instead.
-  std::int64_t full_search_above_ = std::int64_t(kPruneUnitFullSearchFraction * double(g_.units()));
-  std::int64_t early_units_ = early_units<Exec>();
   PruneStats stats_;
 };
 
