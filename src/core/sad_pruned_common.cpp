@@ -2,6 +2,8 @@
 // the strip layout and sums, the integral image, and the photo-like cases.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <numeric>
 #include <string>
 
 #include "kbench/error.hpp"
@@ -87,6 +89,25 @@ std::vector<std::uint32_t> query_strip_sums(const ImageU8& query, const StripLay
     }
   }
   return sums;
+}
+
+std::vector<int> strip_order(const ImageU8& query, const StripLayout& strips) {
+  std::vector<std::uint64_t> texture(std::size_t(strips.count), 0);
+  for (int k = 0; k < strips.count; ++k) {
+    for (int y = strips.begin(k); y < strips.end(k); ++y) {
+      for (int x = 0; x < query.width; ++x) {
+        const int here = query.at(x, y, 0);
+        if (x + 1 < query.width) texture[std::size_t(k)] += std::abs(query.at(x + 1, y, 0) - here);
+        if (y + 1 < strips.end(k))
+          texture[std::size_t(k)] += std::abs(query.at(x, y + 1, 0) - here);
+      }
+    }
+  }
+  std::vector<int> order(std::size_t(strips.count));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return texture[std::size_t(a)] > texture[std::size_t(b)]; });
+  return order;
 }
 
 std::vector<std::uint32_t> integral_image(const ImageU8& image) {

@@ -2,10 +2,10 @@
 // inner loops compiled for each CPU level (one binary; cpu_features.hpp). Strip bounds for every
 // window in parallel, a map row at a time in vectors of windows; the best-bounded window of each
 // map row gives a candidate, and the smallest exact SAD among them the first E_guess; the
-// survivors are then refined concurrently, each strip by strip against the shared, falling E_guess
-// (one atomic key), leaving as soon as its bound exceeds it. A strip's SAD is packed-SAD
-// instructions of the level (psadbw, vpsadbw). When too few windows are pruned, the same level's
-// full search (the sad variant omp-simd-<level>) runs instead.
+// survivors are then refined concurrently, each strip by strip (strip_order) against the shared,
+// falling E_guess (one atomic key), leaving as soon as its bound exceeds it. A strip's SAD is
+// packed-SAD instructions of the level (psadbw, vpsadbw). When too few windows are pruned, the same
+// level's full search (the sad variant omp-simd-<level>) runs instead.
 #include <atomic>
 
 #include "kbench/cpu_features.hpp"
@@ -178,17 +178,18 @@ std::uint64_t omp_pruned(const Problem& p, PruneStats& stats) {
       const std::uint32_t w = survivors[std::size_t(n)];
       const int i = p.row_of(w), j = p.col_of(w);
       std::uint32_t bound = bounds[w];
-      for (int k = 0; k < strips; ++k) {
+      for (int r = 0; r < strips; ++r) {
+        const int k = p.order[std::size_t(r)];
         if (bound > std::uint32_t(guess.load(std::memory_order_relaxed) >> 32)) break;
         bound = bound - p.strip_term(i, j, k) + Level::sad(p, i, j, k);
         if (bound > std::uint32_t(guess.load(std::memory_order_relaxed) >> 32)) break;
-        ++mine[std::size_t(k)];
-        if (k + 1 == strips) atomic_min(guess, sad_key(std::int32_t(bound), w));
+        ++mine[std::size_t(r)];
+        if (r + 1 == strips) atomic_min(guess, sad_key(std::int32_t(bound), w));
       }
     }
-    for (int k = 0; k < strips; ++k) alive[std::size_t(k)] += mine[std::size_t(k)];
+    for (int r = 0; r < strips; ++r) alive[std::size_t(r)] += mine[std::size_t(r)];
   }
-  for (int k = 0; k < strips; ++k) stats.after_strip[std::size_t(k)] = alive[std::size_t(k)].load();
+  for (int r = 0; r < strips; ++r) stats.after_strip[std::size_t(r)] = alive[std::size_t(r)].load();
   return guess.load();
 }
 

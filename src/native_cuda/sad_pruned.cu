@@ -23,7 +23,8 @@
 //    and 3 finished their SADs or proved them too large) and stay out of the list: at low noise
 //    the match is among them, and its unit would otherwise be the refinement's longest chain.
 // 5. unit_refine_kernel: kPruneUnitLanes threads per live unit sum its windows' SADs strip by
-//    strip with full search's register-blocked row routine (accumulate_sad_row, packed-byte SAD),
+//    strip (every refinement takes the strips in strip_order: the query's most textured first)
+//    with full search's register-blocked row routine (accumulate_sad_row, packed-byte SAD),
 //    a row each in turn; after each strip a window whose SAD so far, a lower bound of its SAD,
 //    exceeds E leaves, and the group leaves with its last window. After the last strip the
 //    survivors' exact SADs lower E. Blocks count the windows alive after each strip (after_strip).
@@ -283,6 +284,7 @@ struct PackedSearch {
   int query_words;
   SadShape s;
   StripLayout strips;
+  const int* order;  // strip_order: the refinements take strips order[0], order[1], …
 };
 
 struct RefineArgs : PackedSearch {
@@ -358,7 +360,8 @@ __device__ void refine_window(const RefineArgs& a, const std::uint32_t* query,
   const int last_word = a.query_words - 1;
   const int c = a.s.query_width;
   const std::uint32_t tail_mask = last_word_mask(c);
-  for (int k = 0; k < a.strips.count; ++k) {
+  for (int n = 0; n < a.strips.count; ++n) {
+    const int k = __ldg(a.order + n);
     const int end = a.strips.end(k);
     int row = a.strips.begin(k) + walk.row, word = walk.word;
     // The query's words are contiguous.
@@ -398,7 +401,7 @@ __device__ void refine_window(const RefineArgs& a, const std::uint32_t* query,
     bound = bound - strip_term(total.y, __ldg(a.strip_sums + k)) + total.x;
     key = sad_key(std::int32_t(bound), index);
     if (key > current_limit(a, sh)) return;
-    if (threadIdx.x == 0 && k + 1 == a.strips.count) atomicMin(a.best, key);  // the exact SAD
+    if (threadIdx.x == 0 && n + 1 == a.strips.count) atomicMin(a.best, key);  // the exact SAD
   }
 }
 
@@ -674,7 +677,8 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
   // Derived from the width rather than read from a.query_words: the parameter costs the kernel
   // 8 more registers (72 instead of 64: one block less per SM).
   const int query_words = words_for(a.s.query_width);
-  for (int k = 0; k < a.strips.count; ++k) {
+  for (int n = 0; n < a.strips.count; ++n) {
+    const int k = __ldg(a.order + n);
     for (int y = a.strips.begin(k) + part; y < a.strips.end(k); y += kPruneUnitLanes) {
       accumulate_sad_row<kUnitWords>(
           cuda::GlobalTarget<kUnitWords>{row + std::size_t(y) * a.pitch_words},
@@ -697,7 +701,7 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
     const unsigned lanes = __activemask();
     const unsigned left = __reduce_add_sync(lanes, part == 0 ? unsigned(__popc(alive)) : 0u);
     if (left > 0 && threadIdx.x % kWarp == __ffs(lanes) - 1)
-      atomicAdd(a.after_strip + k, Key(left));
+      atomicAdd(a.after_strip + n, Key(left));
     if (alive == 0) return;
   }
   if (part != 0) return;
@@ -741,6 +745,7 @@ class PrunedRunner final : public Runner<SadPruned> {
       : shape_(validate_sad_pruned_input(input)),
         strips_(strip_layout(shape_)),
         host_strip_sums_(query_strip_sums(input.query, strips_)),
+        host_order_(strip_order(input.query, strips_)),
         full_(input),
         windows_(shape_.map_size()),
         unit_columns_((shape_.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows),
@@ -757,6 +762,7 @@ class PrunedRunner final : public Runner<SadPruned> {
         strip_sums_(host_strip_sums_.size()),
         bounds_(windows_),
         live_(units_),
+        order_(host_order_.size()),
         candidates_(std::size_t(bound_grid_.x) * bound_grid_.y),
         scalars_(kFixedSlots + std::size_t(strips_.count)) {
     if (!pruned_fits(input))
@@ -791,6 +797,8 @@ class PrunedRunner final : public Runner<SadPruned> {
     check(cudaMemcpy(strip_sums_.get(), host_strip_sums_.data(), strip_sums_.bytes(),
                      cudaMemcpyHostToDevice),
           "cudaMemcpy(sad-pruned strip sums)");
+    check(cudaMemcpy(order_.get(), host_order_.data(), order_.bytes(), cudaMemcpyHostToDevice),
+          "cudaMemcpy(sad-pruned strip order)");
   }
   void compute() override {
     Key* const scalars = scalars_.get();
@@ -815,7 +823,8 @@ class PrunedRunner final : public Runner<SadPruned> {
     }
 
     const PackedSearch search{
-        full_.target(), full_.pitch_words(), full_.query(), full_.query_words(), shape_, strips_};
+        full_.target(), full_.pitch_words(), full_.query(), full_.query_words(), shape_,
+        strips_,        order_.get()};
     RefineArgs refine{search, strip_sums_.get(), scalars + kBestSlot, nullptr};
     seed_kernel<<<1, kSeedThreads>>>(search, candidates_.get(), candidates_.size(),
                                      scalars + kBestSlot);
@@ -888,6 +897,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   SadShape shape_;
   StripLayout strips_;
   std::vector<std::uint32_t> host_strip_sums_;
+  std::vector<int> host_order_;
   cuda::SadFullSearch full_;
   std::uint64_t windows_;
   int unit_columns_;
@@ -901,6 +911,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   std::size_t list_shared_ = 0;
   int refine_grid_ = 1, filter_grid_ = 1;
   DeviceBuffer<std::uint32_t> strip_sums_, bounds_, live_;
+  DeviceBuffer<int> order_;
   DeviceBuffer<Key> candidates_, scalars_;
 };
 

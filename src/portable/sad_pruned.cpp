@@ -23,7 +23,8 @@
 //    thread (a tile whose smallest bound exceeds E_guess is skipped unread): one atomic add
 //    places a chunk, vector scans its units; the windows within E_guess and the settled ones
 //    are counted too.
-// 5. A team thread per live unit sums its windows' SADs strip by strip with full search's row
+// 5. A team thread per live unit sums its windows' SADs strip by strip (every refinement takes
+//    the strips in strip_order: the query's most textured first) with full search's row
 //    routine (accumulate_sad_row), its vector lanes a row each in turn; a window leaves once its
 //    SAD so far exceeds E_guess, the unit with its last window, and the survivors of the last
 //    strip lower E_guess.
@@ -73,6 +74,8 @@ template <class Exec>
 using U32View = typename OutputBuffer<std::uint32_t, Exec>::View;
 template <class Exec>
 using WordsView = typename InputBuffer<std::uint32_t, Exec>::View;
+template <class Exec>
+using OrderView = typename InputBuffer<int, Exec>::View;
 template <class Exec>
 using Scratch = Kokkos::View<std::uint32_t*, typename Exec::scratch_memory_space,
                              Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -453,14 +456,15 @@ void seed_guess(const Geometry& g, const KeysView<Exec>& candidates, const Words
 }
 
 // Refines the windows list(0 .. count) (indices in the low 32 bits; kNoSadKey entries are
-// skipped) from their bounds, strip by strip, against the shared key `guess`, a team of
-// `threads` per window.
+// skipped) from their bounds, strip by strip in strip_order, against the shared key `guess`, a
+// team of `threads` per window.
 // Each team thread walks the strip's (row, word) elements a team apart, from its rank, with
 // running indices (no division per element).
 template <class Exec, Isa kIsa, class List>
 void refine_windows(const Geometry& g, const List& list, int count, int threads,
                     const WordsView<Exec>& target, const WordsView<Exec>& query,
-                    const WordsView<Exec>& query_strips, const U32View<Exec>& bounds,
+                    const WordsView<Exec>& query_strips, const OrderView<Exec>& order,
+                    const U32View<Exec>& bounds,
                     const typename OutputBuffer<std::uint64_t, Exec>::View& guess) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
@@ -483,7 +487,8 @@ void refine_windows(const Geometry& g, const List& list, int count, int threads,
         const std::uint32_t* origin = target.data() + std::size_t(i) * pitch + j / 4;
         const int shift = 8 * (j % 4);
         const int step_rows = threads / q_words, step_words = threads % q_words;
-        for (int k = 0; k < g.strips.count; ++k) {
+        for (int n = 0; n < g.strips.count; ++n) {
+          const int k = order(n);
           const int y_end = g.strips.end(k);
           StripTotals totals;
           Kokkos::parallel_reduce(
@@ -528,7 +533,7 @@ void refine_windows(const Geometry& g, const List& list, int count, int threads,
               StripReducer(totals));
           bound = bound - strip_term(totals.sum, query_strips(k)) + totals.sad;
           if (bound > totals.limit) return;
-          if (k + 1 == g.strips.count) {
+          if (n + 1 == g.strips.count) {
             // The exact SAD: an atomic min that cannot lower E_guess leaves it as it is.
             Kokkos::single(Kokkos::PerTeam(team), [&] {
               Kokkos::atomic_fetch_min(&guess(0), sad_key(std::int32_t(bound), w));
@@ -741,13 +746,13 @@ constexpr int kDeviceUnitsPerTeam = 16;
 // A team thread per live unit, its vector lanes (kPruneUnitLanes on a device) each summing every
 // lane-th row of a strip, strip by strip; after each strip the lanes' sums are reduced, a window
 // whose SAD so far, a lower bound of its SAD, exceeds E_guess leaves (equal stays: ties), the
-// unit with its last window; the last strip's survivors lower E_guess. alive(u, k) receives the
-// windows of live unit u still in after strip k.
+// unit with its last window; the last strip's survivors lower E_guess. Strips are taken in
+// strip_order; alive(u, n) receives the windows of live unit u still in after the n + 1 first.
 template <class Exec, Isa kIsa>
 void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t count,
                   const WordsView<Exec>& target, const WordsView<Exec>& query,
-                  const U32View<Exec>& bounds, const KeysView<Exec>& guess,
-                  const KeysView<Exec>& centre,
+                  const OrderView<Exec>& order, const U32View<Exec>& bounds,
+                  const KeysView<Exec>& guess, const KeysView<Exec>& centre,
                   const typename OutputBuffer<std::uint8_t, Exec>::View& alive_after) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
@@ -783,7 +788,8 @@ void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t cou
           const std::uint32_t* row =
               target.data() + std::size_t(i) * g.target_pitch_words + group * kUnitWords;
           std::uint8_t* counts = alive_after.data() + std::size_t(u) * strips;
-          for (int k = 0; k < strips; ++k) {
+          for (int n = 0; n < strips; ++n) {
+            const int k = order(n);
             UnitSums strip;
             Kokkos::parallel_reduce(
                 Kokkos::ThreadVectorRange(team, g.strips.begin(k), g.strips.end(k)),
@@ -800,10 +806,10 @@ void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t cou
               if (sad.v[p] > limit) alive &= ~(1u << p);
             }
             Kokkos::single(Kokkos::PerThread(team),
-                           [&] { counts[k] = std::uint8_t(bit_count(alive)); });
+                           [&] { counts[n] = std::uint8_t(bit_count(alive)); });
             if (alive == 0) {
               Kokkos::single(Kokkos::PerThread(team), [&] {
-                for (int rest = k + 1; rest < strips; ++rest) counts[rest] = 0;
+                for (int rest = n + 1; rest < strips; ++rest) counts[rest] = 0;
               });
               return;
             }
@@ -828,6 +834,8 @@ class PrunedRunner final : public Runner<SadPruned> {
         g_(geometry<Exec>(shape_)),
         strip_sums_(query_strip_sums(input.query, g_.strips)),
         query_strips_(strip_sums_.data(), strip_sums_.size(), "pruned query strips"),
+        order_(strip_order(input.query, g_.strips)),
+        order_view_(order_.data(), order_.size(), "pruned strip order"),
         bounds_(shape_.map_size(), "pruned bounds"),
         live_(std::size_t(g_.units()), "pruned live units"),
         live_totals_(1, "pruned live-unit totals"),
@@ -847,6 +855,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   }
   void upload() override {
     query_strips_.upload();
+    order_view_.upload();
     full_search_.upload();
   }
   void compute() override {
@@ -859,12 +868,13 @@ class PrunedRunner final : public Runner<SadPruned> {
                              guess);
     seed_guess<Exec, kIsa>(g_, candidates_.view(), target, query, guess);
     refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), g_.candidate_threads,
-                               target, query, query_strips_.view(), bounds_.view(), guess);
+                               target, query, query_strips_.view(), order_view_.view(),
+                               bounds_.view(), guess);
     polish_windows<Exec>(g_, guess, polish_.view(), centre_.view(), live_totals_.view(),
                          settled_.view());
     refine_windows<Exec, kIsa>(g_, polish_.view(), kPrunePolishSide * kPrunePolishSide,
                                g_.polish_threads, target, query, query_strips_.view(),
-                               bounds_.view(), guess);
+                               order_view_.view(), bounds_.view(), guess);
     live_units<Exec>(g_, bounds_.view(), candidates_.view(), guess, centre_.view(), live_.view(),
                      live_totals_.view(), settled_.view());
     // Through page-locked memory: the run waits for this copy, which a pageable one would
@@ -879,8 +889,8 @@ class PrunedRunner final : public Runner<SadPruned> {
       best_key_ = full_search_.run(shape_, {});
       return;
     }
-    refine_units<Exec, kIsa>(g_, live_.view(), live_count_, target, query, bounds_.view(), guess,
-                             centre_.view(), alive_after_.view());
+    refine_units<Exec, kIsa>(g_, live_.view(), live_count_, target, query, order_view_.view(),
+                             bounds_.view(), guess, centre_.view(), alive_after_.view());
   }
   void sync() override { Exec{}.fence(); }
   void download(SadPrunedResult& out) override {
@@ -900,8 +910,8 @@ class PrunedRunner final : public Runner<SadPruned> {
     settled_.download(&settled);
     out.stats.after_strip.assign(std::size_t(strips), settled);
     for (std::int64_t u = 0; u < live_count_; ++u) {
-      for (int k = 0; k < strips; ++k)
-        out.stats.after_strip[k] += alive[std::size_t(u) * strips + k];
+      for (int n = 0; n < strips; ++n)
+        out.stats.after_strip[n] += alive[std::size_t(u) * strips + n];
     }
   }
 
@@ -910,6 +920,8 @@ class PrunedRunner final : public Runner<SadPruned> {
   Geometry g_;
   std::vector<std::uint32_t> strip_sums_;
   InputBuffer<std::uint32_t, Exec> query_strips_;
+  std::vector<int> order_;
+  InputBuffer<int, Exec> order_view_;
   OutputBuffer<std::uint32_t, Exec> bounds_, live_;
   OutputBuffer<LiveTotals, Exec> live_totals_;
   portable::PinnedHostView<Exec, LiveTotals> host_totals_{"pruned live-unit totals on the host", 1};

@@ -61,10 +61,11 @@ std::uint64_t paper_flow(const Problem& p, PruneStats& stats) {
       guess = sad_min(guess, sad_key(std::int32_t(p.exact_sad(p.row_of(w), p.col_of(w))), w));
     }
   }
-  // Refine strip by strip: l = exact + rest grows towards the SAD; a finished window lowers
-  // E_guess at once.
+  // Refine strip by strip (in strip_order): l = exact + rest grows towards the SAD; a finished
+  // window lowers E_guess at once.
   const int strips = p.strips.count;
-  for (int k = 0; k < strips; ++k) {
+  for (int r = 0; r < strips; ++r) {
+    const int k = p.order[std::size_t(r)];
     std::size_t kept = 0;
     for (Survivor w : survivors) {
       if (w.exact + w.rest > limit()) continue;
@@ -72,11 +73,11 @@ std::uint64_t paper_flow(const Problem& p, PruneStats& stats) {
       w.exact += p.strip_sad(i, j, k);
       w.rest -= p.strip_term(i, j, k);
       if (w.exact + w.rest > limit()) continue;
-      if (k + 1 == strips) guess = sad_min(guess, sad_key(std::int32_t(w.exact), w.index));
+      if (r + 1 == strips) guess = sad_min(guess, sad_key(std::int32_t(w.exact), w.index));
       survivors[kept++] = w;
     }
     survivors.resize(kept);
-    stats.after_strip[std::size_t(k)] = kept;
+    stats.after_strip[std::size_t(r)] = kept;
   }
   return guess;
 }

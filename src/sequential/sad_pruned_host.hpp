@@ -17,6 +17,7 @@ class Problem {
         s(validate_sad_pruned_input(input)),
         strips(strip_layout(s)),
         query_strips(query_strip_sums(input.query, strips)),
+        order(strip_order(input.query, strips)),
         integral(integral_image(input.target)),
         pitch(std::size_t(s.target_width) + 1) {
     for (const std::uint32_t x : query_strips) query_sum += x;
@@ -62,6 +63,7 @@ class Problem {
   SadShape s;
   StripLayout strips;
   std::vector<std::uint32_t> query_strips;
+  std::vector<int> order;  // strip_order
   std::uint32_t query_sum = 0;
   std::vector<std::uint32_t> integral;
   std::size_t pitch;
