@@ -203,6 +203,29 @@ TEST_CASE("sad-pruned pieces: strips, strip sums, integral image, scene", "[sad-
   CHECK(abs_difference(10, 3) == 7);
 }
 
+TEST_CASE("sad-pruned refines the most textured strips first", "[sad-pruned]") {
+  // Five strips of a 6-wide query (16, 16, 16, 16 and 4 rows): flat (strip 1 at another level)
+  // but for a vertical edge in strip 3 (one step per row) and a checkerboard in the short last
+  // strip.
+  ImageU8 query(6, 68, 1);
+  for (int y = 0; y < 68; ++y) {
+    for (int x = 0; x < 6; ++x) {
+      std::uint8_t v = y >= 16 && y < 32 ? 90 : 40;
+      if (y >= 48 && y < 64 && x >= 3) v = 200;
+      if (y >= 64) v = (x + y) % 2 ? 255 : 0;
+      query.at(x, y, 0) = v;
+    }
+  }
+  const StripLayout strips = strip_layout(SadShape{100, 80, 6, 68, 95, 13});
+  REQUIRE(strips.count == 5);
+  // Strip 4: 5·4 across + 6·3 down = 38 steps of 255; strip 3: 16 steps of 160; the flat ones
+  // tie at zero and keep their index order.
+  CHECK(strip_order(query, strips) == std::vector<int>{4, 3, 0, 1, 2});
+  ImageU8 flat(6, 68, 1);
+  std::fill(flat.data.begin(), flat.data.end(), std::uint8_t(7));
+  CHECK(strip_order(flat, strips) == std::vector<int>{0, 1, 2, 3, 4});
+}
+
 TEST_CASE("sad-pruned refuses what it cannot answer", "[sad-pruned]") {
   SadInput with_map{random_gray(10, 8, 1), random_gray(3, 3, 2), {}};
   CHECK_THROWS_WITH(validate_sad_pruned_input(with_map), Catch::Contains("best position only"));
