@@ -11,8 +11,9 @@
 //    global memory; queries taller than kMaxPassStrips strips take several passes.
 // 2. seed_kernel: the best candidate of all (the paper's FindBestInitMatch: the window with the
 //    smallest bound), its whole SAD in one pass by one block, is the first E, a device key; then
-//    refine_kernel over the other candidates, which start from that E instead of none: their
-//    exact SADs lower E by atomicMin.
+//    refine_kernel over the other candidates, which start from that E instead of none: those
+//    whose bound is within E get their whole SAD in one pass by a block, which lowers E by
+//    atomicMin.
 // 3. refine_kernel over the kPrunePolishSide² windows around E's window: the best tile
 //    candidate is often a pixel or two off the match (its bound is as small, its SAD is not),
 //    and a first E close to the minimum prunes much more. Exact SADs of any windows are valid
@@ -23,11 +24,11 @@
 //    and 3 finished their SADs or proved them too large) and stay out of the list: at low noise
 //    the match is among them, and its unit would otherwise be the refinement's longest chain.
 // 5. unit_refine_kernel: kPruneUnitLanes threads per live unit sum its windows' SADs strip by
-//    strip (every refinement takes the strips in strip_order: the query's most textured first)
-//    with full search's register-blocked row routine (accumulate_sad_row, packed-byte SAD),
-//    a row each in turn; after each strip a window whose SAD so far, a lower bound of its SAD,
-//    exceeds E leaves, and the group leaves with its last window. After the last strip the
-//    survivors' exact SADs lower E. Blocks count the windows alive after each strip (after_strip).
+//    strip (in strip_order: the query's most textured first) with full search's register-blocked
+//    row routine (accumulate_sad_row, packed-byte SAD), a row each in turn; after each strip a
+//    window whose SAD so far, a lower bound of its SAD, exceeds E leaves, and the group leaves with
+//    its last window. After the last strip the survivors' exact SADs lower E. Blocks count the
+//    windows alive after each strip (after_strip).
 // 6. The fused full search of cuda-regblock-vsad-p32 (SadFullSearch), gated on the device: it
 //    runs, and step 5 returns at once, when more than kPruneUnitFullSearchFraction of the units
 //    are live after step 4 (stats.full_search; after_strip then stays zero).
@@ -271,9 +272,8 @@ static_assert(kMaxPassStrips == 8, "one kernel per pass size");
 // --- 2, 3, 5. refinement -------------------------------------------------------------------------
 
 constexpr int kRefineThreads = 256;
-constexpr int kRefineWarps = kRefineThreads / kWarp;
-// Elements a refining thread loads at once (a 16-row strip of a 128-wide query is 2 a thread).
-constexpr int kRefineLoads = 2;
+// Elements a refining thread loads at once (a 128 × 128 query is 16 a thread of 256).
+constexpr int kRefineLoads = 4;
 constexpr std::size_t kMaxSharedQueryBytes = 96 * 1024;
 
 // What every refinement reads (steps 2, 3 and 5).
@@ -284,31 +284,17 @@ struct PackedSearch {
   int query_words;
   SadShape s;
   StripLayout strips;
-  const int* order;  // strip_order: the refinements take strips order[0], order[1], …
 };
 
 struct RefineArgs : PackedSearch {
-  const std::uint32_t* strip_sums;  // x_k
-  Key* best;                        // lowered by every finished window
-  const Key* other;                 // another bound on the minimum key, or null
+  Key* best;         // lowered by every finished window
+  const Key* other;  // another bound on the minimum key, or null
 };
 
-// How a thread walks a strip's query words: word w of query row `row`, kRefineThreads words a
-// step.
-struct ThreadWalk {
-  int row, word, step_rows, step_words;
-
-  __device__ explicit ThreadWalk(int query_words) {
-    row = threadIdx.x / query_words;
-    word = threadIdx.x % query_words;
-    step_rows = kRefineThreads / query_words;
-    step_words = kRefineThreads % query_words;
-  }
-};
-
-// What a block shares while it refines a window: one slot per warp for sums, one for the limit.
-struct RefineShared {
-  uint2 warp_sums[kRefineWarps];
+// What a block shares while it sums a window: one slot per warp, and the limit.
+template <int kThreads>
+struct BlockShared {
+  std::uint32_t warp_sads[kThreads / kWarp];
   Key limit;
 };
 
@@ -317,7 +303,7 @@ __device__ __forceinline__ Key load_key(const Key* key) {
 }
 
 // The smallest key known now: thread 0 reads, the block agrees (so it leaves as one).
-__device__ __forceinline__ Key current_limit(const RefineArgs& a, RefineShared& sh) {
+__device__ __forceinline__ Key current_limit(const RefineArgs& a, BlockShared<kRefineThreads>& sh) {
   if (threadIdx.x == 0) {
     Key limit = load_key(a.best);
     if (a.other) limit = sad_min(limit, load_key(a.other));
@@ -329,80 +315,59 @@ __device__ __forceinline__ Key current_limit(const RefineArgs& a, RefineShared& 
   return limit;
 }
 
-// (Σ sad, Σ sum) over the block, on every thread.
-__device__ __forceinline__ uint2 block_sums(std::uint32_t sad, std::uint32_t sum,
-                                            RefineShared& sh) {
-  sad = __reduce_add_sync(kAllLanes, sad);
-  sum = __reduce_add_sync(kAllLanes, sum);
-  if (threadIdx.x % kWarp == 0) sh.warp_sums[threadIdx.x / kWarp] = make_uint2(sad, sum);
-  __syncthreads();
-  uint2 total = make_uint2(0u, 0u);
-#pragma unroll
-  for (int w = 0; w < kRefineWarps; ++w) {
-    total.x += sh.warp_sums[w].x;
-    total.y += sh.warp_sums[w].y;
-  }
-  __syncthreads();  // the slots are written again by the next call
-  return total;
-}
-
-// One window whose bound is within E, by a whole block (a 128 × 128 query is 4 K words a
-// window): strip by strip while its bound stays within E.
-template <bool kSharedQuery>
-__device__ void refine_window(const RefineArgs& a, const std::uint32_t* query,
-                              const ThreadWalk& walk, Key key, RefineShared& sh) {
-  const std::uint32_t index = std::uint32_t(key);
-  std::uint32_t bound = std::uint32_t(key >> 32);
+// The exact SAD of the window at map index `index`, summed by a whole block of kThreads threads
+// in one reduction, on every thread: thread t takes the query's words t, t + kThreads, … (row
+// after row), kLoads of them loaded before any is used (a thread issues in order: a load used at
+// once would hold back the next one). Steps 2 and 3 refine a few thousand windows this way,
+// without the strip-by-strip exits of step 5: a block reduction and a read of E after every
+// strip made each window a chain of eight round trips (perf/NOTES.md).
+template <int kThreads, int kLoads, bool kSharedQuery>
+__device__ std::uint32_t block_window_sad(const PackedSearch& a, const std::uint32_t* query,
+                                          std::uint32_t index, BlockShared<kThreads>& sh) {
   const std::uint32_t i = index / std::uint32_t(a.s.map_width);
   const std::uint32_t j = index % std::uint32_t(a.s.map_width);
   const std::uint32_t* origin = a.target + std::size_t(i) * a.pitch_words + j / 4;
   const int shift = 8 * int(j % 4);
   const int last_word = a.query_words - 1;
-  const int c = a.s.query_width;
-  const std::uint32_t tail_mask = last_word_mask(c);
-  for (int n = 0; n < a.strips.count; ++n) {
-    const int k = __ldg(a.order + n);
-    const int end = a.strips.end(k);
-    int row = a.strips.begin(k) + walk.row, word = walk.word;
-    // The query's words are contiguous.
-    int q = a.strips.begin(k) * a.query_words + int(threadIdx.x);
-    std::uint32_t sad = 0, sum = 0;
-    while (row < end) {
-      // kRefineLoads elements' words loaded before any is used: a thread issues in order, so a
-      // load used at once would hold back the next one.
-      std::uint32_t lo[kRefineLoads], hi[kRefineLoads], query_word[kRefineLoads];
-      std::uint32_t mask[kRefineLoads];
+  const std::uint32_t tail_mask = last_word_mask(a.s.query_width);
+  const int elements = a.query_words * a.s.query_height;
+  // Element e = row · query_words + word, walked without a division per element.
+  int row = int(threadIdx.x) / a.query_words, word = int(threadIdx.x) % a.query_words;
+  const int step_rows = kThreads / a.query_words, step_words = kThreads % a.query_words;
+  std::uint32_t sad = 0;
+  for (int first = threadIdx.x; first < elements; first += kLoads * kThreads) {
+    std::uint32_t lo[kLoads], hi[kLoads], query_word[kLoads], mask[kLoads];
 #pragma unroll
-      for (int b = 0; b < kRefineLoads; ++b) {
-        lo[b] = hi[b] = query_word[b] = mask[b] = 0u;  // past the strip: adds nothing
-        if (row < end) {
-          const std::uint32_t* t = origin + std::size_t(row) * a.pitch_words + word;
-          lo[b] = __ldg(t);
-          hi[b] = __ldg(t + 1);
-          query_word[b] = kSharedQuery ? query[q] : __ldg(query + q);
-          mask[b] = word == last_word ? tail_mask : ~0u;
-          q += kRefineThreads;
-          word += walk.step_words;
-          row += walk.step_rows;
-          if (word >= a.query_words) {
-            word -= a.query_words;
-            ++row;
-          }
+    for (int b = 0; b < kLoads; ++b) {
+      lo[b] = hi[b] = query_word[b] = mask[b] = 0u;  // past the query: adds nothing
+      const int e = first + b * kThreads;
+      if (e < elements) {
+        const std::uint32_t* t = origin + std::size_t(row) * a.pitch_words + word;
+        lo[b] = __ldg(t);
+        hi[b] = __ldg(t + 1);
+        query_word[b] = kSharedQuery ? query[e] : __ldg(query + e);
+        mask[b] = word == last_word ? tail_mask : ~0u;
+        word += step_words;
+        row += step_rows;
+        if (word >= a.query_words) {
+          word -= a.query_words;
+          ++row;
         }
       }
-#pragma unroll
-      for (int b = 0; b < kRefineLoads; ++b) {
-        const std::uint32_t target = __funnelshift_r(lo[b], hi[b], shift) & mask[b];
-        sad = sad4(target, query_word[b] & mask[b], sad);
-        sum = sad4(target, 0u, sum);
-      }
     }
-    const uint2 total = block_sums(sad, sum, sh);
-    bound = bound - strip_term(total.y, __ldg(a.strip_sums + k)) + total.x;
-    key = sad_key(std::int32_t(bound), index);
-    if (key > current_limit(a, sh)) return;
-    if (threadIdx.x == 0 && n + 1 == a.strips.count) atomicMin(a.best, key);  // the exact SAD
+#pragma unroll
+    for (int b = 0; b < kLoads; ++b) {
+      sad = sad4(__funnelshift_r(lo[b], hi[b], shift) & mask[b], query_word[b] & mask[b], sad);
+    }
   }
+  sad = __reduce_add_sync(kAllLanes, sad);
+  if (threadIdx.x % kWarp == 0) sh.warp_sads[threadIdx.x / kWarp] = sad;
+  __syncthreads();
+  std::uint32_t total = 0;
+#pragma unroll
+  for (int w = 0; w < kThreads / kWarp; ++w) total += sh.warp_sads[w];
+  __syncthreads();  // the slots are written again by the next call
+  return total;
 }
 
 // The tiles' candidates (2).
@@ -435,79 +400,42 @@ struct Neighbourhood {
   }
 };
 
-// The first E (2): one block finds the smallest candidate key and sums its window's whole SAD at
-// once (strip by strip, eight block reductions in a chain, it took 11.6 µs on an H200 at
-// photo3072-q128; its candidates then 3.6 µs instead of 15 at σ 0).
+// The first E (2): one block finds the smallest candidate key and sums its window's whole SAD.
 constexpr int kSeedThreads = 1024;
-constexpr int kSeedWarps = kSeedThreads / kWarp;
 constexpr int kSeedLoads = 4;  // elements a thread loads before it uses any (128 × 128: all)
 
 __global__ void __launch_bounds__(kSeedThreads)
     seed_kernel(PackedSearch a, const Key* candidates, unsigned long long count, Key* best) {
-  __shared__ Key warp_keys[kSeedWarps];
-  __shared__ std::uint32_t warp_sads[kSeedWarps];
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  __shared__ Key warp_keys[kSeedThreads / kWarp];
+  __shared__ BlockShared<kSeedThreads> sh;
   Key key = kNoSadKey;
   for (unsigned long long e = threadIdx.x; e < count; e += kSeedThreads) {
     key = sad_min(key, __ldg(candidates + e));
   }
   key = warp_min(key);
-  if (lane == 0) warp_keys[warp] = key;
+  if (threadIdx.x % kWarp == 0) warp_keys[threadIdx.x / kWarp] = key;
   __syncthreads();
   key = kNoSadKey;
 #pragma unroll
-  for (int w = 0; w < kSeedWarps; ++w) key = sad_min(key, warp_keys[w]);
+  for (int w = 0; w < kSeedThreads / kWarp; ++w) key = sad_min(key, warp_keys[w]);
   if (key == kNoSadKey) return;  // the whole block
   const std::uint32_t index = std::uint32_t(key);
-  const std::uint32_t i = index / std::uint32_t(a.s.map_width);
-  const std::uint32_t j = index % std::uint32_t(a.s.map_width);
-  const std::uint32_t* origin = a.target + std::size_t(i) * a.pitch_words + j / 4;
-  const int shift = 8 * int(j % 4);
-  const int c = a.s.query_width;
-  const std::uint32_t tail_mask = last_word_mask(c);
-  const int elements = a.query_words * a.s.query_height;
-  std::uint32_t sad = 0;
-  for (int first = threadIdx.x; first < elements; first += kSeedLoads * kSeedThreads) {
-    std::uint32_t lo[kSeedLoads], hi[kSeedLoads], query_word[kSeedLoads], mask[kSeedLoads];
-#pragma unroll
-    for (int b = 0; b < kSeedLoads; ++b) {
-      lo[b] = hi[b] = query_word[b] = mask[b] = 0u;  // past the query: adds nothing
-      const int e = first + b * kSeedThreads;
-      if (e < elements) {
-        const int row = e / a.query_words, word = e % a.query_words;
-        const std::uint32_t* t = origin + std::size_t(row) * a.pitch_words + word;
-        lo[b] = __ldg(t);
-        hi[b] = __ldg(t + 1);
-        query_word[b] = __ldg(a.query + e);
-        mask[b] = word == a.query_words - 1 ? tail_mask : ~0u;
-      }
-    }
-#pragma unroll
-    for (int b = 0; b < kSeedLoads; ++b) {
-      sad = sad4(__funnelshift_r(lo[b], hi[b], shift) & mask[b], query_word[b] & mask[b], sad);
-    }
-  }
-  sad = __reduce_add_sync(kAllLanes, sad);
-  if (lane == 0) warp_sads[warp] = sad;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    std::uint32_t total = 0;
-    for (int w = 0; w < kSeedWarps; ++w) total += warp_sads[w];
-    atomicMin(best, sad_key(std::int32_t(total), index));
-  }
+  const std::uint32_t sad =
+      block_window_sad<kSeedThreads, kSeedLoads, false>(a, a.query, index, sh);
+  if (threadIdx.x == 0) atomicMin(best, sad_key(std::int32_t(sad), index));
 }
 
 // A block per entry of `source`, grid-stride (the staged query serves several); blocks past the
-// entries return at once, and a block stages the query only once it has a window within E.
+// entries return at once, and a block stages the query only once it has a window within E. Each
+// window within E gets its exact SAD, which lowers E.
 template <class Source, bool kSharedQuery>
 __global__ void __launch_bounds__(kRefineThreads) refine_kernel(RefineArgs a, Source source) {
   extern __shared__ std::uint32_t staged_query[];
-  __shared__ RefineShared sh;
+  __shared__ BlockShared<kRefineThreads> sh;
   const unsigned long long entries = source.size();
   if (blockIdx.x >= entries) return;  // the whole block: before any barrier
   bool staged = !kSharedQuery;
   const std::uint32_t* query = kSharedQuery ? staged_query : a.query;
-  const ThreadWalk walk(a.query_words);
   for (unsigned long long e = blockIdx.x; e < entries; e += gridDim.x) {
     Key key;
     if (!source.entry(e, a, key)) continue;
@@ -523,7 +451,10 @@ __global__ void __launch_bounds__(kRefineThreads) refine_kernel(RefineArgs a, So
       __syncthreads();
       staged = true;
     }
-    refine_window<kSharedQuery>(a, query, walk, key, sh);
+    const std::uint32_t index = std::uint32_t(key);
+    const std::uint32_t sad =
+        block_window_sad<kRefineThreads, kRefineLoads, kSharedQuery>(a, query, index, sh);
+    if (threadIdx.x == 0) atomicMin(a.best, sad_key(std::int32_t(sad), index));
   }
 }
 
@@ -619,6 +550,7 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
 constexpr int kUnitThreads = 128;
 
 struct UnitArgs : PackedSearch {
+  const int* order;  // strip_order: the strips are taken order[0], order[1], …
   int unit_columns;
   const std::uint32_t* bounds;
   const std::uint32_t* live;
@@ -823,9 +755,8 @@ class PrunedRunner final : public Runner<SadPruned> {
     }
 
     const PackedSearch search{
-        full_.target(), full_.pitch_words(), full_.query(), full_.query_words(), shape_,
-        strips_,        order_.get()};
-    RefineArgs refine{search, strip_sums_.get(), scalars + kBestSlot, nullptr};
+        full_.target(), full_.pitch_words(), full_.query(), full_.query_words(), shape_, strips_};
+    RefineArgs refine{search, scalars + kBestSlot, nullptr};
     seed_kernel<<<1, kSeedThreads>>>(search, candidates_.get(), candidates_.size(),
                                      scalars + kBestSlot);
     check_launch("seed_kernel");
@@ -861,6 +792,7 @@ class PrunedRunner final : public Runner<SadPruned> {
     // loop, statically or from a device counter, costs less with few live units but more with
     // many: perf/NOTES.md.)
     const UnitArgs units{search,
+                         order_.get(),
                          unit_columns_,
                          bounds_.get(),
                          live_.get(),

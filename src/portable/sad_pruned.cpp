@@ -13,18 +13,17 @@
 //    (taller queries add passes). Each team's smallest (bound, index) is its candidate.
 // 3. One team takes the best candidate of all (the paper's FindBestInitMatch: the window with
 //    the smallest bound) and sums its whole SAD in one reduction: as a sad_key, the first
-//    E_guess. Then a team per other candidate refines it from that E_guess strip by strip (one
-//    reduction gives a strip's exact SAD and its target sum together, the bound grows, the team
-//    leaves once it exceeds E_guess); the finished ones lower E_guess with an atomic min. Then
-//    the same for the polish neighbourhood of E_guess's window (kPrunePolishRadius), whose
-//    windows are settled from then on.
+//    E_guess. Then a team per other candidate whose bound is within that E_guess sums its whole
+//    SAD the same way, which lowers E_guess with an atomic min. Then the same for the polish
+//    neighbourhood of E_guess's window (kPrunePolishRadius), whose windows are settled from then
+//    on.
 // 4. Units of kPruneUnitWindows neighbouring windows of a map row that hold a window with bound
 //    ≤ E_guess outside the settled ones are compacted in tile order, a chunk of slots per team
 //    thread (a tile whose smallest bound exceeds E_guess is skipped unread): one atomic add
 //    places a chunk, vector scans its units; the windows within E_guess and the settled ones
 //    are counted too.
-// 5. A team thread per live unit sums its windows' SADs strip by strip (every refinement takes
-//    the strips in strip_order: the query's most textured first) with full search's row
+// 5. A team thread per live unit sums its windows' SADs strip by strip (in strip_order: the
+//    query's most textured first) with full search's row
 //    routine (accumulate_sad_row), its vector lanes a row each in turn; a window leaves once its
 //    SAD so far exceeds E_guess, the unit with its last window, and the survivors of the last
 //    strip lower E_guess.
@@ -371,48 +370,66 @@ KOKKOS_INLINE_FUNCTION std::uint64_t key_seen(const Team& team, const View& gues
 // Elements a refining thread loads at once.
 constexpr int kRefineLoads = 4;
 
-// One strip of one window over a refining team: its SAD, its target sum, and E's score as the
-// team's first thread read it when the strip began (the reduction hands it to every thread, so
-// the team agrees on it without a broadcast of its own).
-struct StripTotals {
-  std::uint32_t sad, sum, limit;
-};
-
-// Kokkos reducer for StripTotals: sums add, the limit is the smallest read.
-struct StripReducer {
-  using reducer = StripReducer;
-  using value_type = StripTotals;
-  using result_view_type = Kokkos::View<value_type, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
-
-  value_type& value;
-
-  KOKKOS_INLINE_FUNCTION explicit StripReducer(value_type& v) : value(v) {}
-  // Kokkos 3.4 joins plain and volatile values.
-  template <class Dest, class Src>
-  KOKKOS_INLINE_FUNCTION static void combine(Dest& dest, const Src& src) {
-    dest.sad += src.sad;
-    dest.sum += src.sum;
-    dest.limit = src.limit < dest.limit ? src.limit : dest.limit;
-  }
-  KOKKOS_INLINE_FUNCTION void join(value_type& dest, const value_type& src) const {
-    combine(dest, src);
-  }
-  KOKKOS_INLINE_FUNCTION void join(volatile value_type& dest,
-                                   const volatile value_type& src) const {
-    combine(dest, src);
-  }
-  KOKKOS_INLINE_FUNCTION void init(value_type& v) const { v = {0u, 0u, ~0u}; }
-  KOKKOS_INLINE_FUNCTION value_type& reference() const { return value; }
-  result_view_type view() const { return result_view_type(&value); }
-  KOKKOS_INLINE_FUNCTION bool references_scalar() const { return true; }
-};
+// The exact SAD of window w over a team of `threads` threads in one reduction: thread t takes the
+// query's words t, t + threads, … (row after row, with running indices: no division per
+// element), kRefineLoads of them loaded before any is used (a GPU thread issues in order: a load
+// used at once would hold back the next one). The seed and steps 2 and 3 sum their windows this
+// way, without the strip-by-strip exits of the unit refinement: a team reduction and a read of
+// E_guess after every strip made each window a chain of eight (perf/NOTES.md).
+template <Isa kIsa, class Team, class Words>
+KOKKOS_INLINE_FUNCTION std::uint32_t team_window_sad(const Team& team, int threads,
+                                                     const Geometry& g, const Words& target,
+                                                     const Words& query, std::uint32_t w) {
+  const int q_words = g.query_words;
+  const int pitch = g.target_pitch_words;
+  const int elements = q_words * g.s.query_height;
+  const std::uint32_t tail_mask = last_word_mask(g.s.query_width);
+  const int i = int(w / std::uint32_t(g.s.map_width));
+  const int j = int(w % std::uint32_t(g.s.map_width));
+  const std::uint32_t* origin = target.data() + std::size_t(i) * pitch + j / 4;
+  const int shift = 8 * (j % 4);
+  const int step_rows = threads / q_words, step_words = threads % q_words;
+  std::uint32_t sad = 0;
+  Kokkos::parallel_reduce(
+      Kokkos::TeamThreadRange(team, threads),
+      [&](int t, std::uint32_t& partial) {
+        int y = t / q_words, word = t % q_words;
+        for (int first = t; first < elements; first += kRefineLoads * threads) {
+          std::uint32_t lo[kRefineLoads], hi[kRefineLoads], q[kRefineLoads];
+          std::uint32_t mask[kRefineLoads];
+          for (int b = 0; b < kRefineLoads; ++b) {
+            lo[b] = hi[b] = q[b] = mask[b] = 0u;  // past the query: adds nothing
+            const int e = first + b * threads;
+            if (e < elements) {
+              const std::uint32_t* at = origin + std::size_t(y) * pitch + word;
+              lo[b] = at[0];
+              if (shift) hi[b] = at[1];
+              q[b] = query(e);
+              mask[b] = word + 1 == q_words ? tail_mask : ~0u;
+              word += step_words;
+              y += step_rows;
+              if (word >= q_words) {
+                word -= q_words;
+                ++y;
+              }
+            }
+          }
+          for (int b = 0; b < kRefineLoads; ++b) {
+            // A masked-out element is a zero target word against a zero query word.
+            partial =
+                sad4<kIsa>(shifted_word(lo[b], hi[b], shift) & mask[b], q[b] & mask[b], partial);
+          }
+        }
+      },
+      sad);
+  return sad;
+}
 
 template <class Exec>
 using KeysView = typename OutputBuffer<std::uint64_t, Exec>::View;
 
 // The first E_guess: one team finds the smallest candidate key (the paper's FindBestInitMatch:
-// the window with the smallest bound) and sums its window's whole SAD at once (strip by strip,
-// eight team reductions in a chain, it took 19.7 µs on an H200 at photo3072-q128).
+// the window with the smallest bound) and sums its window's whole SAD at once.
 template <class Exec, Isa kIsa>
 void seed_guess(const Geometry& g, const KeysView<Exec>& candidates, const WordsView<Exec>& target,
                 const WordsView<Exec>& query, const KeysView<Exec>& guess) {
@@ -420,12 +437,9 @@ void seed_guess(const Geometry& g, const KeysView<Exec>& candidates, const Words
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<kSeedTeam, 1>>;
   using Team = typename Policy::member_type;
   const int count = g.candidates();
-  const int q_words = g.query_words;
-  const int elements = q_words * g.s.query_height;
-  const int pitch = g.target_pitch_words;
-  const std::uint32_t tail_mask = last_word_mask(g.s.query_width);
+  const int threads = team_threads<Exec>(kSeedTeam);
   Kokkos::parallel_for(
-      "pruned_seed", Policy(1, team_threads<Exec>(kSeedTeam)), KOKKOS_LAMBDA(const Team& team) {
+      "pruned_seed", Policy(1, threads), KOKKOS_LAMBDA(const Team& team) {
         std::uint64_t best = kNoSadKey;
         Kokkos::parallel_reduce(
             Kokkos::TeamThreadRange(team, count),
@@ -435,113 +449,35 @@ void seed_guess(const Geometry& g, const KeysView<Exec>& candidates, const Words
             Kokkos::Min<std::uint64_t>(best));
         if (best == kNoSadKey) return;
         const std::uint32_t w = std::uint32_t(best);
-        const std::uint32_t i = w / std::uint32_t(g.s.map_width);
-        const std::uint32_t j = w % std::uint32_t(g.s.map_width);
-        const std::uint32_t* origin = target.data() + std::size_t(i) * pitch + j / 4;
-        const int shift = 8 * int(j % 4);
-        std::uint32_t sad = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, elements),
-            [&](int e, std::uint32_t& partial) {
-              const int word = e % q_words;
-              const std::uint32_t* at = origin + std::size_t(e / q_words) * pitch + word;
-              const std::uint32_t mask = word + 1 == q_words ? tail_mask : ~0u;
-              partial = sad4<kIsa>(shifted_word(at[0], shift ? at[1] : 0u, shift) & mask,
-                                   query(e) & mask, partial);
-            },
-            sad);
+        const std::uint32_t sad = team_window_sad<kIsa>(team, threads, g, target, query, w);
         Kokkos::single(Kokkos::PerTeam(team),
                        [&] { Kokkos::atomic_fetch_min(&guess(0), sad_key(std::int32_t(sad), w)); });
       });
 }
 
 // Refines the windows list(0 .. count) (indices in the low 32 bits; kNoSadKey entries are
-// skipped) from their bounds, strip by strip in strip_order, against the shared key `guess`, a
-// team of `threads` per window.
-// Each team thread walks the strip's (row, word) elements a team apart, from its rank, with
-// running indices (no division per element).
+// skipped), a team of `threads` per window: a window whose bound is within the shared key
+// `guess` gets its exact SAD, which lowers it.
 template <class Exec, Isa kIsa, class List>
 void refine_windows(const Geometry& g, const List& list, int count, int threads,
                     const WordsView<Exec>& target, const WordsView<Exec>& query,
-                    const WordsView<Exec>& query_strips, const OrderView<Exec>& order,
                     const U32View<Exec>& bounds,
                     const typename OutputBuffer<std::uint64_t, Exec>::View& guess) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
   if (count == 0) return;
-  const int q_words = g.query_words;
-  const int pitch = g.target_pitch_words;
-  const std::uint32_t tail_mask = last_word_mask(g.s.query_width);
   Kokkos::parallel_for(
       "pruned_refine_windows", Policy(count, threads), KOKKOS_LAMBDA(const Team& team) {
         const std::uint64_t entry = list(team.league_rank());
         if (entry == kNoSadKey) return;  // nothing to refine
         const std::uint32_t w = std::uint32_t(entry);
-        const int i = int(w / std::uint32_t(g.s.map_width));
-        const int j = int(w % std::uint32_t(g.s.map_width));
-        std::uint32_t bound = bounds(w);
         // Nor the window whose exact SAD E_guess is already (the best candidate's, once the other
         // candidates run).
         const std::uint64_t known = key_seen(team, guess);
-        if (bound > std::uint32_t(known >> 32) || w == std::uint32_t(known)) return;
-        const std::uint32_t* origin = target.data() + std::size_t(i) * pitch + j / 4;
-        const int shift = 8 * (j % 4);
-        const int step_rows = threads / q_words, step_words = threads % q_words;
-        for (int n = 0; n < g.strips.count; ++n) {
-          const int k = order(n);
-          const int y_end = g.strips.end(k);
-          StripTotals totals;
-          Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, threads),
-              [&](int t, StripTotals& partial) {
-                if (t == 0) {
-                  const std::uint32_t limit =
-                      std::uint32_t(Kokkos::volatile_load(guess.data()) >> 32);
-                  if (limit < partial.limit) partial.limit = limit;
-                }
-                int y = g.strips.begin(k) + t / q_words, word = t % q_words;
-                while (y < y_end) {
-                  // kRefineLoads elements' words loaded before any is used: a GPU thread issues
-                  // in order, so a load used at once would hold back the next one.
-                  std::uint32_t lo[kRefineLoads], hi[kRefineLoads], q[kRefineLoads];
-                  std::uint32_t mask[kRefineLoads];
-                  for (int b = 0; b < kRefineLoads; ++b) {
-                    mask[b] = 0u;  // past the strip: adds nothing
-                    lo[b] = hi[b] = q[b] = 0u;
-                    if (y < y_end) {
-                      const std::uint32_t* at = origin + std::size_t(y) * pitch + word;
-                      lo[b] = at[0];
-                      if (shift) hi[b] = at[1];
-                      q[b] = query(std::size_t(y) * q_words + word);
-                      mask[b] = word + 1 == q_words ? tail_mask : ~0u;
-                      word += step_words;
-                      y += step_rows;
-                      if (word >= q_words) {
-                        word -= q_words;
-                        ++y;
-                      }
-                    }
-                  }
-                  for (int b = 0; b < kRefineLoads; ++b) {
-                    const std::uint32_t t_word = shifted_word(lo[b], hi[b], shift) & mask[b];
-                    // A masked-out element is a zero target word against a zero query word.
-                    partial.sad = sad4<kIsa>(t_word, q[b] & mask[b], partial.sad);
-                    partial.sum = sad4<kIsa>(t_word, 0u, partial.sum);
-                  }
-                }
-              },
-              StripReducer(totals));
-          bound = bound - strip_term(totals.sum, query_strips(k)) + totals.sad;
-          if (bound > totals.limit) return;
-          if (n + 1 == g.strips.count) {
-            // The exact SAD: an atomic min that cannot lower E_guess leaves it as it is.
-            Kokkos::single(Kokkos::PerTeam(team), [&] {
-              Kokkos::atomic_fetch_min(&guess(0), sad_key(std::int32_t(bound), w));
-            });
-          }
-          // The next strip's reduction reuses the team's scratch.
-          team.team_barrier();
-        }
+        if (bounds(w) > std::uint32_t(known >> 32) || w == std::uint32_t(known)) return;
+        const std::uint32_t sad = team_window_sad<kIsa>(team, threads, g, target, query, w);
+        Kokkos::single(Kokkos::PerTeam(team),
+                       [&] { Kokkos::atomic_fetch_min(&guess(0), sad_key(std::int32_t(sad), w)); });
       });
 }
 
@@ -868,13 +804,11 @@ class PrunedRunner final : public Runner<SadPruned> {
                              guess);
     seed_guess<Exec, kIsa>(g_, candidates_.view(), target, query, guess);
     refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), g_.candidate_threads,
-                               target, query, query_strips_.view(), order_view_.view(),
-                               bounds_.view(), guess);
+                               target, query, bounds_.view(), guess);
     polish_windows<Exec>(g_, guess, polish_.view(), centre_.view(), live_totals_.view(),
                          settled_.view());
     refine_windows<Exec, kIsa>(g_, polish_.view(), kPrunePolishSide * kPrunePolishSide,
-                               g_.polish_threads, target, query, query_strips_.view(),
-                               order_view_.view(), bounds_.view(), guess);
+                               g_.polish_threads, target, query, bounds_.view(), guess);
     live_units<Exec>(g_, bounds_.view(), candidates_.view(), guess, centre_.view(), live_.view(),
                      live_totals_.view(), settled_.view());
     // Through page-locked memory: the run waits for this copy, which a pageable one would
