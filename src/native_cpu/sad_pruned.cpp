@@ -17,29 +17,6 @@ namespace {
 
 using host_pruned::Problem;
 
-// The strip bounds of map row i (Problem::strip_bound for each window) into `bounds`, strip by
-// strip over the whole row so that the windows' terms form vectors; returns the row's smallest
-// bound key.
-[[gnu::always_inline]] inline std::uint64_t bound_row(const Problem& p, int i,
-                                                      std::uint32_t* bounds) {
-  const int width = p.s.map_width, span = p.s.query_width;
-  std::fill_n(bounds, width, 0u);
-  for (int k = 0; k < p.strips.count; ++k) {
-    const std::uint32_t* top = p.integral.data() + std::size_t(i + p.strips.begin(k)) * p.pitch;
-    const std::uint32_t* bottom = p.integral.data() + std::size_t(i + p.strips.end(k)) * p.pitch;
-    const std::uint32_t query = p.query_strips[std::size_t(k)];
-    for (int j = 0; j < width; ++j) {
-      const std::uint32_t sum = bottom[j + span] - bottom[j] - top[j + span] + top[j];
-      bounds[j] += abs_difference(query, sum);
-    }
-  }
-  std::uint32_t lowest = ~0u;
-  for (int j = 0; j < width; ++j) lowest = std::min(lowest, bounds[j]);
-  int first = 0;
-  while (bounds[first] != lowest) ++first;
-  return sad_key(std::int32_t(lowest), std::uint32_t(std::size_t(i) * width + first));
-}
-
 // SAD_k(y_i) in the level's packed SADs: each strip row's whole byte vectors summed in one vector
 // accumulator, its last query_width mod kBytes bytes by the scalar row loop.
 template <class Bytes>
@@ -67,7 +44,7 @@ std::uint32_t strip_sad(const Problem& p, int i, int j, int k) {
 struct GenericLevel {
   static constexpr CpuLevel level = CpuLevel::generic;
   [[gnu::flatten]] static std::uint64_t bounds(const Problem& p, int i, std::uint32_t* out) {
-    return bound_row(p, i, out);
+    return p.strip_bounds_row(i, out);
   }
   [[gnu::flatten]] static std::uint32_t sad(const Problem& p, int i, int j, int k) {
     return strip_sad<cpu_simd::GenericBytes<>>(p, i, j, k);
@@ -78,7 +55,7 @@ struct Avx2Level {
   static constexpr CpuLevel level = CpuLevel::avx2;
   [[gnu::target(KBENCH_TARGET_AVX2), gnu::flatten]] static std::uint64_t bounds(
       const Problem& p, int i, std::uint32_t* out) {
-    return bound_row(p, i, out);
+    return p.strip_bounds_row(i, out);
   }
   [[gnu::target(KBENCH_TARGET_AVX2), gnu::flatten]] static std::uint32_t sad(const Problem& p,
                                                                              int i, int j, int k) {
@@ -89,7 +66,7 @@ struct Avx512Level {
   static constexpr CpuLevel level = CpuLevel::avx512;
   [[gnu::target(KBENCH_TARGET_AVX512), gnu::flatten]] static std::uint64_t bounds(
       const Problem& p, int i, std::uint32_t* out) {
-    return bound_row(p, i, out);
+    return p.strip_bounds_row(i, out);
   }
   [[gnu::target(KBENCH_TARGET_AVX512), gnu::flatten]] static std::uint32_t sad(const Problem& p,
                                                                                int i, int j,

@@ -24,12 +24,15 @@ struct Survivor {
 template <FirstBound kFirst>
 std::uint64_t paper_flow(const Problem& p, PruneStats& stats) {
   const SadShape& s = p.s;
-  // InitBounds.
+  // InitBounds (strip bounds a map row at a time, strip by strip: the same sums in an order
+  // that a compiler vectorises).
   std::vector<std::uint32_t> bounds = allocate_samples<std::uint32_t>(s.map_size(), "bounds");
   for (int i = 0; i < s.map_height; ++i) {
-    for (int j = 0; j < s.map_width; ++j) {
-      bounds[std::size_t(i) * s.map_width + j] =
-          kFirst == FirstBound::norm ? p.norm_bound(i, j) : p.strip_bound(i, j);
+    std::uint32_t* row = bounds.data() + std::size_t(i) * s.map_width;
+    if (kFirst == FirstBound::strips) {
+      p.strip_bounds_row(i, row);
+    } else {
+      for (int j = 0; j < s.map_width; ++j) row[j] = p.norm_bound(i, j);
     }
   }
   // FindBestInitMatch: the smallest bound (ties to the smallest index) and its exact SAD.
@@ -45,7 +48,9 @@ std::uint64_t paper_flow(const Problem& p, PruneStats& stats) {
   for (std::size_t index = 0; index < bounds.size(); ++index) {
     if (bounds[index] > limit()) continue;
     const std::uint32_t w = std::uint32_t(index);
-    survivors.push_back({w, 0, p.strip_bound(p.row_of(w), p.col_of(w))});
+    survivors.push_back(
+        {w, 0,
+         kFirst == FirstBound::strips ? bounds[index] : p.strip_bound(p.row_of(w), p.col_of(w))});
   }
   stats.after_bounds = survivors.size();
   // With strip bounds, the kBestFirst survivors of smallest bound get their exact SAD first: the

@@ -2,6 +2,7 @@
 // What the sequential and native CPU sad-pruned variants share: the problem's precomputed sums,
 // the bounds of one window, and the exact SAD of one strip.
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +42,27 @@ class Problem {
   }
   std::uint32_t strip_term(int i, int j, int k) const {
     return abs_difference(query_strips[std::size_t(k)], strip_sum(i, j, k));
+  }
+  // strip_bound of every window of map row i into `bounds`, strip by strip over the whole row so
+  // that the windows' terms form vectors (the compiler's, at the caller's target); returns the
+  // row's smallest bound key.
+  [[gnu::always_inline]] inline std::uint64_t strip_bounds_row(int i, std::uint32_t* bounds) const {
+    const int width = s.map_width, span = s.query_width;
+    std::fill_n(bounds, width, 0u);
+    for (int k = 0; k < strips.count; ++k) {
+      const std::uint32_t* top = integral.data() + std::size_t(i + strips.begin(k)) * pitch;
+      const std::uint32_t* bottom = integral.data() + std::size_t(i + strips.end(k)) * pitch;
+      const std::uint32_t query = query_strips[std::size_t(k)];
+      for (int j = 0; j < width; ++j) {
+        const std::uint32_t sum = bottom[j + span] - bottom[j] - top[j + span] + top[j];
+        bounds[j] += abs_difference(query, sum);
+      }
+    }
+    std::uint32_t lowest = ~0u;
+    for (int j = 0; j < width; ++j) lowest = std::min(lowest, bounds[j]);
+    int first = 0;
+    while (bounds[first] != lowest) ++first;
+    return sad_key(std::int32_t(lowest), std::uint32_t(std::size_t(i) * width + first));
   }
   // SAD_k(y_i): the exact SAD of strip k.
   std::uint32_t strip_sad(int i, int j, int k) const {
