@@ -25,21 +25,23 @@ template <FirstBound kFirst>
 std::uint64_t paper_flow(const Problem& p, PruneStats& stats) {
   const SadShape& s = p.s;
   // InitBounds (strip bounds a map row at a time, strip by strip: the same sums in an order
-  // that a compiler vectorises).
+  // that a compiler vectorises), and with each row FindBestInitMatch's smallest bound (ties to the
+  // smallest index).
   std::vector<std::uint32_t> bounds = allocate_samples<std::uint32_t>(s.map_size(), "bounds");
+  std::uint64_t smallest = kNoSadKey;
   for (int i = 0; i < s.map_height; ++i) {
-    std::uint32_t* row = bounds.data() + std::size_t(i) * s.map_width;
+    const std::size_t row_first = std::size_t(i) * s.map_width;
+    std::uint32_t* row = bounds.data() + row_first;
     if (kFirst == FirstBound::strips) {
-      p.strip_bounds_row(i, row);
+      smallest = sad_min(smallest, p.strip_bounds_row(i, row));
     } else {
-      for (int j = 0; j < s.map_width; ++j) row[j] = p.norm_bound(i, j);
+      for (int j = 0; j < s.map_width; ++j) {
+        row[j] = p.norm_bound(i, j);
+        smallest = sad_min(smallest, sad_key(std::int32_t(row[j]), std::uint32_t(row_first + j)));
+      }
     }
   }
-  // FindBestInitMatch: the smallest bound (ties to the smallest index) and its exact SAD.
-  std::uint64_t smallest = kNoSadKey;
-  for (std::size_t index = 0; index < bounds.size(); ++index) {
-    smallest = sad_min(smallest, sad_key(std::int32_t(bounds[index]), std::uint32_t(index)));
-  }
+  // FindBestInitMatch's exact SAD: the first E_guess.
   const std::uint32_t first = std::uint32_t(smallest);
   std::uint64_t guess = sad_key(std::int32_t(p.exact_sad(p.row_of(first), p.col_of(first))), first);
   const auto limit = [&] { return std::uint32_t(guess >> 32); };
