@@ -162,23 +162,13 @@ struct StripLayout {
 };
 StripLayout strip_layout(const SadShape& s);
 
-// The GPU layers' bound pass sums every strip of every window from box maps: every strip but the
-// query's last has kPruneStripRows rows, so strip k of window (i, j) is the box of kPruneStripRows
-// rows and query width at (i + kPruneStripRows·k, j), which windows kPruneStripRows rows apart
-// share.
-struct PruneBoxes {
-  int rows = 0;         // rows of the box map: every box of a full strip of a window
-  int last_rows = 0;    // the last strip's rows when fewer (their boxes have a map of their own)
-  int last_offset = 0;  // the box row of window 0's last strip
-  int walk_rows = 0;    // box rows that a walk over both maps covers
-};
-PruneBoxes prune_boxes(const SadShape& s, const StripLayout& strips);
-
-// Rows each walking team takes of `rows`, for `column_tiles` tiles across and `resident` teams
-// running at once, when a team walks `warm_up` rows before its first result: as few segments as
-// fill the waves of teams best (the least waves × (segment rows + warm_up)), each at least
-// warm_up rows (but for a single segment), at most 65535.
-int prune_segment_rows(int rows, int warm_up, int column_tiles, int resident);
+// The bound pass's prefix ring: a power of two, at least a pass's query rows and kPruneStripRows
+// (so that a block of kPruneStripRows ring slots never wraps inside).
+int prune_ring_rows(const StripLayout& strips);
+// Map rows each walking team takes, for `column_tiles` tiles across the map and about `teams`
+// teams wanted: at least one pass's rows (a segment walks that many before its first window),
+// and at most 65535 segments.
+int prune_segment_rows(const SadShape& s, const StripLayout& strips, int column_tiles, int teams);
 
 // |a − b| of two unsigned sums.
 KBENCH_HOST_DEVICE std::uint32_t abs_difference(std::uint32_t a, std::uint32_t b) {

@@ -62,32 +62,23 @@ StripLayout strip_layout(const SadShape& s) {
   return strips;
 }
 
-PruneBoxes prune_boxes(const SadShape& s, const StripLayout& strips) {
-  PruneBoxes boxes;
-  const int last = strips.count - 1;
-  const bool short_last = strips.end(last) - strips.begin(last) < kPruneStripRows;
-  const int full = strips.count - int(short_last);
-  boxes.rows = full > 0 ? s.map_height + kPruneStripRows * (full - 1) : 0;
-  boxes.last_rows = short_last ? strips.end(last) - strips.begin(last) : 0;
-  boxes.last_offset = strips.begin(last);
-  boxes.walk_rows = std::max(boxes.rows, short_last ? boxes.last_offset + s.map_height : 0);
-  return boxes;
+namespace {
+
+int pass_rows(const StripLayout& strips) {
+  return std::min(strips.query_rows, strips.rows * kPrunePassStrips);
 }
 
-int prune_segment_rows(int rows, int warm_up, int column_tiles, int resident) {
-  long long best_cost = -1;
-  int best_rows = rows;
-  for (long long segments = 1; segments <= std::min(rows, 65535); ++segments) {
-    const long long segment_rows = (rows + segments - 1) / segments;
-    if (segments > 1 && segment_rows < warm_up) break;
-    const long long waves = (segments * column_tiles + resident - 1) / resident;
-    const long long cost = waves * (segment_rows + warm_up);
-    if (best_cost < 0 || cost < best_cost) {
-      best_cost = cost;
-      best_rows = int(segment_rows);
-    }
-  }
-  return best_rows;
+}  // namespace
+
+int prune_ring_rows(const StripLayout& strips) {
+  int ring = kPruneStripRows;
+  while (ring < pass_rows(strips)) ring *= 2;
+  return ring;
+}
+
+int prune_segment_rows(const SadShape& s, const StripLayout& strips, int column_tiles, int teams) {
+  const int segments = std::clamp(teams / column_tiles, 1, 65535);
+  return std::max((s.map_height + segments - 1) / segments, pass_rows(strips));
 }
 
 std::vector<std::uint32_t> query_strip_sums(const ImageU8& query, const StripLayout& strips) {

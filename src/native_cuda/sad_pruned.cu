@@ -1,15 +1,14 @@
 // Native CUDA sad-pruned for sm_90: the exact argmin of the SAD map found with bounds
-// (kbench/sad_pruned.hpp), cuda-pruned. One run is eight kernels (the second a pass per
+// (kbench/sad_pruned.hpp), cuda-pruned. One run is seven kernels (the first a pass per
 // kMaxPassStrips strips) on the legacy default stream and no round trip to the host; x_k are the
 // query's strip sums, y_{i,k} the window's, S strips of kPruneStripRows query rows (strip_layout).
 //
-// 1. box_kernel, then bound_kernel: Tombari's strip bound l_i = Σ_k |x_k − y_{i,k}| of every
-//    window into a bound map, and per block its smallest sad_key(bound, index) as a candidate.
-//    Strip k of window i is the box of query width at row i + kPruneStripRows·k (every strip
-//    but the last has kPruneStripRows rows), so box_kernel sums every box once, walking down
-//    columns with a running prefix, and bound_kernel gives each thread the windows of one row
-//    residue modulo kPruneStripRows, which share their boxes: one box read per window. Queries
-//    taller than kMaxPassStrips strips take several bound passes.
+// 1. bound_kernel: Tombari's strip bound l_i = Σ_k |x_k − y_{i,k}| of every window into a bound
+//    map, and per warp its smallest sad_key(bound, index) as a candidate. A warp walks a
+//    segment of map rows down 32 window columns, a lane per column: the row sums of its window
+//    width enter a running column prefix, kept for the last query rows in a per-lane shared ring,
+//    and each strip sum is the difference of two ring entries. No barrier, no intermediate in
+//    global memory; queries taller than kMaxPassStrips strips take several passes.
 // 2. seed_kernel: the best candidate of all (the paper's FindBestInitMatch: the window with the
 //    smallest bound), its whole SAD in one pass by one block, is the first E, a device key; then
 //    refine_kernel over the other candidates, which start from that E instead of none: those
@@ -81,42 +80,44 @@ __device__ __forceinline__ Key warp_min(Key key) {
 
 // --- 1. strip bounds ---------------------------------------------------------------------------
 
-// Every strip but the query's last has kStripRows rows, so strip k of window (i, j) is the box of
-// kStripRows rows and query width at (i + kStripRows·k, j): windows kStripRows rows apart share
-// all their boxes but one. Two kernels:
-// 1a. box_kernel sums every box once into a box map (and, when the last strip is shorter, each
-//     window's last strip into a map of its own). A warp walks down a tile of kWarp columns
-//     through a segment of box rows, kSumRows target rows at a time: lane u sums target row u
-//     across the tile (H(t, j) = Σ_{x<c} T(t, j + x), the first from the row's words, the others
-//     sliding by one byte each) into a transposed shared tile (its own row: no shuffles, 16-byte
-//     loads); then lane j adds H(t, j) down its column into a prefix P, of which a shared ring
-//     keeps the last kStripRows rows, and a box is the difference of two prefix rows. A segment
-//     walks kStripRows rows before its first box.
-// 1b. bound_kernel: l_i = Σ_k |x_k − y_{i,k}| of every window from the box map, a pass per
-//     kMaxPassStrips strips (later passes add into the bound map). Warp r of a block takes the
-//     windows r, r + kStripRows, … of a segment of map rows (lane j: a column) and keeps the
-//     boxes they share in registers: one box read per window, kBoundReadAhead windows' reads
-//     issued together.
+// A block is one warp, which walks down a tile of kWarp window columns through a segment of map
+// rows, kWarp target rows at a time:
+// - lane r sums target row t_r across the tile: H(t_r, j) = Σ_{x<c} T(t_r, j + x) for the tile's
+//   32 columns j, the first from the row's words, the others sliding by one byte each, and
+//   stores them transposed in a shared tile (its own row: no shuffles, 16-byte loads);
+// - then lane j, a window column, adds H(t, j) row by row to its column prefix
+//   P(t) = Σ_{r≤t} H(r, j) and keeps the last prefix rows in its column of a shared ring. A
+//   strip sum is the difference of two prefix rows, so a window costs a ring read and a term per
+//   strip once its last row has entered.
+// A pass covers up to kMaxPassStrips strips; taller queries take several passes that add into the
+// bound map. The ring rows a window reads lie whole strips (kStripRows rows) apart, since only a
+// pass's last strip may be shorter: with the walk in blocks of kStripRows, their ring addresses
+// are fixed per block and the row within the block is an immediate offset.
 constexpr int kStripRows = kPruneStripRows;
 constexpr int kMaxPassStrips = kPrunePassStrips;
 constexpr int kSumRows = kWarp;       // target rows summed at once, a lane each
 constexpr int kSumPitch = kWarp + 1;  // the transposed tile's rows: odd, no bank conflicts
-static_assert(kSumRows % kStripRows == 0, "a ring slot per unrolled row is fixed");
-constexpr int kBoundWarps = kStripRows;  // a warp per row residue
-constexpr int kBoundThreads = kWarp * kBoundWarps;
-constexpr int kBoundReadAhead = 4;
+static_assert(kSumRows % kStripRows == 0, "whole ring blocks per summed block");
 
-struct BoxArgs {
+struct BoundArgs {
   const std::uint32_t* target;  // SadFullSearch's packed rows
   int pitch_words;
   SadShape s;
-  PruneBoxes boxes;
-  int segment_rows;           // box rows a warp walks
-  std::uint32_t* box_map;     // boxes.rows × map_width
-  std::uint32_t* last_boxes;  // map-sized, when boxes.last_rows > 0
-  Key* scalars;               // reset here
+  StripLayout strips;
+  int first_strip;                  // this pass: strips first_strip .. + the kernel's kStrips − 1
+  int ring_rows;                    // a power of two ≥ the pass's rows (prune_ring_rows)
+  int segment_rows;                 // map rows a warp walks
+  bool first_pass, last_pass;       // the first writes the bound map, the last its candidates
+  const std::uint32_t* strip_sums;  // x_k
+  std::uint32_t* bounds;            // map-sized
+  Key* candidates;                  // one per warp of the last pass
+  Key* scalars;                     // reset by the first pass
   int scalar_count;
 };
+
+std::size_t bound_shared_bytes(int ring_rows) {
+  return (std::size_t(ring_rows) * kWarp + std::size_t(kWarp) * kSumPitch) * sizeof(std::uint32_t);
+}
 
 __device__ __forceinline__ std::uint32_t word_of(const uint4& words, int w) {
   return w == 0 ? words.x : w == 1 ? words.y : w == 2 ? words.z : words.w;
@@ -128,9 +129,9 @@ __device__ __forceinline__ std::uint32_t sad4x4(const uint4& words, std::uint32_
 }
 
 // Lane r's row, t: H(t, j0 + j) for j < kWarp into sums[j · kSumPitch + r]. Rows outside the
-// target (the ends of a walk, whose sums no box uses) give zeros. A lane reads its own row:
+// target (the ends of a walk, whose sums no window uses) give zeros. A lane reads its own row:
 // 16-byte loads where the query width allows, each of them sixteen bytes of 32 rows.
-__device__ __forceinline__ void sum_row(const BoxArgs& a, int t, int j0, std::uint32_t* sums) {
+__device__ __forceinline__ void sum_row(const BoundArgs& a, int t, int j0, std::uint32_t* sums) {
   constexpr int kQuads = kWarp / 16;  // 16-byte words holding the bytes that leave
   const int lane = threadIdx.x, c = a.s.query_width;
   uint4 leaving[kQuads] = {}, entering[kQuads] = {};
@@ -178,132 +179,87 @@ __device__ __forceinline__ void sum_row(const BoxArgs& a, int t, int j0, std::ui
   }
 }
 
-__global__ void __launch_bounds__(kWarp) box_kernel(BoxArgs a) {
-  __shared__ std::uint32_t sums[kWarp * kSumPitch];
-  __shared__ std::uint32_t ring[kStripRows * kWarp];  // P(q) in slot q % kStripRows
+// kStrips: the pass's strips (a template parameter, so that the ring reads and strip terms of a
+// window are straight-line code).
+template <int kStrips>
+__global__ void __launch_bounds__(kWarp) bound_kernel(BoundArgs a) {
+  extern __shared__ std::uint32_t shared_words[];
   const int lane = threadIdx.x;
-  if (blockIdx.x == 0 && blockIdx.y == 0) {
+  if (a.first_pass && blockIdx.x == 0 && blockIdx.y == 0) {
     // No kernel before this one reads the run's scalars; the refine kernels after it do.
     for (int e = lane; e < a.scalar_count; e += kWarp) {
       a.scalars[e] = e == kBestSlot || e == kPolishSlot ? Key(kNoSadKey) : Key(0);
     }
   }
   const int j0 = blockIdx.x * kWarp, j = j0 + lane;
-  const bool column = j < a.s.map_width;
-  const int d_begin = blockIdx.y * a.segment_rows;
-  const int rows = min(a.boxes.walk_rows - d_begin, a.segment_rows);
-  const int last_rows = a.boxes.last_rows;
-  // Walk row q is target row d_begin − 1 + q: box row d_begin + d is P(d + kStripRows) − P(d),
-  // its box of the last strip's rows P(d + last_rows) − P(d) (the rows before the walk's first
-  // add a constant that the differences cancel).
-  std::uint32_t prefix = 0;
-  for (int q0 = 0; q0 < rows + kStripRows; q0 += kSumRows) {
-    __syncwarp();  // the previous rows' sums are read
-    sum_row(a, d_begin - 1 + q0 + lane, j0, sums);
-    __syncwarp();
-#pragma unroll
-    for (int u = 0; u < kSumRows; ++u) {
-      const int q = q0 + u;
-      prefix += sums[lane * kSumPitch + u];
-      if (last_rows > 0) {
-        const int d = q - last_rows, i = d_begin + d - a.boxes.last_offset;
-        if (d >= 0 && d < rows && unsigned(i) < unsigned(a.s.map_height) && column) {
-          a.last_boxes[std::size_t(i) * a.s.map_width + j] =
-              prefix - ring[(d % kStripRows) * kWarp + lane];
-        }
-      }
-      std::uint32_t& slot = ring[(u % kStripRows) * kWarp + lane];  // P(q − kStripRows) till now
-      const int d = q - kStripRows;
-      if (d >= 0 && d < rows && d_begin + d < a.boxes.rows && column) {
-        a.box_map[std::size_t(d_begin + d) * a.s.map_width + j] = prefix - slot;
-      }
-      slot = prefix;
-    }
-  }
-}
-
-struct BoundArgs {
-  const std::uint32_t* box_map;
-  const std::uint32_t* last_boxes;
-  SadShape s;
-  int box_rows;
-  int first_strip;  // this pass: strips first_strip .. + the kernel's kStrips − 1
-  bool short_last;  // the pass's last strip is the query's shorter last one, from last_boxes
-  int segment_rows;
-  bool first_pass, last_pass;       // the first writes the bound map, the last its candidates
-  const std::uint32_t* strip_sums;  // x_k
-  std::uint32_t* bounds;            // map-sized
-  Key* candidates;                  // one per block of the last pass
-};
-
-// kStrips: the pass's strips (a template parameter, so that a thread's boxes are registers and a
-// window's terms straight-line code).
-template <int kStrips>
-__global__ void __launch_bounds__(kBoundThreads) bound_kernel(BoundArgs a) {
-  __shared__ Key warp_keys[kBoundWarps];
-  const int lane = threadIdx.x, r = threadIdx.y;
-  const int j = blockIdx.x * kWarp + lane;
-  const bool column = j < a.s.map_width;
   const int i_begin = blockIdx.y * a.segment_rows;
   const int windows = min(a.s.map_height - i_begin, a.segment_rows);  // rows of this segment
+  // The pass: strips first_strip + k, k < kStrips, with x_k; its rows span query rows
+  // top .. top + span − 1.
+  const int top = a.strips.begin(a.first_strip);
+  const int span = a.strips.end(a.first_strip + kStrips - 1) - top;
   std::uint32_t x[kStrips];
 #pragma unroll
   for (int k = 0; k < kStrips; ++k) x[k] = __ldg(a.strip_sums + a.first_strip + k);
-  // This thread's window m is i_begin + r + kStripRows·m, whose strip first_strip + k is box n =
-  // m + k, at box row first_row + kStripRows·n.
-  const int first_row = i_begin + r + kStripRows * a.first_strip;
-  const auto box = [&](int n) {
-    const int row = first_row + kStripRows * n;
-    return column && row < a.box_rows ? __ldg(a.box_map + std::size_t(row) * a.s.map_width + j)
-                                      : 0u;
-  };
-  std::uint32_t boxes[kStrips - 1 + kBoundReadAhead];  // boxes m .. of the next window m
+  // Walk coordinate r: target row i_begin + top − 1 + r enters the prefix at step r, into ring
+  // slot r (masked); window i_begin + ρ, ρ = r − span, reads the slots ρ + kStripRows·k,
+  // k < kStrips, and the prefix itself, once its last row enters. Walks start at a whole block
+  // ρ ≤ −span (so the prefix row before the window's first is in the ring; the rows before it
+  // only add a constant that the differences cancel).
+  const int rho_first = -kSumRows * ((span + kSumRows - 1) / kSumRows);
+  const int rho_end = (windows + kSumRows - 1) / kSumRows * kSumRows;
+  const int row_of_rho = i_begin + top - 1 + span;  // target row entering at ρ
+  const int mask = a.ring_rows - 1;
+  std::uint32_t* const ring = shared_words + lane;
+  std::uint32_t* const sums = shared_words + std::size_t(a.ring_rows) * kWarp;
+  std::uint32_t prefix = 0;
+  std::uint32_t best_bound = ~0u;
+  std::uint32_t best_index = 0;
+  std::uint32_t* bounds = a.bounds + std::size_t(i_begin) * a.s.map_width + j;
+  for (int rows = rho_first; rows < rho_end; rows += kSumRows) {
+    __syncwarp();  // the previous rows' sums are read
+    sum_row(a, row_of_rho + rows + lane, j0, sums);
+    __syncwarp();
 #pragma unroll
-  for (int k = 0; k + 1 < kStrips; ++k) boxes[k] = box(k);
-  std::uint32_t best_bound = ~0u, best_index = 0;
-  for (int m = 0; r + kStripRows * m < windows; m += kBoundReadAhead) {
-    std::uint32_t last[kBoundReadAhead];
+    for (int s0 = 0; s0 < kSumRows; s0 += kStripRows) {
+      const int block = rows + s0;
+      const bool has_windows = block >= 0;  // warm-up blocks only fill the ring
+      const std::uint32_t* reads[kStrips];
 #pragma unroll
-    for (int w = 0; w < kBoundReadAhead; ++w) {
-      boxes[kStrips - 1 + w] = box(m + kStrips - 1 + w);
-      const int rho = r + kStripRows * (m + w);
-      last[w] = a.short_last && column && rho < windows
-                    ? __ldg(a.last_boxes + std::size_t(i_begin + rho) * a.s.map_width + j)
-                    : 0u;
-    }
+      for (int k = 0; k < kStrips; ++k) {
+        reads[k] = ring + ((block + kStripRows * k) & mask) * kWarp;
+      }
 #pragma unroll
-    for (int w = 0; w < kBoundReadAhead; ++w) {
-      const int rho = r + kStripRows * (m + w);
-      if (rho < windows && column) {
-        std::uint32_t bound = 0;
+      for (int s = 0; s < kStripRows; ++s) {
+        const int rho = block + s;
+        prefix += sums[lane * kSumPitch + s0 + s];
+        if (has_windows) {
+          std::uint32_t bound = 0, below = reads[0][s * kWarp];
 #pragma unroll
-        for (int k = 0; k < kStrips; ++k) {
-          const std::uint32_t y = k + 1 == kStrips && a.short_last ? last[w] : boxes[w + k];
-          bound += strip_term(y, x[k]);
+          for (int k = 0; k < kStrips; ++k) {
+            const std::uint32_t above = k + 1 < kStrips ? reads[k + 1][s * kWarp] : prefix;
+            bound += strip_term(above - below, x[k]);
+            below = above;
+          }
+          if (rho < windows && j < a.s.map_width) {
+            if (!a.first_pass) bound += *bounds;
+            *bounds = bound;
+            // Windows come in increasing index: the first of equal bounds is the smaller key.
+            if (bound < best_bound) {
+              best_bound = bound;
+              best_index = std::uint32_t(i_begin + rho) * std::uint32_t(a.s.map_width) + j;
+            }
+          }
+          bounds += a.s.map_width;
         }
-        const std::size_t index = std::size_t(i_begin + rho) * a.s.map_width + j;
-        if (!a.first_pass) bound += a.bounds[index];
-        a.bounds[index] = bound;
-        // A thread's windows come in increasing index: the first of equal bounds is the
-        // smaller key.
-        if (bound < best_bound) {
-          best_bound = bound;
-          best_index = std::uint32_t(index);
-        }
+        ring[((rho + span) & mask) * kWarp] = prefix;  // after the reads: ρ's slot when span = ring
       }
     }
-#pragma unroll
-    for (int k = 0; k + 1 < kStrips; ++k) boxes[k] = boxes[kBoundReadAhead + k];
   }
   if (!a.last_pass) return;
   const Key best =
       warp_min(best_bound == ~0u ? Key(kNoSadKey) : sad_key(std::int32_t(best_bound), best_index));
-  if (lane == 0) warp_keys[r] = best;
-  __syncthreads();
-  if (r == 0) {
-    const Key block_best = warp_min(lane < kBoundWarps ? warp_keys[lane] : Key(kNoSadKey));
-    if (lane == 0) a.candidates[std::size_t(blockIdx.y) * gridDim.x + blockIdx.x] = block_best;
-  }
+  if (lane == 0) a.candidates[std::size_t(blockIdx.y) * gridDim.x + blockIdx.x] = best;
 }
 
 using BoundKernel = void (*)(BoundArgs);
@@ -727,21 +683,15 @@ class PrunedRunner final : public Runner<SadPruned> {
         unit_columns_((shape_.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows),
         units_(std::uint64_t(shape_.map_height) * std::uint64_t(unit_columns_)),
         limit_(std::uint64_t(kPruneUnitFullSearchFraction * double(units_))),
-        boxes_(prune_boxes(shape_, strips_)),
-        column_tiles_((shape_.map_width + kWarp - 1) / kWarp),
-        box_segment_rows_(prune_segment_rows(boxes_.walk_rows, kStripRows, column_tiles_,
-                                             cuda::resident_blocks(box_kernel, kWarp, 0, 1 << 30))),
-        // A thread reads all but one of its first window's boxes before it has a bound.
+        ring_rows_(prune_ring_rows(strips_)),
+        ring_bytes_(bound_shared_bytes(ring_rows_)),
+        // Enough segments for a wave of warps.
         segment_rows_(prune_segment_rows(
-            shape_.map_height, kStripRows * (std::min(strips_.count, kMaxPassStrips) - 1),
-            column_tiles_,
-            cuda::resident_blocks(kBoundKernels[kMaxPassStrips - 1], kBoundThreads, 0, 1 << 30))),
-        box_grid_(
-            dim3(column_tiles_, (boxes_.walk_rows + box_segment_rows_ - 1) / box_segment_rows_)),
-        bound_grid_(dim3(column_tiles_, (shape_.map_height + segment_rows_ - 1) / segment_rows_)),
+            shape_, strips_, (shape_.map_width + kWarp - 1) / kWarp,
+            cuda::resident_blocks(kBoundKernels[kMaxPassStrips - 1], kWarp, ring_bytes_, 1 << 30))),
+        bound_grid_(dim3((shape_.map_width + kWarp - 1) / kWarp,
+                         (shape_.map_height + segment_rows_ - 1) / segment_rows_)),
         strip_sums_(host_strip_sums_.size()),
-        box_map_(std::max<std::size_t>(std::size_t(boxes_.rows) * shape_.map_width, 1)),
-        last_boxes_(boxes_.last_rows > 0 ? windows_ : 1),
         bounds_(windows_),
         live_(units_),
         order_(host_order_.size()),
@@ -749,6 +699,11 @@ class PrunedRunner final : public Runner<SadPruned> {
         scalars_(kFixedSlots + std::size_t(strips_.count)) {
     if (!pruned_fits(input))
       throw Error("cuda-pruned: the query is too tall for its strip counters");
+    for (const BoundKernel kernel : kBoundKernels) {
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 int(ring_bytes_)),
+            "cudaFuncSetAttribute(bound_kernel)");
+    }
     const std::size_t query_bytes =
         std::size_t(full_.query_words()) * shape_.query_height * sizeof(std::uint32_t);
     shared_query_ = query_bytes <= kMaxSharedQueryBytes;
@@ -779,27 +734,23 @@ class PrunedRunner final : public Runner<SadPruned> {
   }
   void compute() override {
     Key* const scalars = scalars_.get();
-    const BoxArgs box{full_.target(),
-                      full_.pitch_words(),
-                      shape_,
-                      boxes_,
-                      box_segment_rows_,
-                      box_map_.get(),
-                      last_boxes_.get(),
-                      scalars,
-                      int(scalars_.size())};
-    box_kernel<<<box_grid_, kWarp>>>(box);
-    check_launch("box_kernel");
     for (int first = 0; first < strips_.count; first += kMaxPassStrips) {
       const int strips = std::min(kMaxPassStrips, strips_.count - first);
-      const bool last_pass = first + strips == strips_.count;
-      const BoundArgs pass{box_map_.get(), last_boxes_.get(),
-                           shape_,         boxes_.rows,
-                           first,          last_pass && boxes_.last_rows > 0,
-                           segment_rows_,  first == 0,
-                           last_pass,      strip_sums_.get(),
-                           bounds_.get(),  candidates_.get()};
-      kBoundKernels[strips - 1]<<<bound_grid_, dim3(kWarp, kBoundWarps)>>>(pass);
+      const BoundArgs pass{full_.target(),
+                           full_.pitch_words(),
+                           shape_,
+                           strips_,
+                           first,
+                           ring_rows_,
+                           segment_rows_,
+                           first == 0,
+                           first + strips == strips_.count,
+                           strip_sums_.get(),
+                           bounds_.get(),
+                           candidates_.get(),
+                           scalars,
+                           int(scalars_.size())};
+      kBoundKernels[strips - 1]<<<bound_grid_, kWarp, ring_bytes_>>>(pass);
       check_launch("bound_kernel");
     }
 
@@ -884,14 +835,14 @@ class PrunedRunner final : public Runner<SadPruned> {
   int unit_columns_;
   std::uint64_t units_;
   std::uint64_t limit_;  // more live units than this: full search
-  PruneBoxes boxes_;
-  int column_tiles_;
-  int box_segment_rows_, segment_rows_;
-  dim3 box_grid_, bound_grid_;
+  int ring_rows_;
+  std::size_t ring_bytes_;
+  int segment_rows_;
+  dim3 bound_grid_;
   bool shared_query_ = false;
   std::size_t list_shared_ = 0;
   int refine_grid_ = 1, filter_grid_ = 1;
-  DeviceBuffer<std::uint32_t> strip_sums_, box_map_, last_boxes_, bounds_, live_;
+  DeviceBuffer<std::uint32_t> strip_sums_, bounds_, live_;
   DeviceBuffer<int> order_;
   DeviceBuffer<Key> candidates_, scalars_;
 };

@@ -4,19 +4,13 @@
 // The target lives on the device once, as the fused full search's packed rows (kokkos-fused,
 // the fallback), which every step reads.
 //
-// 1-2. Strip bounds l_i = Σ_k | |x_k|₁ − |y_{i,k}|₁ | for every window, the native layer's two
-//    steps. Every strip but the last has kStripRows rows, so strip k of window (i, j) is the box
-//    of query width at (i + kStripRows·k, j) (PruneBoxes):
-//    - the box pass sums each box once: a team per tile of kTileColumns columns × a segment of
-//      box rows sums kTileColumns target rows at once (a thread per row: H(t, j) = Σ_{l<c}
-//      T(t, j + l) for the tile's columns, the first from the row's words, then sliding),
-//      transposed through scratch; then a thread per column adds them down its column prefix,
-//      whose last kStripRows rows a scratch ring keeps, and a box is two of them;
-//    - the bound pass gives each team thread (on a device; a host team's one thread takes them
-//      all) a column and the windows of one row residue modulo kStripRows of a segment, which
-//      share all their boxes but one: it keeps them in registers and reads one box per window.
-//      A pass takes up to kMaxPassStrips strips (taller queries add passes). Each team's
-//      smallest (bound, index) is its candidate.
+// 1-2. Strip bounds l_i = Σ_k | |x_k|₁ − |y_{i,k}|₁ | for every window, the native layer's
+//    column walk: a team per tile of kTileColumns window columns × a segment of map rows sums
+//    kTileColumns target rows at once (a thread per row: H(t, j) = Σ_{l<c} T(t, j + l) for the
+//    tile's columns, the first from the row's words, then sliding), transposed through scratch;
+//    then a thread per column adds them down its column prefix, whose last rows a scratch ring
+//    keeps, so that a strip's sum is two ring reads. A pass takes up to kMaxPassStrips strips
+//    (taller queries add passes). Each team's smallest (bound, index) is its candidate.
 // 3. One team takes the best candidate of all (the paper's FindBestInitMatch: the window with
 //    the smallest bound) and sums its whole SAD in one reduction: as a sad_key, the first
 //    E_guess. Then a team per other candidate whose bound is within that E_guess sums its whole
@@ -52,13 +46,7 @@ constexpr int kTileColumns = kPruneTileColumns;  // and target rows summed at on
 constexpr int kSumPitch = kTileColumns + 1;  // the transposed sums' rows: odd, no bank conflicts
 constexpr int kStripRows = kPruneStripRows;
 constexpr int kMaxPassStrips = kPrunePassStrips;
-static_assert(kTileColumns % kStripRows == 0, "a ring slot per unrolled row is fixed");
-// Bound teams on a device: a thread per column of a tile and row residue modulo kStripRows.
-constexpr int kBoundThreads = kTileColumns * kStripRows;
-// Windows whose box reads a bound thread issues together.
-constexpr int kBoundReadAhead = 4;
-// Map rows of a bound team on a host.
-constexpr int kHostBoundSegmentRows = 256;
+static_assert(kTileColumns % kStripRows == 0, "whole strip blocks per summed block");
 // Threads per refining team on a device: a 128 × 128 window is 4 K words, which one warp would
 // walk serially. Halved (refine_team_threads) while the teams would not run in one wave.
 constexpr int kDeviceTeam = 256;
@@ -100,14 +88,12 @@ int team_threads(int device_threads) {
 struct Geometry {
   SadShape s;
   StripLayout strips;
-  PruneBoxes boxes;
   int query_words;
   int target_pitch_words;  // the fused full search's packed rows (room for every unit's reads)
-  int column_tiles;        // bound and box teams across the map
-  int box_segments;        // box teams down the box rows,
-  int box_segment_rows;    // rows each
-  int segments;            // bound teams down the map,
+  int column_tiles;        // bound teams across the map
+  int segments;            // and down it,
   int segment_rows;        // map rows each
+  int ring_rows;           // prefix rows a bound team keeps: a power of two ≥ a pass's rows
   int unit_columns;        // units per map row
   int candidate_threads;   // threads per team refining the candidates (refine_team_threads)
   int polish_threads;      // and the polish neighbourhood
@@ -117,10 +103,10 @@ struct Geometry {
 };
 
 template <class Exec>
-std::size_t box_scratch_bytes() {
-  return Scratch<Exec>::shmem_size(kTileColumns * kSumPitch) +
-         Scratch<Exec>::shmem_size(kStripRows * kTileColumns) +
-         Scratch<Exec>::shmem_size(kTileColumns);
+std::size_t bound_scratch_bytes(const Geometry& g) {
+  return Scratch<Exec>::shmem_size(std::size_t(g.ring_rows) * kTileColumns) +
+         Scratch<Exec>::shmem_size(kTileColumns * kSumPitch) +
+         3 * Scratch<Exec>::shmem_size(kTileColumns);
 }
 
 // Threads per team for `count` refining teams: kDeviceTeam, halved down to kMinDeviceTeam while
@@ -137,31 +123,24 @@ int refine_team_threads(int count) {
 
 template <class Exec>
 Geometry geometry(const SadShape& s) {
-  Geometry g{};
-  g.s = s;
-  g.strips = strip_layout(s);
-  g.boxes = prune_boxes(s, g.strips);
-  g.query_words = words_for(s.query_width);
-  g.target_pitch_words = portable_sad::team_geometry<Exec>(s).pitch_words;
-  g.column_tiles = (s.map_width + kTileColumns - 1) / kTileColumns;
-  g.unit_columns = (s.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows;
-  g.polish_threads = refine_team_threads<Exec>(kPrunePolishSide * kPrunePolishSide);
-  // A bound thread reads all but one of its first window's boxes before it has a bound.
-  const int warm_up = kStripRows * (std::min(g.strips.count, kMaxPassStrips) - 1);
-  if constexpr (portable::reads_host_memory<Exec>()) {
-    // A few teams per thread, for balance; short bound segments, so that the boxes and bounds a
-    // team's walks touch stay in cache.
-    const int teams = 4 * int(Exec().concurrency());
-    g.box_segment_rows = prune_segment_rows(g.boxes.walk_rows, kStripRows, g.column_tiles, teams);
-    g.segment_rows = std::min(s.map_height, kHostBoundSegmentRows);
-  } else {
-    g.box_segment_rows = prune_segment_rows(
-        g.boxes.walk_rows, kStripRows, g.column_tiles,
-        int(portable::resident_teams<Exec>(kTileColumns, box_scratch_bytes<Exec>())));
-    g.segment_rows = prune_segment_rows(s.map_height, warm_up, g.column_tiles,
-                                        int(portable::resident_teams<Exec>(kBoundThreads, 0)));
-  }
-  g.box_segments = (g.boxes.walk_rows + g.box_segment_rows - 1) / g.box_segment_rows;
+  Geometry g{s,
+             strip_layout(s),
+             words_for(s.query_width),
+             portable_sad::team_geometry<Exec>(s).pitch_words,
+             (s.map_width + kTileColumns - 1) / kTileColumns,
+             1,
+             s.map_height,
+             prune_ring_rows(strip_layout(s)),
+             (s.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows,
+             0,
+             refine_team_threads<Exec>(kPrunePolishSide * kPrunePolishSide)};
+  // One wave of teams on a device (a second, partial wave would add a quarter of the pass); a
+  // few per thread on a host, for balance.
+  const int team = team_threads<Exec>(kTileColumns);
+  const int teams = team == 1
+                        ? 4 * int(Exec().concurrency())
+                        : int(portable::resident_teams<Exec>(team, bound_scratch_bytes<Exec>(g)));
+  g.segment_rows = prune_segment_rows(s, g.strips, g.column_tiles, teams);
   g.segments = (s.map_height + g.segment_rows - 1) / g.segment_rows;
   g.candidate_threads = refine_team_threads<Exec>(g.candidates());
   return g;
@@ -225,179 +204,157 @@ KOKKOS_INLINE_FUNCTION void sum_tile_row(const Geometry& g, const std::uint32_t*
   }
 }
 
-// Every box of the box maps (Geometry::boxes): box_map(d, j) sums rows d .. d + kStripRows − 1,
-// last_boxes(i, j) window (i, j)'s last strip when it is shorter. Also resets E_guess, which
-// nothing reads before the candidates' refinement (a kernel less than a fill of its own).
-template <class Exec, Isa kIsa>
-void box_pass(const Geometry& g, const WordsView<Exec>& target, const U32View<Exec>& box_map,
-              const U32View<Exec>& last_boxes,
-              const typename OutputBuffer<std::uint64_t, Exec>::View& guess) {
-  using Policy = Kokkos::TeamPolicy<Exec>;
-  using Team = typename Policy::member_type;
-  Kokkos::parallel_for(
-      "pruned_box_pass",
-      Policy(g.column_tiles * g.box_segments, team_threads<Exec>(kTileColumns))
-          .set_scratch_size(0, Kokkos::PerTeam(box_scratch_bytes<Exec>())),
-      KOKKOS_LAMBDA(const Team& team) {
-        if (team.league_rank() == 0) {
-          Kokkos::single(Kokkos::PerTeam(team), [&] { guess(0) = kNoSadKey; });
-        }
-        const int j0 = (team.league_rank() % g.column_tiles) * kTileColumns;
-        const int d_begin = (team.league_rank() / g.column_tiles) * g.box_segment_rows;
-        const int rows = g.boxes.walk_rows - d_begin < g.box_segment_rows
-                             ? g.boxes.walk_rows - d_begin
-                             : g.box_segment_rows;
-        const int last_rows = g.boxes.last_rows;
-        Scratch<Exec> sums(team.team_scratch(0), kTileColumns * kSumPitch);
-        Scratch<Exec> ring(team.team_scratch(0), kStripRows * kTileColumns);  // P(q): q % rows
-        Scratch<Exec> prefixes(team.team_scratch(0), kTileColumns);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTileColumns),
-                             [&](int col) { prefixes(col) = 0; });
-        // Walk row q is target row d_begin − 1 + q: box row d_begin + d is P(d + kStripRows) −
-        // P(d), its last-strip box P(d + last_rows) − P(d).
-        for (int q0 = 0; q0 < rows + kStripRows; q0 += kTileColumns) {
-          team.team_barrier();  // the previous rows' sums are read
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTileColumns), [&](int r) {
-            sum_tile_row<kIsa>(g, target.data(), d_begin - 1 + q0 + r, j0, r, sums);
-          });
-          team.team_barrier();
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTileColumns), [&](int col) {
-            const int j = j0 + col;
-            const bool column = j < g.s.map_width;
-            std::uint32_t prefix = prefixes(col);
-            KBENCH_UNROLL
-            for (int u = 0; u < kTileColumns; ++u) {
-              const int q = q0 + u;
-              prefix += sums(col * kSumPitch + u);
-              if (last_rows > 0) {
-                const int d = q - last_rows, i = d_begin + d - g.boxes.last_offset;
-                if (d >= 0 && d < rows && i >= 0 && i < g.s.map_height && column) {
-                  last_boxes(std::size_t(i) * g.s.map_width + j) =
-                      prefix - ring((d % kStripRows) * kTileColumns + col);
-                }
-              }
-              // P(q − kStripRows) until written.
-              std::uint32_t& slot = ring((u % kStripRows) * kTileColumns + col);
-              const int d = q - kStripRows;
-              if (d >= 0 && d < rows && d_begin + d < g.boxes.rows && column) {
-                box_map(std::size_t(d_begin + d) * g.s.map_width + j) = prefix - slot;
-              }
-              slot = prefix;
-            }
-            prefixes(col) = prefix;
-          });
-        }
-      });
-}
-
 // One pass of kStrips strips from first_strip: their terms of every window's bound, written
 // (first pass) or added (later ones) to `bounds`; on the last pass each team's smallest
-// sad_key(bound, index) into `candidates`.
-template <class Exec, int kStrips>
-void bound_pass(const Geometry& g, int first_strip, const U32View<Exec>& box_map,
-                const U32View<Exec>& last_boxes,
+// sad_key(bound, index) into `candidates`. The first pass also resets the run's E_guess, which
+// nothing reads before the candidates' refinement (a kernel less than a fill of its own).
+template <class Exec, Isa kIsa, int kStrips>
+void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& target,
                 const typename InputBuffer<std::uint32_t, Exec>::View& query_strips,
                 const U32View<Exec>& bounds,
-                const typename OutputBuffer<std::uint64_t, Exec>::View& candidates) {
+                const typename OutputBuffer<std::uint64_t, Exec>::View& candidates,
+                const typename OutputBuffer<std::uint64_t, Exec>::View& guess) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
   const bool first_pass = first_strip == 0;
   const bool last_pass = first_strip + kStrips == g.strips.count;
-  // The pass's last strip is the query's shorter last one, read from last_boxes.
-  const bool short_last = last_pass && g.boxes.last_rows > 0;
+  const int top = g.strips.begin(first_strip);
+  const int span = g.strips.end(first_strip + kStrips - 1) - top;
+  // Walk coordinate r: target row i_begin + top − 1 + r enters the prefix at step r, into ring
+  // slot r (masked); window i_begin + ρ, ρ = r − span, reads the slots ρ + kStripRows·k,
+  // k < kStrips, and the prefix itself, once its last row enters. Walks start at a whole block
+  // ρ ≤ −span (the rows before the first window's only add a constant that differences cancel).
+  const int rho_first = -kTileColumns * ((span + kTileColumns - 1) / kTileColumns);
+  const int mask = g.ring_rows - 1;
   Kokkos::parallel_for(
-      "pruned_bound_pass", Policy(g.candidates(), team_threads<Exec>(kBoundThreads)),
+      "pruned_bound_pass",
+      Policy(g.candidates(), team_threads<Exec>(kTileColumns))
+          .set_scratch_size(0, Kokkos::PerTeam(bound_scratch_bytes<Exec>(g))),
       KOKKOS_LAMBDA(const Team& team) {
+        if (first_pass && team.league_rank() == 0) {
+          Kokkos::single(Kokkos::PerTeam(team), [&] { guess(0) = kNoSadKey; });
+        }
         const int j0 = (team.league_rank() % g.column_tiles) * kTileColumns;
         const int i_begin = (team.league_rank() / g.column_tiles) * g.segment_rows;
         const int windows =
             g.s.map_height - i_begin < g.segment_rows ? g.s.map_height - i_begin : g.segment_rows;
+        const int rho_end = (windows + kTileColumns - 1) / kTileColumns * kTileColumns;
+        const int row_of_rho = i_begin + top - 1 + span;  // target row entering at ρ
+        Scratch<Exec> ring(team.team_scratch(0), std::size_t(g.ring_rows) * kTileColumns);
+        Scratch<Exec> sums(team.team_scratch(0), kTileColumns * kSumPitch);
+        // Per column: its prefix, smallest bound so far and that window's index.
+        Scratch<Exec> prefixes(team.team_scratch(0), kTileColumns);
+        Scratch<Exec> best_bounds(team.team_scratch(0), kTileColumns);
+        Scratch<Exec> best_indices(team.team_scratch(0), kTileColumns);
         std::uint32_t x[kStrips];  // the pass's query strip sums
         for (int k = 0; k < kStrips; ++k) x[k] = query_strips(first_strip + k);
-        std::uint64_t best = kNoSadKey;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, kBoundThreads),
-            [&](int thread, std::uint64_t& partial) {
-              // Window m of this thread is i_begin + r + kStripRows·m, whose strip
-              // first_strip + k is box n = m + k, at box row first_row + kStripRows·n.
-              const int r = thread / kTileColumns, j = j0 + thread % kTileColumns;
-              if (j >= g.s.map_width) return;
-              const int first_row = i_begin + r + kStripRows * first_strip;
-              const auto box = [&](int n) {
-                const int row = first_row + kStripRows * n;
-                return row < g.boxes.rows ? box_map(std::size_t(row) * g.s.map_width + j) : 0u;
-              };
-              std::uint32_t boxes[kStrips - 1 + kBoundReadAhead];  // boxes m .. of window m
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTileColumns), [&](int j) {
+          prefixes(j) = 0;
+          best_bounds(j) = ~0u;
+          best_indices(j) = 0;
+        });
+        for (int rows = rho_first; rows < rho_end; rows += kTileColumns) {
+          team.team_barrier();  // the previous rows' sums are read
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTileColumns), [&](int r) {
+            sum_tile_row<kIsa>(g, target.data(), row_of_rho + rows + r, j0, r, sums);
+          });
+          team.team_barrier();
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTileColumns), [&](int col) {
+            const int j = j0 + col;
+            std::uint32_t prefix = prefixes(col), best_bound = best_bounds(col);
+            std::uint32_t best_index = best_indices(col);
+            // A block of kStripRows walk rows, unrolled, so that a window's ring reads are
+            // immediate offsets from the block's kStrips addresses; the bounds are walked down by
+            // pointer. Warm-up blocks (kWindows false) only fill the ring: a separate body, which
+            // the compiler does not make of a per-row test.
+            const auto walk_block = [&](auto windows_tag, int s0) {
+              constexpr bool kWindows = decltype(windows_tag)::value;
+              const int block = rows + s0;
+              const std::uint32_t* reads[kStrips];
               KBENCH_UNROLL
-              for (int k = 0; k + 1 < kStrips; ++k) boxes[k] = box(k);
-              std::uint32_t best_bound = ~0u, best_index = 0;
-              for (int m = 0; r + kStripRows * m < windows; m += kBoundReadAhead) {
-                std::uint32_t last[kBoundReadAhead];
-                KBENCH_UNROLL
-                for (int w = 0; w < kBoundReadAhead; ++w) {
-                  boxes[kStrips - 1 + w] = box(m + kStrips - 1 + w);
-                  const int rho = r + kStripRows * (m + w);
-                  last[w] = short_last && rho < windows
-                                ? last_boxes(std::size_t(i_begin + rho) * g.s.map_width + j)
-                                : 0u;
-                }
-                KBENCH_UNROLL
-                for (int w = 0; w < kBoundReadAhead; ++w) {
-                  const int rho = r + kStripRows * (m + w);
-                  if (rho < windows) {
-                    std::uint32_t bound = 0;
-                    KBENCH_UNROLL
-                    for (int k = 0; k < kStrips; ++k) {
-                      bound +=
-                          strip_term(k + 1 == kStrips && short_last ? last[w] : boxes[w + k], x[k]);
-                    }
-                    const std::size_t index = std::size_t(i_begin + rho) * g.s.map_width + j;
-                    if (!first_pass) bound += bounds(index);
-                    bounds(index) = bound;
-                    // A thread's windows come in increasing index: the first of equal bounds is
-                    // the smaller key.
+              for (int k = 0; k < kStrips; ++k) {
+                reads[k] = &ring(std::size_t((block + kStripRows * k) & mask) * kTileColumns + col);
+              }
+              std::uint32_t* out =
+                  bounds.data() + std::size_t(i_begin + (kWindows ? block : 0)) * g.s.map_width + j;
+              KBENCH_UNROLL
+              for (int s = 0; s < kStripRows; ++s) {
+                const int rho = block + s;
+                prefix += sums(col * kSumPitch + s0 + s);
+                if (kWindows) {  // (constexpr-if would not let the lambda capture)
+                  std::uint32_t bound = 0, below = reads[0][s * kTileColumns];
+                  KBENCH_UNROLL
+                  for (int k = 0; k < kStrips; ++k) {
+                    const std::uint32_t above =
+                        k + 1 < kStrips ? reads[k + 1][s * kTileColumns] : prefix;
+                    bound += strip_term(above - below, x[k]);
+                    below = above;
+                  }
+                  if (rho < windows && j < g.s.map_width) {
+                    if (!first_pass) bound += *out;
+                    *out = bound;
+                    // Windows come in increasing index: the first of equal bounds is the smaller
+                    // key.
                     if (bound < best_bound) {
                       best_bound = bound;
-                      best_index = std::uint32_t(index);
+                      best_index = std::uint32_t(i_begin + rho) * std::uint32_t(g.s.map_width) +
+                                   std::uint32_t(j);
                     }
                   }
+                  out += g.s.map_width;
                 }
-                KBENCH_UNROLL
-                for (int k = 0; k + 1 < kStrips; ++k) boxes[k] = boxes[kBoundReadAhead + k];
+                // After the reads: ρ's slot when span = ring.
+                ring(std::size_t((rho + span) & mask) * kTileColumns + col) = prefix;
               }
-              if (best_bound != ~0u) {
-                partial = sad_min(partial, sad_key(std::int32_t(best_bound), best_index));
+            };
+            KBENCH_UNROLL
+            for (int s0 = 0; s0 < kTileColumns; s0 += kStripRows) {
+              if (rows + s0 >= 0) {
+                walk_block(std::true_type{}, s0);
+              } else {
+                walk_block(std::false_type{}, s0);
+              }
+            }
+            prefixes(col) = prefix;
+            best_bounds(col) = best_bound;
+            best_indices(col) = best_index;
+          });
+        }
+        if (!last_pass) return;
+        team.team_barrier();
+        std::uint64_t best = kNoSadKey;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, kTileColumns),
+            [&](int col, std::uint64_t& partial) {
+              if (best_bounds(col) != ~0u) {
+                partial =
+                    sad_min(partial, sad_key(std::int32_t(best_bounds(col)), best_indices(col)));
               }
             },
             Kokkos::Min<std::uint64_t>(best));
-        if (last_pass) {
-          Kokkos::single(Kokkos::PerTeam(team), [&] { candidates(team.league_rank()) = best; });
-        }
+        Kokkos::single(Kokkos::PerTeam(team), [&] { candidates(team.league_rank()) = best; });
       });
 }
 
 // bound_pass<kStrips> for a run-time count of 1 .. kStrips strips.
-template <class Exec, int kStrips = kMaxPassStrips, class... Args>
+template <class Exec, Isa kIsa, int kStrips = kMaxPassStrips, class... Args>
 void bound_pass_of(int strips, const Args&... args) {
   if constexpr (kStrips > 1) {
-    if (strips < kStrips) return bound_pass_of<Exec, kStrips - 1>(strips, args...);
+    if (strips < kStrips) return bound_pass_of<Exec, kIsa, kStrips - 1>(strips, args...);
   }
-  bound_pass<Exec, kStrips>(args...);
+  bound_pass<Exec, kIsa, kStrips>(args...);
 }
 
-// Every window's strip bound into `bounds` through the box maps, a bound pass per
-// kMaxPassStrips strips; E_guess reset.
+// Every window's strip bound into `bounds`, a pass per kMaxPassStrips strips; E_guess reset.
 template <class Exec, Isa kIsa>
-void strip_bounds(const Geometry& g, const WordsView<Exec>& target, const U32View<Exec>& box_map,
-                  const U32View<Exec>& last_boxes,
+void strip_bounds(const Geometry& g, const WordsView<Exec>& target,
                   const typename InputBuffer<std::uint32_t, Exec>::View& query_strips,
                   const U32View<Exec>& bounds,
                   const typename OutputBuffer<std::uint64_t, Exec>::View& candidates,
                   const typename OutputBuffer<std::uint64_t, Exec>::View& guess) {
-  box_pass<Exec, kIsa>(g, target, box_map, last_boxes, guess);
   for (int first = 0; first < g.strips.count; first += kMaxPassStrips) {
-    bound_pass_of<Exec>(std::min(kMaxPassStrips, g.strips.count - first), g, first, box_map,
-                        last_boxes, query_strips, bounds, candidates);
+    bound_pass_of<Exec, kIsa>(std::min(kMaxPassStrips, g.strips.count - first), g, first, target,
+                              query_strips, bounds, candidates, guess);
   }
 }
 
@@ -815,9 +772,6 @@ class PrunedRunner final : public Runner<SadPruned> {
         query_strips_(strip_sums_.data(), strip_sums_.size(), "pruned query strips"),
         order_(strip_order(input.query, g_.strips)),
         order_view_(order_.data(), order_.size(), "pruned strip order"),
-        box_map_(std::max<std::size_t>(std::size_t(g_.boxes.rows) * shape_.map_width, 1),
-                 "pruned box map"),
-        last_boxes_(g_.boxes.last_rows > 0 ? shape_.map_size() : 1, "pruned last-strip boxes"),
         bounds_(shape_.map_size(), "pruned bounds"),
         live_(std::size_t(g_.units()), "pruned live units"),
         live_totals_(1, "pruned live-unit totals"),
@@ -846,8 +800,8 @@ class PrunedRunner final : public Runner<SadPruned> {
     const auto guess = guess_.view();
     const auto target = full_search_.target.view();
     const auto query = full_search_.query.view();
-    strip_bounds<Exec, kIsa>(g_, target, box_map_.view(), last_boxes_.view(), query_strips_.view(),
-                             bounds_.view(), candidates_.view(), guess);
+    strip_bounds<Exec, kIsa>(g_, target, query_strips_.view(), bounds_.view(), candidates_.view(),
+                             guess);
     seed_guess<Exec, kIsa>(g_, candidates_.view(), target, query, guess);
     refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), g_.candidate_threads,
                                target, query, bounds_.view(), guess);
@@ -902,7 +856,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   InputBuffer<std::uint32_t, Exec> query_strips_;
   std::vector<int> order_;
   InputBuffer<int, Exec> order_view_;
-  OutputBuffer<std::uint32_t, Exec> box_map_, last_boxes_, bounds_, live_;
+  OutputBuffer<std::uint32_t, Exec> bounds_, live_;
   OutputBuffer<LiveTotals, Exec> live_totals_;
   portable::PinnedHostView<Exec, LiveTotals> host_totals_{"pruned live-unit totals on the host", 1};
   OutputBuffer<std::uint64_t, Exec> candidates_, guess_, polish_, centre_;
