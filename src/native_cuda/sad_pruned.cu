@@ -274,7 +274,6 @@ static_assert(kMaxPassStrips == 8, "one kernel per pass size");
 constexpr int kRefineThreads = 256;
 // Elements a refining thread loads at once (a 128 × 128 query is 16 a thread of 256).
 constexpr int kRefineLoads = 4;
-constexpr std::size_t kMaxSharedQueryBytes = 96 * 1024;
 
 // What every refinement reads (steps 2, 3 and 5).
 struct PackedSearch {
@@ -321,9 +320,9 @@ __device__ __forceinline__ Key current_limit(const RefineArgs& a, BlockShared<kR
 // once would hold back the next one). Steps 2 and 3 refine a few thousand windows this way,
 // without the strip-by-strip exits of step 5: a block reduction and a read of E after every
 // strip made each window a chain of eight round trips (perf/NOTES.md).
-template <int kThreads, int kLoads, bool kSharedQuery>
-__device__ std::uint32_t block_window_sad(const PackedSearch& a, const std::uint32_t* query,
-                                          std::uint32_t index, BlockShared<kThreads>& sh) {
+template <int kThreads, int kLoads>
+__device__ std::uint32_t block_window_sad(const PackedSearch& a, std::uint32_t index,
+                                          BlockShared<kThreads>& sh) {
   const std::uint32_t i = index / std::uint32_t(a.s.map_width);
   const std::uint32_t j = index % std::uint32_t(a.s.map_width);
   const std::uint32_t* origin = a.target + std::size_t(i) * a.pitch_words + j / 4;
@@ -345,7 +344,7 @@ __device__ std::uint32_t block_window_sad(const PackedSearch& a, const std::uint
         const std::uint32_t* t = origin + std::size_t(row) * a.pitch_words + word;
         lo[b] = __ldg(t);
         hi[b] = __ldg(t + 1);
-        query_word[b] = kSharedQuery ? query[e] : __ldg(query + e);
+        query_word[b] = __ldg(a.query + e);
         mask[b] = word == last_word ? tail_mask : ~0u;
         word += step_words;
         row += step_rows;
@@ -420,22 +419,19 @@ __global__ void __launch_bounds__(kSeedThreads)
   for (int w = 0; w < kSeedThreads / kWarp; ++w) key = sad_min(key, warp_keys[w]);
   if (key == kNoSadKey) return;  // the whole block
   const std::uint32_t index = std::uint32_t(key);
-  const std::uint32_t sad =
-      block_window_sad<kSeedThreads, kSeedLoads, false>(a, a.query, index, sh);
+  const std::uint32_t sad = block_window_sad<kSeedThreads, kSeedLoads>(a, index, sh);
   if (threadIdx.x == 0) atomicMin(best, sad_key(std::int32_t(sad), index));
 }
 
-// A block per entry of `source`, grid-stride (the staged query serves several); blocks past the
-// entries return at once, and a block stages the query only once it has a window within E. Each
-// window within E gets its exact SAD, which lowers E.
-template <class Source, bool kSharedQuery>
+// A block per entry of `source`, grid-stride; blocks past the entries return at once. Each window
+// within E gets its exact SAD, which lowers E. The query is read through the read-only cache with
+// the window's words: staging it in shared memory first (when it fits) cost a round trip and a
+// barrier per block, which few windows per block did not repay (perf/NOTES.md).
+template <class Source>
 __global__ void __launch_bounds__(kRefineThreads) refine_kernel(RefineArgs a, Source source) {
-  extern __shared__ std::uint32_t staged_query[];
   __shared__ BlockShared<kRefineThreads> sh;
   const unsigned long long entries = source.size();
   if (blockIdx.x >= entries) return;  // the whole block: before any barrier
-  bool staged = !kSharedQuery;
-  const std::uint32_t* query = kSharedQuery ? staged_query : a.query;
   for (unsigned long long e = blockIdx.x; e < entries; e += gridDim.x) {
     Key key;
     if (!source.entry(e, a, key)) continue;
@@ -443,17 +439,8 @@ __global__ void __launch_bounds__(kRefineThreads) refine_kernel(RefineArgs a, So
     // other candidates run).
     const Key limit = current_limit(a, sh);
     if (key > limit || std::uint32_t(key) == std::uint32_t(limit)) continue;
-    if (!staged) {
-      const std::size_t words = std::size_t(a.query_words) * a.s.query_height;
-      for (std::size_t w = threadIdx.x; w < words; w += kRefineThreads) {
-        staged_query[w] = __ldg(a.query + w);
-      }
-      __syncthreads();
-      staged = true;
-    }
     const std::uint32_t index = std::uint32_t(key);
-    const std::uint32_t sad =
-        block_window_sad<kRefineThreads, kRefineLoads, kSharedQuery>(a, query, index, sh);
+    const std::uint32_t sad = block_window_sad<kRefineThreads, kRefineLoads>(a, index, sh);
     if (threadIdx.x == 0) atomicMin(a.best, sad_key(std::int32_t(sad), index));
   }
 }
@@ -653,24 +640,6 @@ bool pruned_fits(const SadInput& input) {
   return strip_layout(s).count <= kMaxStrips;
 }
 
-template <class Source>
-void launch_refine(const RefineArgs& args, const Source& source, int blocks, bool shared_query,
-                   std::size_t shared_bytes) {
-  if (shared_query) {
-    refine_kernel<Source, true><<<blocks, kRefineThreads, shared_bytes>>>(args, source);
-  } else {
-    refine_kernel<Source, false><<<blocks, kRefineThreads, shared_bytes>>>(args, source);
-  }
-  check_launch("refine_kernel");
-}
-
-template <class Source>
-void allow_refine_shared(std::size_t bytes) {
-  check(cudaFuncSetAttribute(refine_kernel<Source, true>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
-        "cudaFuncSetAttribute(refine_kernel)");
-}
-
 class PrunedRunner final : public Runner<SadPruned> {
  public:
   explicit PrunedRunner(const SadInput& input)
@@ -704,19 +673,8 @@ class PrunedRunner final : public Runner<SadPruned> {
                                  int(ring_bytes_)),
             "cudaFuncSetAttribute(bound_kernel)");
     }
-    const std::size_t query_bytes =
-        std::size_t(full_.query_words()) * shape_.query_height * sizeof(std::uint32_t);
-    shared_query_ = query_bytes <= kMaxSharedQueryBytes;
-    list_shared_ = shared_query_ ? query_bytes : 0;
-    if (shared_query_) {
-      allow_refine_shared<CandidateList>(list_shared_);
-      allow_refine_shared<Neighbourhood>(list_shared_);
-    }
     // Blocks resident at once: the refinements run a grid-stride loop over their windows.
-    refine_grid_ = shared_query_ ? cuda::resident_blocks(refine_kernel<CandidateList, true>,
-                                                         kRefineThreads, list_shared_, 1 << 30)
-                                 : cuda::resident_blocks(refine_kernel<CandidateList, false>,
-                                                         kRefineThreads, 0, 1 << 30);
+    refine_grid_ = cuda::resident_blocks(refine_kernel<CandidateList>, kRefineThreads, 0, 1 << 30);
     filter_grid_ = cuda::resident_blocks(filter_kernel, kFilterThreads, 0,
                                          (units_ + kFilterThreads - 1) / kFilterThreads);
   }
@@ -761,15 +719,17 @@ class PrunedRunner final : public Runner<SadPruned> {
                                      scalars + kBestSlot);
     check_launch("seed_kernel");
     const int candidate_blocks = int(std::min<std::size_t>(candidates_.size(), refine_grid_));
-    launch_refine<CandidateList>(refine, CandidateList{candidates_.get(), candidates_.size()},
-                                 candidate_blocks, shared_query_, list_shared_);
+    refine_kernel<<<candidate_blocks, kRefineThreads>>>(
+        refine, CandidateList{candidates_.get(), candidates_.size()});
+    check_launch("refine_kernel");
 
     RefineArgs polish = refine;
     polish.best = scalars + kPolishSlot;
     polish.other = scalars + kBestSlot;
     const int polish_blocks = std::min(kPrunePolishSide * kPrunePolishSide, refine_grid_);
-    launch_refine<Neighbourhood>(polish, Neighbourhood{scalars + kBestSlot, bounds_.get()},
-                                 polish_blocks, shared_query_, list_shared_);
+    refine_kernel<<<polish_blocks, kRefineThreads>>>(
+        polish, Neighbourhood{scalars + kBestSlot, bounds_.get()});
+    check_launch("refine_kernel");
 
     const FilterArgs filter{bounds_.get(),
                             candidates_.get(),
@@ -839,8 +799,6 @@ class PrunedRunner final : public Runner<SadPruned> {
   std::size_t ring_bytes_;
   int segment_rows_;
   dim3 bound_grid_;
-  bool shared_query_ = false;
-  std::size_t list_shared_ = 0;
   int refine_grid_ = 1, filter_grid_ = 1;
   DeviceBuffer<std::uint32_t> strip_sums_, bounds_, live_;
   DeviceBuffer<int> order_;
