@@ -66,9 +66,10 @@ big_check_rows=64
 # reference.
 tall_cases=("conv --size 16x600000 --channels 1" "conv --size 16x600000 --channels 3"
   "lbp --size 16x600000")
-# sad-pruned's noise sweep (the paper's σ values) on the paper's photo sizes.
+# sad-pruned's noise sweep (the paper's σ values) on the paper's photo sizes (KBENCH_NOISE_CASES,
+# space-separated, picks some).
 noise_levels=(0 5 10 20 40 70)
-noise_cases=(photo3072-q128 photo2306-q64)
+read -r -a noise_cases <<<"${KBENCH_NOISE_CASES:-photo3072-q128 photo2306-q64}"
 # The thread sweep's case: the largest standard case, unless a single-thread run of it would take
 # minutes.
 declare -A sweep_cases=([sad]=test1)
