@@ -82,14 +82,15 @@ constexpr int kPruneStripRows = 16;
 constexpr double kPruneFullSearchFraction = 0.25;
 // The GPU variants refine survivors in units of kPruneUnitWindows neighbouring windows of a map
 // row with full search's register-blocked row routine, strip by strip, a unit leaving once every
-// window in it is out: a unit costs at most what full search pays for it. They search in full
-// only when more than this fraction of the units hold a survivor of the first bounds, where the
-// per-strip tests would cost more than the strips they skip.
+// window in it is out: a unit costs at most what full search pays for it.
 constexpr int kPruneUnitWindows = 16;
 // Threads per unit on GPUs: each sums every kPruneUnitLanes-th row of a strip, so the last
 // survivors (the match among them) are not one thread's long chain of rows.
 constexpr int kPruneUnitLanes = 8;
-constexpr double kPruneUnitFullSearchFraction = 0.75;
+// The GPU variants search in full when more than this fraction of the windows survive the first
+// bounds. Measured on the H200 (perf/NOTES.md), refining costs about 1.45 (8 strips) to 1.85
+// (4 strips) times full search's time per unit of that fraction: it loses past 0.55–0.69.
+constexpr double kPruneGpuFullSearchFraction = 0.6;
 
 // The GPU variants refine the (2·kPrunePolishRadius + 1)² windows around the best window after
 // the candidates ("polish"): the best-bounded window of a tile is often a pixel or two off the

@@ -30,8 +30,8 @@
 //    its last window. After the last strip the survivors' exact SADs lower E. Blocks count the
 //    windows alive after each strip (after_strip).
 // 6. The fused full search of cuda-regblock-vsad-p32 (SadFullSearch), gated on the device: it
-//    runs, and step 5 returns at once, when more than kPruneUnitFullSearchFraction of the units
-//    are live after step 4 (stats.full_search; after_strip then stays zero).
+//    runs, and step 5 returns at once, when more than kPruneGpuFullSearchFraction of the windows
+//    are left after step 4 (stats.full_search; after_strip then stays zero).
 //
 // Exactness: E is always the key of a real window's exact SAD, so it never falls below the true
 // minimum key; a window is dropped only when a lower bound of its key exceeds E.
@@ -541,8 +541,8 @@ struct UnitArgs : PackedSearch {
   int unit_columns;
   const std::uint32_t* bounds;
   const std::uint32_t* live;
-  const Key* live_count;
-  unsigned long long full_search_above;  // more live units: the full search runs instead
+  const Key* totals;                     // the run's scalars: the live units and the windows left
+  unsigned long long full_search_above;  // more windows left: the full search runs instead
   Key* best;
   const Key* polish;  // merged into best here
   const Key* filter;  // the filter's limit and neighbourhood centre
@@ -567,8 +567,8 @@ static_assert(kWarp % kPruneUnitLanes == 0 && kUnitThreads % kPruneUnitLanes == 
 __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
   // E only falls here, and any E at or above the final one is a valid limit meanwhile.
   if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(a.best, *a.polish);
-  const unsigned long long count = *a.live_count;
-  if (count > a.full_search_above) return;
+  if (a.totals[kWindowsLeftSlot] > a.full_search_above) return;
+  const unsigned long long count = a.totals[kLiveUnitsSlot];
   const unsigned long long unit_at =
       (std::size_t(blockIdx.x) * kUnitThreads + threadIdx.x) / kPruneUnitLanes;
   if (unit_at >= count) return;  // the whole group
@@ -651,7 +651,7 @@ class PrunedRunner final : public Runner<SadPruned> {
         windows_(shape_.map_size()),
         unit_columns_((shape_.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows),
         units_(std::uint64_t(shape_.map_height) * std::uint64_t(unit_columns_)),
-        limit_(std::uint64_t(kPruneUnitFullSearchFraction * double(units_))),
+        limit_(std::uint64_t(kPruneGpuFullSearchFraction * double(windows_))),
         ring_rows_(prune_ring_rows(strips_)),
         ring_bytes_(bound_shared_bytes(ring_rows_)),
         // Enough segments for a wave of warps.
@@ -756,7 +756,7 @@ class PrunedRunner final : public Runner<SadPruned> {
                          unit_columns_,
                          bounds_.get(),
                          live_.get(),
-                         scalars + kLiveUnitsSlot,
+                         scalars,
                          limit_,
                          scalars + kBestSlot,
                          scalars + kPolishSlot,
@@ -767,7 +767,7 @@ class PrunedRunner final : public Runner<SadPruned> {
                          kUnitThreads>>>(units);
     check_launch("unit_refine_kernel");
 
-    full_.search(scalars + kBestSlot, 0, scalars + kLiveUnitsSlot, limit_);
+    full_.search(scalars + kBestSlot, 0, scalars + kWindowsLeftSlot, limit_);
   }
   void sync() override { check(cudaDeviceSynchronize(), "sad-pruned kernels"); }
   void download(SadPrunedResult& out) override {
@@ -777,7 +777,7 @@ class PrunedRunner final : public Runner<SadPruned> {
     out.best = match_from_key(scalars[kBestSlot], shape_.map_width);
     out.stats.windows = windows_;
     out.stats.after_bounds = scalars[kWindowsLeftSlot];
-    out.stats.full_search = scalars[kLiveUnitsSlot] > limit_;
+    out.stats.full_search = scalars[kWindowsLeftSlot] > limit_;
     out.stats.after_strip.assign(scalars.begin() + kAfterStripSlot, scalars.end());
     // The settled survivors were refined in step 3, before the strip rounds: counted in each.
     if (!out.stats.full_search) {
@@ -794,7 +794,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   std::uint64_t windows_;
   int unit_columns_;
   std::uint64_t units_;
-  std::uint64_t limit_;  // more live units than this: full search
+  std::uint64_t limit_;  // more windows left than this: full search
   int ring_rows_;
   std::size_t ring_bytes_;
   int segment_rows_;

@@ -27,7 +27,7 @@
 //    routine (accumulate_sad_row), its vector lanes a row each in turn; a window leaves once its
 //    SAD so far exceeds E_guess, the unit with its last window, and the survivors of the last
 //    strip lower E_guess.
-// When more than kPruneUnitFullSearchFraction of the units are live after step 4, the fused full
+// When more than kPruneGpuFullSearchFraction of the windows are left after step 4, the fused full
 // search runs instead.
 #include <algorithm>
 #include <type_traits>
@@ -818,7 +818,7 @@ class PrunedRunner final : public Runner<SadPruned> {
     const LiveTotals totals = host_totals_(0);
     live_count_ = std::uint32_t(totals);
     stats_.after_bounds = totals >> 32;
-    if (double(live_count_) > kPruneUnitFullSearchFraction * double(g_.units())) {
+    if (double(stats_.after_bounds) > kPruneGpuFullSearchFraction * double(stats_.windows)) {
       stats_.full_search = true;
       best_key_ = full_search_.run(shape_, {});
       return;
