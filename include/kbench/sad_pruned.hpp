@@ -87,10 +87,6 @@ constexpr int kPruneUnitWindows = 16;
 // Threads per unit on GPUs: each sums every kPruneUnitLanes-th row of a strip, so the last
 // survivors (the match among them) are not one thread's long chain of rows.
 constexpr int kPruneUnitLanes = 8;
-// The GPU variants search in full when more than this fraction of the windows survive the first
-// bounds. Measured on the H200 (perf/NOTES.md), refining costs about 1.45 (8 strips) to 1.85
-// (4 strips) times full search's time per unit of that fraction: it loses past 0.55–0.69.
-constexpr double kPruneGpuFullSearchFraction = 0.6;
 
 // The GPU variants refine the (2·kPrunePolishRadius + 1)² windows around the best window after
 // the candidates ("polish"): the best-bounded window of a tile is often a pixel or two off the

@@ -30,7 +30,7 @@
 //    its last window. After the last strip the survivors' exact SADs lower E. Blocks count the
 //    windows alive after each strip (after_strip).
 // 6. The fused full search of cuda-regblock-vsad-p32 (SadFullSearch), gated on the device: it
-//    runs, and step 5 returns at once, when more than kPruneGpuFullSearchFraction of the windows
+//    runs, and step 5 returns at once, when more than kFullSearchFraction of the windows
 //    are left after step 4 (stats.full_search; after_strip then stays zero).
 //
 // Exactness: E is always the key of a real window's exact SAD, so it never falls below the true
@@ -67,6 +67,11 @@ constexpr int kSettledSlot = 4;      // of those windows, the ones step 3 settle
 constexpr int kFilterSlot = 5;       // the filter's limit (high word) and neighbourhood centre
 constexpr int kAfterStripSlot = 6;   // S counters: windows alive after each strip
 constexpr int kFixedSlots = 6;
+
+// The full search runs when more than this fraction of the windows survive the first bounds.
+// Measured on the H200 (perf/NOTES.md), the unit refinement costs 1.3–1.5 (8 strips) to 1.6–1.85
+// (4 strips) times full search's time per unit of that fraction: it loses past 0.55–0.69.
+constexpr double kFullSearchFraction = 0.6;
 
 // Strips a run counts in shared memory, at most (queries up to 32768 rows).
 constexpr int kMaxStrips = 2048;
@@ -651,7 +656,7 @@ class PrunedRunner final : public Runner<SadPruned> {
         windows_(shape_.map_size()),
         unit_columns_((shape_.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows),
         units_(std::uint64_t(shape_.map_height) * std::uint64_t(unit_columns_)),
-        limit_(std::uint64_t(kPruneGpuFullSearchFraction * double(windows_))),
+        limit_(std::uint64_t(kFullSearchFraction * double(windows_))),
         ring_rows_(prune_ring_rows(strips_)),
         ring_bytes_(bound_shared_bytes(ring_rows_)),
         // Enough segments for a wave of warps.

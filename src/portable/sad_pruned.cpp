@@ -27,7 +27,7 @@
 //    routine (accumulate_sad_row), its vector lanes a row each in turn; a window leaves once its
 //    SAD so far exceeds E_guess, the unit with its last window, and the survivors of the last
 //    strip lower E_guess.
-// When more than kPruneGpuFullSearchFraction of the windows are left after step 4, the fused full
+// When more than kFullSearchFraction of the windows are left after step 4, the fused full
 // search runs instead.
 #include <algorithm>
 #include <type_traits>
@@ -47,6 +47,11 @@ constexpr int kSumPitch = kTileColumns + 1;  // the transposed sums' rows: odd, 
 constexpr int kStripRows = kPruneStripRows;
 constexpr int kMaxPassStrips = kPrunePassStrips;
 static_assert(kTileColumns % kStripRows == 0, "whole strip blocks per summed block");
+// The fused full search runs when more than this fraction of the windows survive the first
+// bounds. Measured on the H200 (perf/NOTES.md), the unit refinement costs about 1.3 times
+// kokkos-fused's time per unit of that fraction on both photo cases (kokkos-fused is 1.17× the
+// native full search, so the crossover comes later than native's 0.6).
+constexpr double kFullSearchFraction = 0.75;
 // Threads per refining team on a device: a 128 × 128 window is 4 K words, which one warp would
 // walk serially. Halved (refine_team_threads) while the teams would not run in one wave.
 constexpr int kDeviceTeam = 256;
@@ -818,7 +823,7 @@ class PrunedRunner final : public Runner<SadPruned> {
     const LiveTotals totals = host_totals_(0);
     live_count_ = std::uint32_t(totals);
     stats_.after_bounds = totals >> 32;
-    if (double(stats_.after_bounds) > kPruneGpuFullSearchFraction * double(stats_.windows)) {
+    if (double(stats_.after_bounds) > kFullSearchFraction * double(stats_.windows)) {
       stats_.full_search = true;
       best_key_ = full_search_.run(shape_, {});
       return;
