@@ -4,11 +4,12 @@
 // query's strip sums, y_{i,k} the window's, S strips of kPruneStripRows query rows (strip_layout).
 //
 // 1. bound_kernel: Tombari's strip bound l_i = Σ_k |x_k − y_{i,k}| of every window into a bound
-//    map, and per warp its smallest sad_key(bound, index) as a candidate. A warp walks a
-//    segment of map rows down 32 window columns, a lane per column: the row sums of its window
-//    width enter a running column prefix, kept for the last query rows in a per-lane shared ring,
-//    and each strip sum is the difference of two ring entries. No barrier, no intermediate in
-//    global memory; queries taller than kMaxPassStrips strips take several passes.
+//    map, and per tile of 32 window columns × kChunkRows map rows its smallest
+//    sad_key(bound, index) as a candidate. A block walks a segment of map rows down 32 window
+//    columns, 128 target rows at a time: the row sums of its window width enter a column prefix,
+//    kept for the last two chunks of rows in a shared ring, and each strip sum is the difference
+//    of two ring entries. No intermediate in global memory; queries taller than kMaxPassStrips
+//    strips take several passes.
 // 2. seed_kernel: the best candidate of all (the paper's FindBestInitMatch: the window with the
 //    smallest bound), its whole SAD in one pass by one block, is the first E, a device key; then
 //    refine_kernel over the other candidates, which start from that E instead of none: those
@@ -85,24 +86,43 @@ __device__ __forceinline__ Key warp_min(Key key) {
 
 // --- 1. strip bounds ---------------------------------------------------------------------------
 
-// A block is one warp, which walks down a tile of kWarp window columns through a segment of map
-// rows, kWarp target rows at a time:
-// - lane r sums target row t_r across the tile: H(t_r, j) = Σ_{x<c} T(t_r, j + x) for the tile's
-//   32 columns j, the first from the row's words, the others sliding by one byte each, and
-//   stores them transposed in a shared tile (its own row: no shuffles, 16-byte loads);
-// - then lane j, a window column, adds H(t, j) row by row to its column prefix
-//   P(t) = Σ_{r≤t} H(r, j) and keeps the last prefix rows in its column of a shared ring. A
-//   strip sum is the difference of two prefix rows, so a window costs a ring read and a term per
-//   strip once its last row has entered.
+// A block of kBoundWarps warps walks down a tile of kWarp window columns through a segment of map
+// rows, kChunkRows target rows (a chunk) at a time, all warps sharing one ring of column prefixes
+// in shared memory:
+// - rows: lane r of warp w sums target row 32w + r of the chunk across the tile,
+//   H(t, j) = Σ_{x<c} T(t, j + x) for the tile's 32 columns j, the first from the row's words, the
+//   others sliding by one byte each, into the row's ring slot (its own row: no shuffles, 16-byte
+//   loads);
+// - prefix: lane j turns its column of the chunk's slots into the column prefix
+//   P(t) = Σ_{r≤t} H(r, j), each warp its 32 slots, from the previous chunk's last prefix and the
+//   earlier warps' column totals;
+// - windows: a strip sum is the difference of two ring slots, so a window costs a read and a term
+//   per strip; warp w takes the 32 window rows of the previous chunk's band of kChunkRows whose
+//   last rows have now entered, a lane per column.
+// The ring holds two chunks: the band's windows read the slots of this chunk and the last.
+// One walk per segment instead of per warp cuts the rows summed twice (a walk sums a pass's rows
+// before its first window: 1.8× the map's rows with 14 one-warp segments, 1.2× with 6 of these),
+// and the ring costs 9 KB a warp instead of 16 (perf/NOTES.md).
 // A pass covers up to kMaxPassStrips strips; taller queries take several passes that add into the
-// bound map. The ring rows a window reads lie whole strips (kStripRows rows) apart, since only a
-// pass's last strip may be shorter: with the walk in blocks of kStripRows, their ring addresses
-// are fixed per block and the row within the block is an immediate offset.
+// bound map. The slots a window reads lie whole strips (kStripRows) apart but the last (only the
+// query's last strip may be shorter): with windows in blocks of kStripRows, their ring addresses
+// are fixed per block and the window within the block is an immediate offset.
 constexpr int kStripRows = kPruneStripRows;
 constexpr int kMaxPassStrips = kPrunePassStrips;
-constexpr int kSumRows = kWarp;       // target rows summed at once, a lane each
-constexpr int kSumPitch = kWarp + 1;  // the transposed tile's rows: odd, no bank conflicts
-static_assert(kSumRows % kStripRows == 0, "whole ring blocks per summed block");
+constexpr int kBoundWarps = 4;
+constexpr int kBoundThreads = kBoundWarps * kWarp;
+constexpr int kChunkRows = kBoundThreads;  // a row a thread; also the candidates' tile rows
+constexpr int kRingSlots = 2 * kChunkRows;
+constexpr int kRingMask = kRingSlots - 1;
+// Slots past the ring that mirror its first ones: a block of kStripRows windows reads the last
+// prefix at an offset that need not be whole strips, so those reads may run past the ring's end.
+constexpr int kRingMirror = kStripRows;
+// Words per ring slot, odd: a lane writing its row's 32 columns and a lane reading its column of
+// 32 rows both hit 32 different banks.
+constexpr int kRingPitch = kWarp + 1;
+static_assert(kMaxPassStrips * kStripRows <= kChunkRows, "a pass's rows fit in one chunk");
+static_assert(kChunkRows % kStripRows == 0 && kWarp % kStripRows == 0, "whole strip blocks");
+static_assert((kRingSlots & kRingMask) == 0, "a power of two");
 
 struct BoundArgs {
   const std::uint32_t* target;  // SadFullSearch's packed rows
@@ -110,19 +130,14 @@ struct BoundArgs {
   SadShape s;
   StripLayout strips;
   int first_strip;                  // this pass: strips first_strip .. + the kernel's kStrips − 1
-  int ring_rows;                    // a power of two ≥ the pass's rows (prune_ring_rows)
-  int segment_rows;                 // map rows a warp walks
+  int segment_rows;                 // map rows a block walks, whole chunks
   bool first_pass, last_pass;       // the first writes the bound map, the last its candidates
   const std::uint32_t* strip_sums;  // x_k
   std::uint32_t* bounds;            // map-sized
-  Key* candidates;                  // one per warp of the last pass
+  Key* candidates;                  // one per band of kChunkRows map rows and tile of the last pass
   Key* scalars;                     // reset by the first pass
   int scalar_count;
 };
-
-std::size_t bound_shared_bytes(int ring_rows) {
-  return (std::size_t(ring_rows) * kWarp + std::size_t(kWarp) * kSumPitch) * sizeof(std::uint32_t);
-}
 
 __device__ __forceinline__ std::uint32_t word_of(const uint4& words, int w) {
   return w == 0 ? words.x : w == 1 ? words.y : w == 2 ? words.z : words.w;
@@ -133,12 +148,12 @@ __device__ __forceinline__ std::uint32_t sad4x4(const uint4& words, std::uint32_
   return sad4(words.w, 0u, sad4(words.z, 0u, sad4(words.y, 0u, sad4(words.x, 0u, acc))));
 }
 
-// Lane r's row, t: H(t, j0 + j) for j < kWarp into sums[j · kSumPitch + r]. Rows outside the
-// target (the ends of a walk, whose sums no window uses) give zeros. A lane reads its own row:
-// 16-byte loads where the query width allows, each of them sixteen bytes of 32 rows.
-__device__ __forceinline__ void sum_row(const BoundArgs& a, int t, int j0, std::uint32_t* sums) {
+// Target row t: H(t, j0 + j) for j < kWarp into slot[j]. Rows outside the target (the ends of a
+// walk, whose sums no window uses) give zeros. A lane reads its own row: 16-byte loads where the
+// query width allows, each of them sixteen bytes of 32 rows.
+__device__ __forceinline__ void sum_row(const BoundArgs& a, int t, int j0, std::uint32_t* slot) {
   constexpr int kQuads = kWarp / 16;  // 16-byte words holding the bytes that leave
-  const int lane = threadIdx.x, c = a.s.query_width;
+  const int c = a.s.query_width;
   uint4 leaving[kQuads] = {}, entering[kQuads] = {};
   std::uint32_t sum = 0;
   if (unsigned(t) < unsigned(a.s.target_height)) {
@@ -178,7 +193,7 @@ __device__ __forceinline__ void sum_row(const BoundArgs& a, int t, int j0, std::
   }
 #pragma unroll
   for (int j = 0; j < kWarp; ++j) {
-    sums[j * kSumPitch + lane] = sum;
+    slot[j] = sum;
     sum += byte_of<Isa::tuned>(word_of(entering[j / 16], j / 4 % 4), j % 4) -
            byte_of<Isa::tuned>(word_of(leaving[j / 16], j / 4 % 4), j % 4);
   }
@@ -187,12 +202,14 @@ __device__ __forceinline__ void sum_row(const BoundArgs& a, int t, int j0, std::
 // kStrips: the pass's strips (a template parameter, so that the ring reads and strip terms of a
 // window are straight-line code).
 template <int kStrips>
-__global__ void __launch_bounds__(kWarp) bound_kernel(BoundArgs a) {
-  extern __shared__ std::uint32_t shared_words[];
-  const int lane = threadIdx.x;
+__global__ void __launch_bounds__(kBoundThreads) bound_kernel(BoundArgs a) {
+  __shared__ std::uint32_t ring[(kRingSlots + kRingMirror) * kRingPitch];
+  __shared__ std::uint32_t warp_totals[kBoundWarps][kWarp];
+  __shared__ Key warp_best[kBoundWarps];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   if (a.first_pass && blockIdx.x == 0 && blockIdx.y == 0) {
     // No kernel before this one reads the run's scalars; the refine kernels after it do.
-    for (int e = lane; e < a.scalar_count; e += kWarp) {
+    for (int e = threadIdx.x; e < a.scalar_count; e += kBoundThreads) {
       a.scalars[e] = e == kBestSlot || e == kPolishSlot ? Key(kNoSadKey) : Key(0);
     }
   }
@@ -206,65 +223,88 @@ __global__ void __launch_bounds__(kWarp) bound_kernel(BoundArgs a) {
   std::uint32_t x[kStrips];
 #pragma unroll
   for (int k = 0; k < kStrips; ++k) x[k] = __ldg(a.strip_sums + a.first_strip + k);
-  // Walk coordinate r: target row i_begin + top − 1 + r enters the prefix at step r, into ring
-  // slot r (masked); window i_begin + ρ, ρ = r − span, reads the slots ρ + kStripRows·k,
-  // k < kStrips, and the prefix itself, once its last row enters. Walks start at a whole block
-  // ρ ≤ −span (so the prefix row before the window's first is in the ring; the rows before it
-  // only add a constant that the differences cancel).
-  const int rho_first = -kSumRows * ((span + kSumRows - 1) / kSumRows);
-  const int rho_end = (windows + kSumRows - 1) / kSumRows * kSumRows;
-  const int row_of_rho = i_begin + top - 1 + span;  // target row entering at ρ
-  const int mask = a.ring_rows - 1;
-  std::uint32_t* const ring = shared_words + lane;
-  std::uint32_t* const sums = shared_words + std::size_t(a.ring_rows) * kWarp;
-  std::uint32_t prefix = 0;
-  std::uint32_t best_bound = ~0u;
-  std::uint32_t best_index = 0;
-  std::uint32_t* bounds = a.bounds + std::size_t(i_begin) * a.s.map_width + j;
-  for (int rows = rho_first; rows < rho_end; rows += kSumRows) {
-    __syncwarp();  // the previous rows' sums are read
-    sum_row(a, row_of_rho + rows + lane, j0, sums);
-    __syncwarp();
+  // Slot s holds the prefix through target row first_row + s. Window i_begin + ρ reads the slots
+  // ρ + lead + kStripRows·k, k < kStrips, and ρ + lead + span, the last entering in the chunk
+  // after ρ's band (lead + span ≤ kChunkRows); lead is whole strips, so a block of kStripRows
+  // windows starts at a whole strip.
+  const int lead = kChunkRows - (span + kStripRows - 1) / kStripRows * kStripRows;
+  const int first_row = i_begin + top - 1 - lead;
+  std::uint32_t* const column = ring + lane;
+  const int chunks = (windows + kChunkRows - 1) / kChunkRows + 1;
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    const int s0 = chunk * kChunkRows, my_first = s0 + warp * kWarp;
+    // Rows: this thread's row sums into its slot.
+    sum_row(a, first_row + my_first + lane, j0,
+            ring + ((my_first + lane) & kRingMask) * kRingPitch);
+    __syncthreads();
+    // Prefix: the column total of each warp's 32 slots, then each warp's running prefix from
+    // the previous chunk's last and the earlier warps' totals.
+    std::uint32_t total = 0;
 #pragma unroll
-    for (int s0 = 0; s0 < kSumRows; s0 += kStripRows) {
-      const int block = rows + s0;
-      const bool has_windows = block >= 0;  // warm-up blocks only fill the ring
-      const std::uint32_t* reads[kStrips];
+    for (int r = 0; r < kWarp; ++r) total += column[((my_first + r) & kRingMask) * kRingPitch];
+    warp_totals[warp][lane] = total;
+    __syncthreads();
+    std::uint32_t prefix = chunk > 0 ? column[((s0 - 1) & kRingMask) * kRingPitch] : 0u;
+    for (int w = 0; w < warp; ++w) prefix += warp_totals[w][lane];
+#pragma unroll
+    for (int r = 0; r < kWarp; ++r) {
+      const int slot = (my_first + r) & kRingMask;
+      prefix += column[slot * kRingPitch];
+      column[slot * kRingPitch] = prefix;
+      if (slot < kRingMirror) column[(kRingSlots + slot) * kRingPitch] = prefix;
+    }
+    __syncthreads();
+    if (chunk == 0) continue;  // its slots precede the segment's first window
+    // Windows: rows first .. first + 31 of the previous chunk's band.
+    const int first = (chunk - 1) * kChunkRows + warp * kWarp;
+    std::uint32_t best_bound = ~0u;
+    std::uint32_t best_index = 0;
+    std::uint32_t* bounds = a.bounds + std::size_t(i_begin + first) * a.s.map_width + j;
+#pragma unroll
+    for (int b = 0; b < kWarp; b += kStripRows) {
+      const int base = first + b + lead;  // whole strips
+      const std::uint32_t* reads[kStrips + 1];
 #pragma unroll
       for (int k = 0; k < kStrips; ++k) {
-        reads[k] = ring + ((block + kStripRows * k) & mask) * kWarp;
+        reads[k] = column + ((base + kStripRows * k) & kRingMask) * kRingPitch;
       }
+      reads[kStrips] = column + ((base + span) & kRingMask) * kRingPitch;
 #pragma unroll
       for (int s = 0; s < kStripRows; ++s) {
-        const int rho = block + s;
-        prefix += sums[lane * kSumPitch + s0 + s];
-        if (has_windows) {
-          std::uint32_t bound = 0, below = reads[0][s * kWarp];
+        const int rho = first + b + s;
+        std::uint32_t bound = 0, below = reads[0][s * kRingPitch];
 #pragma unroll
-          for (int k = 0; k < kStrips; ++k) {
-            const std::uint32_t above = k + 1 < kStrips ? reads[k + 1][s * kWarp] : prefix;
-            bound += strip_term(above - below, x[k]);
-            below = above;
-          }
-          if (rho < windows && j < a.s.map_width) {
-            if (!a.first_pass) bound += *bounds;
-            *bounds = bound;
-            // Windows come in increasing index: the first of equal bounds is the smaller key.
-            if (bound < best_bound) {
-              best_bound = bound;
-              best_index = std::uint32_t(i_begin + rho) * std::uint32_t(a.s.map_width) + j;
-            }
-          }
-          bounds += a.s.map_width;
+        for (int k = 0; k < kStrips; ++k) {
+          const std::uint32_t above = reads[k + 1][s * kRingPitch];
+          bound += strip_term(above - below, x[k]);
+          below = above;
         }
-        ring[((rho + span) & mask) * kWarp] = prefix;  // after the reads: ρ's slot when span = ring
+        if (rho < windows && j < a.s.map_width) {
+          if (!a.first_pass) bound += *bounds;
+          *bounds = bound;
+          // Windows come in increasing index: the first of equal bounds is the smaller key.
+          if (bound < best_bound) {
+            best_bound = bound;
+            best_index = std::uint32_t(i_begin + rho) * std::uint32_t(a.s.map_width) + j;
+          }
+        }
+        bounds += a.s.map_width;
       }
     }
+    if (a.last_pass) {
+      const Key best = warp_min(best_bound == ~0u ? Key(kNoSadKey)
+                                                  : sad_key(std::int32_t(best_bound), best_index));
+      if (lane == 0) warp_best[warp] = best;
+    }
+    __syncthreads();  // the band's reads are done before the next chunk's rows overwrite them
+    if (a.last_pass && threadIdx.x == 0) {
+      Key best = warp_best[0];
+#pragma unroll
+      for (int w = 1; w < kBoundWarps; ++w) best = sad_min(best, warp_best[w]);
+      const int band = (i_begin + first - warp * kWarp) / kChunkRows;
+      a.candidates[std::size_t(band) * gridDim.x + blockIdx.x] = best;
+    }
   }
-  if (!a.last_pass) return;
-  const Key best =
-      warp_min(best_bound == ~0u ? Key(kNoSadKey) : sad_key(std::int32_t(best_bound), best_index));
-  if (lane == 0) a.candidates[std::size_t(blockIdx.y) * gridDim.x + blockIdx.x] = best;
 }
 
 using BoundKernel = void (*)(BoundArgs);
@@ -638,6 +678,13 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
   atomicMin(a.best, key);
 }
 
+// Map rows a bound block walks: whole chunks, in as few segments as fill the resident blocks
+// (each segment sums a pass's rows before its first window).
+int bound_segment_rows(int bands, int column_tiles, int resident_blocks) {
+  const int segments = std::clamp(resident_blocks / column_tiles, 1, std::min(bands, 65535));
+  return (bands + segments - 1) / segments * kChunkRows;
+}
+
 // --- runner --------------------------------------------------------------------------------------
 
 bool pruned_fits(const SadInput& input) {
@@ -657,27 +704,20 @@ class PrunedRunner final : public Runner<SadPruned> {
         unit_columns_((shape_.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows),
         units_(std::uint64_t(shape_.map_height) * std::uint64_t(unit_columns_)),
         limit_(std::uint64_t(kFullSearchFraction * double(windows_))),
-        ring_rows_(prune_ring_rows(strips_)),
-        ring_bytes_(bound_shared_bytes(ring_rows_)),
-        // Enough segments for a wave of warps.
-        segment_rows_(prune_segment_rows(
-            shape_, strips_, (shape_.map_width + kWarp - 1) / kWarp,
-            cuda::resident_blocks(kBoundKernels[kMaxPassStrips - 1], kWarp, ring_bytes_, 1 << 30))),
+        bands_((shape_.map_height + kChunkRows - 1) / kChunkRows),
+        segment_rows_(bound_segment_rows(
+            bands_, (shape_.map_width + kWarp - 1) / kWarp,
+            cuda::resident_blocks(kBoundKernels[kMaxPassStrips - 1], kBoundThreads, 0, 1 << 30))),
         bound_grid_(dim3((shape_.map_width + kWarp - 1) / kWarp,
                          (shape_.map_height + segment_rows_ - 1) / segment_rows_)),
         strip_sums_(host_strip_sums_.size()),
         bounds_(windows_),
         live_(units_),
         order_(host_order_.size()),
-        candidates_(std::size_t(bound_grid_.x) * bound_grid_.y),
+        candidates_(std::size_t(bound_grid_.x) * bands_),
         scalars_(kFixedSlots + std::size_t(strips_.count)) {
     if (!pruned_fits(input))
       throw Error("cuda-pruned: the query is too tall for its strip counters");
-    for (const BoundKernel kernel : kBoundKernels) {
-      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 int(ring_bytes_)),
-            "cudaFuncSetAttribute(bound_kernel)");
-    }
     // Blocks resident at once: the refinements run a grid-stride loop over their windows.
     refine_grid_ = cuda::resident_blocks(refine_kernel<CandidateList>, kRefineThreads, 0, 1 << 30);
     filter_grid_ = cuda::resident_blocks(filter_kernel, kFilterThreads, 0,
@@ -704,7 +744,6 @@ class PrunedRunner final : public Runner<SadPruned> {
                            shape_,
                            strips_,
                            first,
-                           ring_rows_,
                            segment_rows_,
                            first == 0,
                            first + strips == strips_.count,
@@ -713,7 +752,7 @@ class PrunedRunner final : public Runner<SadPruned> {
                            candidates_.get(),
                            scalars,
                            int(scalars_.size())};
-      kBoundKernels[strips - 1]<<<bound_grid_, kWarp, ring_bytes_>>>(pass);
+      kBoundKernels[strips - 1]<<<bound_grid_, kBoundThreads>>>(pass);
       check_launch("bound_kernel");
     }
 
@@ -738,7 +777,7 @@ class PrunedRunner final : public Runner<SadPruned> {
 
     const FilterArgs filter{bounds_.get(),
                             candidates_.get(),
-                            segment_rows_,
+                            kChunkRows,
                             int(bound_grid_.x),
                             shape_,
                             unit_columns_,
@@ -800,8 +839,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   int unit_columns_;
   std::uint64_t units_;
   std::uint64_t limit_;  // more windows left than this: full search
-  int ring_rows_;
-  std::size_t ring_bytes_;
+  int bands_;            // of kChunkRows map rows: the candidates' tile rows
   int segment_rows_;
   dim3 bound_grid_;
   int refine_grid_ = 1, filter_grid_ = 1;
