@@ -134,19 +134,24 @@ KBENCH_HOST_DEVICE bool polish_window(std::uint32_t centre, int map_width, int m
   return true;
 }
 
-// The GPU layers' bound pass walks down columns of windows, adding row sums into a column prefix
-// of which a ring keeps the rows of one pass of up to kPrunePassStrips strips; taller queries
-// take several passes.
+// The GPU layers' bound pass: a team walks down kPruneTileColumns window columns through a
+// segment of map rows, kPruneChunkRows target rows at a time (a thread each), adding row sums
+// into column prefixes of which a shared ring keeps the last two chunks. A pass takes up to
+// kPrunePassStrips strips, whose rows fit one chunk; taller queries take several passes.
 constexpr int kPrunePassStrips = 8;
-// A walking team owns a tile of kPruneTileColumns window columns × a segment of map rows, and
-// keeps the tile's smallest key as its candidate. The tile's smallest bound is in that key, so
-// the filter skips a tile without reading its bounds when that bound exceeds E.
+constexpr int kPruneChunkRows = 128;
+static_assert(kPrunePassStrips * kPruneStripRows <= kPruneChunkRows,
+              "a pass's rows fit in one chunk");
+// The bound pass keeps the smallest key of each tile of kPruneTileColumns window columns ×
+// kPruneChunkRows map rows as a candidate. The tile's smallest bound is in that key, so the
+// filter skips a tile without reading its bounds when that bound exceeds E.
 constexpr int kPruneTileColumns = 32;
 static_assert(kPruneTileColumns % kPruneUnitWindows == 0, "a unit lies in one tile");
 
-// The tile holding window (i, j): segment by segment, across the map within each.
-KBENCH_HOST_DEVICE int prune_tile_of(int i, int j, int segment_rows, int column_tiles) {
-  return i / segment_rows * column_tiles + j / kPruneTileColumns;
+// The tile holding window (i, j): band of kPruneChunkRows rows by band, across the map within
+// each.
+KBENCH_HOST_DEVICE int prune_tile_of(int i, int j, int column_tiles) {
+  return i / kPruneChunkRows * column_tiles + j / kPruneTileColumns;
 }
 
 struct StripLayout {
@@ -159,13 +164,10 @@ struct StripLayout {
 };
 StripLayout strip_layout(const SadShape& s);
 
-// The bound pass's prefix ring: a power of two, at least a pass's query rows and kPruneStripRows
-// (so that a block of kPruneStripRows ring slots never wraps inside).
-int prune_ring_rows(const StripLayout& strips);
 // Map rows each walking team takes, for `column_tiles` tiles across the map and about `teams`
-// teams wanted: at least one pass's rows (a segment walks that many before its first window),
-// and at most 65535 segments.
-int prune_segment_rows(const SadShape& s, const StripLayout& strips, int column_tiles, int teams);
+// teams that run at once: whole chunks, in as few segments as fill those teams (each segment
+// sums a pass's rows before its first window), at most 65535.
+int prune_segment_rows(const SadShape& s, int column_tiles, int teams);
 
 // |a − b| of two unsigned sums.
 KBENCH_HOST_DEVICE std::uint32_t abs_difference(std::uint32_t a, std::uint32_t b) {

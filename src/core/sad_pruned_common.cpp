@@ -62,23 +62,10 @@ StripLayout strip_layout(const SadShape& s) {
   return strips;
 }
 
-namespace {
-
-int pass_rows(const StripLayout& strips) {
-  return std::min(strips.query_rows, strips.rows * kPrunePassStrips);
-}
-
-}  // namespace
-
-int prune_ring_rows(const StripLayout& strips) {
-  int ring = kPruneStripRows;
-  while (ring < pass_rows(strips)) ring *= 2;
-  return ring;
-}
-
-int prune_segment_rows(const SadShape& s, const StripLayout& strips, int column_tiles, int teams) {
-  const int segments = std::clamp(teams / column_tiles, 1, 65535);
-  return std::max((s.map_height + segments - 1) / segments, pass_rows(strips));
+int prune_segment_rows(const SadShape& s, int column_tiles, int teams) {
+  const int bands = (s.map_height + kPruneChunkRows - 1) / kPruneChunkRows;
+  const int segments = std::clamp(teams / column_tiles, 1, std::min(bands, 65535));
+  return (bands + segments - 1) / segments * kPruneChunkRows;
 }
 
 std::vector<std::uint32_t> query_strip_sums(const ImageU8& query, const StripLayout& strips) {

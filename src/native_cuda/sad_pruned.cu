@@ -111,7 +111,8 @@ constexpr int kStripRows = kPruneStripRows;
 constexpr int kMaxPassStrips = kPrunePassStrips;
 constexpr int kBoundWarps = 4;
 constexpr int kBoundThreads = kBoundWarps * kWarp;
-constexpr int kChunkRows = kBoundThreads;  // a row a thread; also the candidates' tile rows
+constexpr int kChunkRows = kPruneChunkRows;  // a row a thread; also the candidates' tile rows
+static_assert(kChunkRows == kBoundThreads, "a row a thread");
 constexpr int kRingSlots = 2 * kChunkRows;
 constexpr int kRingMask = kRingSlots - 1;
 // Slots past the ring that mirror its first ones: a block of kStripRows windows reads the last
@@ -120,7 +121,6 @@ constexpr int kRingMirror = kStripRows;
 // Words per ring slot, odd: a lane writing its row's 32 columns and a lane reading its column of
 // 32 rows both hit 32 different banks.
 constexpr int kRingPitch = kWarp + 1;
-static_assert(kMaxPassStrips * kStripRows <= kChunkRows, "a pass's rows fit in one chunk");
 static_assert(kChunkRows % kStripRows == 0 && kWarp % kStripRows == 0, "whole strip blocks");
 static_assert((kRingSlots & kRingMask) == 0, "a power of two");
 
@@ -503,7 +503,7 @@ constexpr int kFilterThreads = 256;
 struct FilterArgs {
   const std::uint32_t* bounds;
   const Key* tile_minima;  // the bound pass's candidates: each tile's smallest key
-  int segment_rows, column_tiles;
+  int column_tiles;
   SadShape s;
   int unit_columns;          // units per map row
   unsigned long long units;  // map_height · unit_columns
@@ -543,7 +543,7 @@ __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
       const int j0 = int(std::uint32_t(unit) % unsigned(a.unit_columns)) * kPruneUnitWindows;
       const std::uint32_t* bound = a.bounds + std::size_t(i) * a.s.map_width + j0;
       const int n = min(kPruneUnitWindows, a.s.map_width - j0);
-      const Key tile = __ldg(a.tile_minima + prune_tile_of(i, j0, a.segment_rows, a.column_tiles));
+      const Key tile = __ldg(a.tile_minima + prune_tile_of(i, j0, a.column_tiles));
       if (std::uint32_t(tile >> 32) <= limit) {
         inside = unit_windows_within([&](int p) { return __ldcs(bound + p); }, n, limit);
       }
@@ -678,13 +678,6 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
   atomicMin(a.best, key);
 }
 
-// Map rows a bound block walks: whole chunks, in as few segments as fill the resident blocks
-// (each segment sums a pass's rows before its first window).
-int bound_segment_rows(int bands, int column_tiles, int resident_blocks) {
-  const int segments = std::clamp(resident_blocks / column_tiles, 1, std::min(bands, 65535));
-  return (bands + segments - 1) / segments * kChunkRows;
-}
-
 // --- runner --------------------------------------------------------------------------------------
 
 bool pruned_fits(const SadInput& input) {
@@ -705,8 +698,8 @@ class PrunedRunner final : public Runner<SadPruned> {
         units_(std::uint64_t(shape_.map_height) * std::uint64_t(unit_columns_)),
         limit_(std::uint64_t(kFullSearchFraction * double(windows_))),
         bands_((shape_.map_height + kChunkRows - 1) / kChunkRows),
-        segment_rows_(bound_segment_rows(
-            bands_, (shape_.map_width + kWarp - 1) / kWarp,
+        segment_rows_(prune_segment_rows(
+            shape_, (shape_.map_width + kWarp - 1) / kWarp,
             cuda::resident_blocks(kBoundKernels[kMaxPassStrips - 1], kBoundThreads, 0, 1 << 30))),
         bound_grid_(dim3((shape_.map_width + kWarp - 1) / kWarp,
                          (shape_.map_height + segment_rows_ - 1) / segment_rows_)),
@@ -777,7 +770,6 @@ class PrunedRunner final : public Runner<SadPruned> {
 
     const FilterArgs filter{bounds_.get(),
                             candidates_.get(),
-                            kChunkRows,
                             int(bound_grid_.x),
                             shape_,
                             unit_columns_,

@@ -5,12 +5,14 @@
 // the fallback), which every step reads.
 //
 // 1-2. Strip bounds l_i = Σ_k | |x_k|₁ − |y_{i,k}|₁ | for every window, the native layer's
-//    column walk: a team per tile of kTileColumns window columns × a segment of map rows sums
-//    kTileColumns target rows at once (a thread per row: H(t, j) = Σ_{l<c} T(t, j + l) for the
-//    tile's columns, the first from the row's words, then sliding), transposed through scratch;
-//    then a thread per column adds them down its column prefix, whose last rows a scratch ring
-//    keeps, so that a strip's sum is two ring reads. A pass takes up to kMaxPassStrips strips
-//    (taller queries add passes). Each team's smallest (bound, index) is its candidate.
+//    column walk: a team per kTileColumns window columns × a segment of map rows sums
+//    kChunkRows target rows at once (a thread per row: H(t, j) = Σ_{l<c} T(t, j + l) for the
+//    tile's columns, the first from the row's words, then sliding) into a scratch ring of two
+//    chunks; then its threads turn the chunk's columns into column prefixes, kTileColumns rows
+//    each, so that a strip's sum is two ring reads, and take the windows of the chunk before,
+//    kTileColumns rows each. A pass takes up to kMaxPassStrips strips (taller queries add
+//    passes). The smallest (bound, index) of each kTileColumns × kChunkRows tile is its
+//    candidate.
 // 3. One team takes the best candidate of all (the paper's FindBestInitMatch: the window with
 //    the smallest bound) and sums its whole SAD in one reduction: as a sad_key, the first
 //    E_guess. Then a team per other candidate whose bound is within that E_guess sums its whole
@@ -42,11 +44,23 @@ using portable::backend_of;
 using portable::InputBuffer;
 using portable::OutputBuffer;
 
-constexpr int kTileColumns = kPruneTileColumns;  // and target rows summed at once
-constexpr int kSumPitch = kTileColumns + 1;  // the transposed sums' rows: odd, no bank conflicts
+constexpr int kTileColumns = kPruneTileColumns;
 constexpr int kStripRows = kPruneStripRows;
 constexpr int kMaxPassStrips = kPrunePassStrips;
-static_assert(kTileColumns % kStripRows == 0, "whole strip blocks per summed block");
+// The bound walk: target rows a team sums at once (a thread each on a device), which are also
+// its candidates' tile rows; groups of kTileColumns threads prefix and bound them.
+constexpr int kChunkRows = kPruneChunkRows;
+constexpr int kRingSlots = 2 * kChunkRows;
+constexpr int kRingMask = kRingSlots - 1;
+// Slots past the ring that mirror its first ones: a block of kStripRows windows reads the last
+// prefix at an offset that need not be whole strips, so those reads may run past the ring's end.
+constexpr int kRingMirror = kStripRows;
+// Words per ring slot, odd: a thread writing its row's columns and a thread reading its column's
+// rows both hit different banks.
+constexpr int kRingPitch = kTileColumns + 1;
+static_assert(kChunkRows % kTileColumns == 0 && kTileColumns % kStripRows == 0,
+              "whole strip blocks per row group");
+static_assert((kRingSlots & kRingMask) == 0, "a power of two");
 // The fused full search runs when more than this fraction of the windows survive the first
 // bounds. Measured on the H200 (perf/NOTES.md), the unit refinement costs about 1.3 times
 // kokkos-fused's time per unit of that fraction on both photo cases (kokkos-fused is 1.17× the
@@ -97,21 +111,21 @@ struct Geometry {
   int target_pitch_words;  // the fused full search's packed rows (room for every unit's reads)
   int column_tiles;        // bound teams across the map
   int segments;            // and down it,
-  int segment_rows;        // map rows each
-  int ring_rows;           // prefix rows a bound team keeps: a power of two ≥ a pass's rows
+  int segment_rows;        // map rows each, whole chunks
+  int bands;               // candidates' tile rows down the map, kChunkRows map rows each
   int unit_columns;        // units per map row
   int candidate_threads;   // threads per team refining the candidates (refine_team_threads)
   int polish_threads;      // and the polish neighbourhood
 
-  int candidates() const { return column_tiles * segments; }
+  int candidates() const { return column_tiles * bands; }
   std::int64_t units() const { return std::int64_t(s.map_height) * unit_columns; }
 };
 
+// The ring and the row groups' column totals.
 template <class Exec>
-std::size_t bound_scratch_bytes(const Geometry& g) {
-  return Scratch<Exec>::shmem_size(std::size_t(g.ring_rows) * kTileColumns) +
-         Scratch<Exec>::shmem_size(kTileColumns * kSumPitch) +
-         3 * Scratch<Exec>::shmem_size(kTileColumns);
+std::size_t bound_scratch_bytes() {
+  return Scratch<Exec>::shmem_size((kRingSlots + kRingMirror) * kRingPitch) +
+         Scratch<Exec>::shmem_size(kChunkRows);
 }
 
 // Threads per team for `count` refining teams: kDeviceTeam, halved down to kMinDeviceTeam while
@@ -135,17 +149,18 @@ Geometry geometry(const SadShape& s) {
              (s.map_width + kTileColumns - 1) / kTileColumns,
              1,
              s.map_height,
-             prune_ring_rows(strip_layout(s)),
+             (s.map_height + kChunkRows - 1) / kChunkRows,
              (s.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows,
              0,
              refine_team_threads<Exec>(kPrunePolishSide * kPrunePolishSide)};
-  // One wave of teams on a device (a second, partial wave would add a quarter of the pass); a
-  // few per thread on a host, for balance.
-  const int team = team_threads<Exec>(kTileColumns);
+  // As few segments as fill one wave of teams on a device (each sums a pass's rows before its
+  // first window; a second, partial wave would add a quarter of the pass); a few per thread on a
+  // host, for balance.
+  const int team = team_threads<Exec>(kChunkRows);
   const int teams = team == 1
                         ? 4 * int(Exec().concurrency())
-                        : int(portable::resident_teams<Exec>(team, bound_scratch_bytes<Exec>(g)));
-  g.segment_rows = prune_segment_rows(s, g.strips, g.column_tiles, teams);
+                        : int(portable::resident_teams<Exec>(team, bound_scratch_bytes<Exec>()));
+  g.segment_rows = prune_segment_rows(s, g.column_tiles, teams);
   g.segments = (s.map_height + g.segment_rows - 1) / g.segment_rows;
   g.candidate_threads = refine_team_threads<Exec>(g.candidates());
   return g;
@@ -161,12 +176,12 @@ KOKKOS_INLINE_FUNCTION std::uint32_t shifted_word(std::uint32_t lo, std::uint32_
   return shift == 0 ? lo : (lo >> shift) | (hi << (32 - shift));
 }
 
-// H(t, j0 + j) for j < kTileColumns into sums(j · kSumPitch + r): row t's sums across the tile,
-// from its words (rows 16-byte aligned, j0 a multiple of 32 bytes). Rows outside the target
-// (the ends of a walk, whose sums no window uses) give zeros.
-template <Isa kIsa, class Sums>
+// H(t, j0 + j) for j < kTileColumns into slot[j]: row t's sums across the tile, from its words
+// (rows 16-byte aligned, j0 a multiple of 32 bytes). Rows outside the target (the ends of a
+// walk, whose sums no window uses) give zeros.
+template <Isa kIsa>
 KOKKOS_INLINE_FUNCTION void sum_tile_row(const Geometry& g, const std::uint32_t* target, int t,
-                                         int j0, int r, const Sums& sums) {
+                                         int j0, std::uint32_t* slot) {
   constexpr int kQuads = kTileColumns / 16;
   const int c = g.s.query_width;
   Quad leaving[kQuads] = {}, entering[kQuads] = {};
@@ -203,14 +218,14 @@ KOKKOS_INLINE_FUNCTION void sum_tile_row(const Geometry& g, const std::uint32_t*
     }
   }
   for (int j = 0; j < kTileColumns; ++j) {
-    sums(j * kSumPitch + r) = sum;
+    slot[j] = sum;
     sum += byte_of<kIsa>(entering[j / 16].w[j / 4 % 4], j % 4) -
            byte_of<kIsa>(leaving[j / 16].w[j / 4 % 4], j % 4);
   }
 }
 
 // One pass of kStrips strips from first_strip: their terms of every window's bound, written
-// (first pass) or added (later ones) to `bounds`; on the last pass each team's smallest
+// (first pass) or added (later ones) to `bounds`; on the last pass each tile's smallest
 // sad_key(bound, index) into `candidates`. The first pass also resets the run's E_guess, which
 // nothing reads before the candidates' refinement (a kernel less than a fill of its own).
 template <class Exec, Isa kIsa, int kStrips>
@@ -225,119 +240,126 @@ void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& targe
   const bool last_pass = first_strip + kStrips == g.strips.count;
   const int top = g.strips.begin(first_strip);
   const int span = g.strips.end(first_strip + kStrips - 1) - top;
-  // Walk coordinate r: target row i_begin + top − 1 + r enters the prefix at step r, into ring
-  // slot r (masked); window i_begin + ρ, ρ = r − span, reads the slots ρ + kStripRows·k,
-  // k < kStrips, and the prefix itself, once its last row enters. Walks start at a whole block
-  // ρ ≤ −span (the rows before the first window's only add a constant that differences cancel).
-  const int rho_first = -kTileColumns * ((span + kTileColumns - 1) / kTileColumns);
-  const int mask = g.ring_rows - 1;
+  // Slot s holds the prefix through target row first_row + s. Window i_begin + ρ reads the slots
+  // ρ + lead + kStripRows·k, k < kStrips, and ρ + lead + span, the last entering in the chunk
+  // after ρ's band (lead + span ≤ kChunkRows); lead is whole strips, so a block of kStripRows
+  // windows starts at a whole strip.
+  const int lead = kChunkRows - (span + kStripRows - 1) / kStripRows * kStripRows;
   Kokkos::parallel_for(
       "pruned_bound_pass",
-      Policy(g.candidates(), team_threads<Exec>(kTileColumns))
-          .set_scratch_size(0, Kokkos::PerTeam(bound_scratch_bytes<Exec>(g))),
+      Policy(g.column_tiles * g.segments, team_threads<Exec>(kChunkRows))
+          .set_scratch_size(0, Kokkos::PerTeam(bound_scratch_bytes<Exec>())),
       KOKKOS_LAMBDA(const Team& team) {
         if (first_pass && team.league_rank() == 0) {
           Kokkos::single(Kokkos::PerTeam(team), [&] { guess(0) = kNoSadKey; });
         }
-        const int j0 = (team.league_rank() % g.column_tiles) * kTileColumns;
+        const int tile = team.league_rank() % g.column_tiles;
+        const int j0 = tile * kTileColumns;
         const int i_begin = (team.league_rank() / g.column_tiles) * g.segment_rows;
         const int windows =
             g.s.map_height - i_begin < g.segment_rows ? g.s.map_height - i_begin : g.segment_rows;
-        const int rho_end = (windows + kTileColumns - 1) / kTileColumns * kTileColumns;
-        const int row_of_rho = i_begin + top - 1 + span;  // target row entering at ρ
-        Scratch<Exec> ring(team.team_scratch(0), std::size_t(g.ring_rows) * kTileColumns);
-        Scratch<Exec> sums(team.team_scratch(0), kTileColumns * kSumPitch);
-        // Per column: its prefix, smallest bound so far and that window's index.
-        Scratch<Exec> prefixes(team.team_scratch(0), kTileColumns);
-        Scratch<Exec> best_bounds(team.team_scratch(0), kTileColumns);
-        Scratch<Exec> best_indices(team.team_scratch(0), kTileColumns);
+        const int first_row = i_begin + top - 1 - lead;
+        Scratch<Exec> ring(team.team_scratch(0), (kRingSlots + kRingMirror) * kRingPitch);
+        Scratch<Exec> group_totals(team.team_scratch(0), kChunkRows);
         std::uint32_t x[kStrips];  // the pass's query strip sums
         for (int k = 0; k < kStrips; ++k) x[k] = query_strips(first_strip + k);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTileColumns), [&](int j) {
-          prefixes(j) = 0;
-          best_bounds(j) = ~0u;
-          best_indices(j) = 0;
-        });
-        for (int rows = rho_first; rows < rho_end; rows += kTileColumns) {
-          team.team_barrier();  // the previous rows' sums are read
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTileColumns), [&](int r) {
-            sum_tile_row<kIsa>(g, target.data(), row_of_rho + rows + r, j0, r, sums);
+        const int chunks = (windows + kChunkRows - 1) / kChunkRows + 1;
+        for (int chunk = 0; chunk < chunks; ++chunk) {
+          const int s0 = chunk * kChunkRows;
+          // Rows: a thread's row sums into its slot.
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kChunkRows), [&](int r) {
+            sum_tile_row<kIsa>(g, target.data(), first_row + s0 + r, j0,
+                               &ring(std::size_t((s0 + r) & kRingMask) * kRingPitch));
           });
           team.team_barrier();
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTileColumns), [&](int col) {
-            const int j = j0 + col;
-            std::uint32_t prefix = prefixes(col), best_bound = best_bounds(col);
-            std::uint32_t best_index = best_indices(col);
-            // A block of kStripRows walk rows, unrolled, so that a window's ring reads are
-            // immediate offsets from the block's kStrips addresses; the bounds are walked down by
-            // pointer. Warm-up blocks (kWindows false) only fill the ring: a separate body, which
-            // the compiler does not make of a per-row test.
-            const auto walk_block = [&](auto windows_tag, int s0) {
-              constexpr bool kWindows = decltype(windows_tag)::value;
-              const int block = rows + s0;
-              const std::uint32_t* reads[kStrips];
-              KBENCH_UNROLL
-              for (int k = 0; k < kStrips; ++k) {
-                reads[k] = &ring(std::size_t((block + kStripRows * k) & mask) * kTileColumns + col);
-              }
-              std::uint32_t* out =
-                  bounds.data() + std::size_t(i_begin + (kWindows ? block : 0)) * g.s.map_width + j;
-              KBENCH_UNROLL
-              for (int s = 0; s < kStripRows; ++s) {
-                const int rho = block + s;
-                prefix += sums(col * kSumPitch + s0 + s);
-                if (kWindows) {  // (constexpr-if would not let the lambda capture)
-                  std::uint32_t bound = 0, below = reads[0][s * kTileColumns];
+          // Prefix: the column total of each row group's kTileColumns slots, then each group's
+          // running prefix from the previous chunk's last and the earlier groups' totals.
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kChunkRows), [&](int t) {
+            const int first = s0 + t / kTileColumns * kTileColumns, col = t % kTileColumns;
+            std::uint32_t total = 0;
+            KBENCH_UNROLL
+            for (int r = 0; r < kTileColumns; ++r) {
+              total += ring(std::size_t((first + r) & kRingMask) * kRingPitch + col);
+            }
+            group_totals(t) = total;
+          });
+          team.team_barrier();
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kChunkRows), [&](int t) {
+            const int group = t / kTileColumns, col = t % kTileColumns;
+            const int first = s0 + group * kTileColumns;
+            std::uint32_t prefix =
+                chunk > 0 ? ring(std::size_t((s0 - 1) & kRingMask) * kRingPitch + col) : 0u;
+            for (int w = 0; w < group; ++w) prefix += group_totals(w * kTileColumns + col);
+            KBENCH_UNROLL
+            for (int r = 0; r < kTileColumns; ++r) {
+              const int slot = (first + r) & kRingMask;
+              prefix += ring(std::size_t(slot) * kRingPitch + col);
+              ring(std::size_t(slot) * kRingPitch + col) = prefix;
+              if (slot < kRingMirror)
+                ring(std::size_t(kRingSlots + slot) * kRingPitch + col) = prefix;
+            }
+          });
+          team.team_barrier();
+          if (chunk == 0) continue;  // its slots precede the segment's first window
+          // Windows: a thread takes kTileColumns rows of one column of the previous chunk's
+          // band, in blocks of kStripRows, unrolled, so that a window's ring reads are immediate
+          // offsets from the block's addresses; the bounds are walked down by pointer. The
+          // reduction is also the barrier before the next chunk's rows overwrite the slots read.
+          std::uint64_t best = kNoSadKey;
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, kChunkRows),
+              [&](int t, std::uint64_t& smallest) {
+                const int col = t % kTileColumns, j = j0 + col;
+                const int first = (chunk - 1) * kChunkRows + t / kTileColumns * kTileColumns;
+                const std::uint32_t* column = ring.data() + col;
+                std::uint32_t* out =
+                    bounds.data() + std::size_t(i_begin + first) * g.s.map_width + j;
+                std::uint32_t best_bound = ~0u, best_index = 0;
+                KBENCH_UNROLL
+                for (int b = 0; b < kTileColumns; b += kStripRows) {
+                  const int base = first + b + lead;  // whole strips
+                  const std::uint32_t* reads[kStrips + 1];
                   KBENCH_UNROLL
                   for (int k = 0; k < kStrips; ++k) {
-                    const std::uint32_t above =
-                        k + 1 < kStrips ? reads[k + 1][s * kTileColumns] : prefix;
-                    bound += strip_term(above - below, x[k]);
-                    below = above;
+                    reads[k] =
+                        column + std::size_t((base + kStripRows * k) & kRingMask) * kRingPitch;
                   }
-                  if (rho < windows && j < g.s.map_width) {
-                    if (!first_pass) bound += *out;
-                    *out = bound;
-                    // Windows come in increasing index: the first of equal bounds is the smaller
-                    // key.
-                    if (bound < best_bound) {
-                      best_bound = bound;
-                      best_index = std::uint32_t(i_begin + rho) * std::uint32_t(g.s.map_width) +
-                                   std::uint32_t(j);
+                  reads[kStrips] = column + std::size_t((base + span) & kRingMask) * kRingPitch;
+                  KBENCH_UNROLL
+                  for (int s = 0; s < kStripRows; ++s) {
+                    const int rho = first + b + s;
+                    std::uint32_t bound = 0, below = reads[0][s * kRingPitch];
+                    KBENCH_UNROLL
+                    for (int k = 0; k < kStrips; ++k) {
+                      const std::uint32_t above = reads[k + 1][s * kRingPitch];
+                      bound += strip_term(above - below, x[k]);
+                      below = above;
                     }
+                    if (rho < windows && j < g.s.map_width) {
+                      if (!first_pass) bound += *out;
+                      *out = bound;
+                      // Windows come in increasing index: the first of equal bounds is the
+                      // smaller key.
+                      if (bound < best_bound) {
+                        best_bound = bound;
+                        best_index = std::uint32_t(i_begin + rho) * std::uint32_t(g.s.map_width) +
+                                     std::uint32_t(j);
+                      }
+                    }
+                    out += g.s.map_width;
                   }
-                  out += g.s.map_width;
                 }
-                // After the reads: ρ's slot when span = ring.
-                ring(std::size_t((rho + span) & mask) * kTileColumns + col) = prefix;
-              }
-            };
-            KBENCH_UNROLL
-            for (int s0 = 0; s0 < kTileColumns; s0 += kStripRows) {
-              if (rows + s0 >= 0) {
-                walk_block(std::true_type{}, s0);
-              } else {
-                walk_block(std::false_type{}, s0);
-              }
-            }
-            prefixes(col) = prefix;
-            best_bounds(col) = best_bound;
-            best_indices(col) = best_index;
-          });
+                if (best_bound != ~0u) {
+                  smallest = sad_min(smallest, sad_key(std::int32_t(best_bound), best_index));
+                }
+              },
+              Kokkos::Min<std::uint64_t>(best));
+          if (last_pass) {
+            const int band = (i_begin + (chunk - 1) * kChunkRows) / kChunkRows;
+            Kokkos::single(Kokkos::PerTeam(team),
+                           [&] { candidates(band * g.column_tiles + tile) = best; });
+          }
         }
-        if (!last_pass) return;
-        team.team_barrier();
-        std::uint64_t best = kNoSadKey;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, kTileColumns),
-            [&](int col, std::uint64_t& partial) {
-              if (best_bounds(col) != ~0u) {
-                partial =
-                    sad_min(partial, sad_key(std::int32_t(best_bounds(col)), best_indices(col)));
-              }
-            },
-            Kokkos::Min<std::uint64_t>(best));
-        Kokkos::single(Kokkos::PerTeam(team), [&] { candidates(team.league_rank()) = best; });
       });
 }
 
@@ -555,7 +577,7 @@ void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<E
   const int threads = host ? 1 : kDeviceLiveTeam;
   const int lanes = host ? 1 : kDeviceLiveLanes;
   const std::uint32_t run = host ? kLiveRunBits : kDeviceLiveRun;
-  const std::uint32_t tile_slots = std::uint32_t(g.segment_rows) * kTileUnits;
+  const std::uint32_t tile_slots = std::uint32_t(kChunkRows) * kTileUnits;
   // Fewer than 2^32: about the map's units (validate_sad_input).
   const std::uint32_t slots = std::uint32_t(g.candidates()) * tile_slots;
   const std::uint32_t chunk_slots = std::uint32_t(lanes) * run;
@@ -581,7 +603,7 @@ void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<E
         // bound exceeds the limit.
         const auto unit_of = [&](std::uint32_t slot, int& i, int& group) {
           const std::uint32_t tile = slot / tile_slots, rest = slot % tile_slots;
-          i = int(tile / std::uint32_t(g.column_tiles)) * g.segment_rows + int(rest / kTileUnits);
+          i = int(tile / std::uint32_t(g.column_tiles)) * kChunkRows + int(rest / kTileUnits);
           group = int(tile % std::uint32_t(g.column_tiles)) * kTileUnits + int(rest % kTileUnits);
           return i < g.s.map_height && group < g.unit_columns &&
                  std::uint32_t(tile_minima(tile) >> 32) <= limit;
