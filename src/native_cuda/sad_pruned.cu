@@ -96,17 +96,16 @@ __device__ __forceinline__ Key warp_min(Key key) {
 // - prefix: lane j turns its column of the chunk's slots into the column prefix
 //   P(t) = Σ_{r≤t} H(r, j), each warp its 32 slots, from the previous chunk's last prefix and the
 //   earlier warps' column totals;
-// - windows: a strip sum is the difference of two ring slots, so a window costs a read and a term
-//   per strip; warp w takes the 32 window rows of the previous chunk's band of kChunkRows whose
-//   last rows have now entered, a lane per column.
+// - windows: a strip sum is the difference of two ring slots; warp w takes the windows of the
+//   previous chunk's band of kChunkRows map rows (their last rows have now entered) whose row is
+//   one of its residues modulo kStripRows, a lane per column. Windows a strip apart share all
+//   their slots but one, so a lane reads a residue's slots once: two reads a window.
 // The ring holds two chunks: the band's windows read the slots of this chunk and the last.
 // One walk per segment instead of per warp cuts the rows summed twice (a walk sums a pass's rows
 // before its first window: 1.8× the map's rows with 14 one-warp segments, 1.2× with 6 of these),
 // and the ring costs 9 KB a warp instead of 16 (perf/NOTES.md).
 // A pass covers up to kMaxPassStrips strips; taller queries take several passes that add into the
-// bound map. The slots a window reads lie whole strips (kStripRows) apart but the last (only the
-// query's last strip may be shorter): with windows in blocks of kStripRows, their ring addresses
-// are fixed per block and the window within the block is an immediate offset.
+// bound map.
 constexpr int kStripRows = kPruneStripRows;
 constexpr int kMaxPassStrips = kPrunePassStrips;
 constexpr int kBoundWarps = 4;
@@ -115,14 +114,18 @@ constexpr int kChunkRows = kPruneChunkRows;  // a row a thread; also the candida
 static_assert(kChunkRows == kBoundThreads, "a row a thread");
 constexpr int kRingSlots = 2 * kChunkRows;
 constexpr int kRingMask = kRingSlots - 1;
-// Slots past the ring that mirror its first ones: a block of kStripRows windows reads the last
-// prefix at an offset that need not be whole strips, so those reads may run past the ring's end.
-constexpr int kRingMirror = kStripRows;
 // Words per ring slot, odd: a lane writing its row's 32 columns and a lane reading its column of
 // 32 rows both hit 32 different banks.
 constexpr int kRingPitch = kWarp + 1;
 static_assert(kChunkRows % kStripRows == 0 && kWarp % kStripRows == 0, "whole strip blocks");
 static_assert((kRingSlots & kRingMask) == 0, "a power of two");
+// A band's windows by residue modulo kStripRows: kBandBlocks windows each, which read
+// kBandReads slots a strip apart; kWarpResidues residues a warp.
+constexpr int kBandBlocks = kChunkRows / kStripRows;
+template <int kStrips>
+constexpr int kBandReads = kBandBlocks + kStrips;
+constexpr int kWarpResidues = kStripRows / kBoundWarps;
+static_assert(kStripRows % kBoundWarps == 0, "whole residues a warp");
 
 struct BoundArgs {
   const std::uint32_t* target;  // SadFullSearch's packed rows
@@ -203,7 +206,7 @@ __device__ __forceinline__ void sum_row(const BoundArgs& a, int t, int j0, std::
 // window are straight-line code).
 template <int kStrips>
 __global__ void __launch_bounds__(kBoundThreads) bound_kernel(BoundArgs a) {
-  __shared__ std::uint32_t ring[(kRingSlots + kRingMirror) * kRingPitch];
+  __shared__ std::uint32_t ring[kRingSlots * kRingPitch];
   __shared__ std::uint32_t warp_totals[kBoundWarps][kWarp];
   __shared__ Key warp_best[kBoundWarps];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
@@ -251,49 +254,58 @@ __global__ void __launch_bounds__(kBoundThreads) bound_kernel(BoundArgs a) {
       const int slot = (my_first + r) & kRingMask;
       prefix += column[slot * kRingPitch];
       column[slot * kRingPitch] = prefix;
-      if (slot < kRingMirror) column[(kRingSlots + slot) * kRingPitch] = prefix;
     }
     __syncthreads();
     if (chunk == 0) continue;  // its slots precede the segment's first window
-    // Windows: rows first .. first + 31 of the previous chunk's band.
-    const int first = (chunk - 1) * kChunkRows + warp * kWarp;
-    std::uint32_t best_bound = ~0u;
-    std::uint32_t best_index = 0;
-    std::uint32_t* bounds = a.bounds + std::size_t(i_begin + first) * a.s.map_width + j;
+    // Windows of the previous chunk's band, by residue modulo kStripRows: windows kStripRows rows
+    // apart share all their slots but one, so a lane reads the slots of its residue once,
+    // kBandBlocks + kStrips of them, for kBandBlocks windows (two reads a window instead of
+    // kStrips + 1). Warp w takes residues kWarpResidues·w .. + kWarpResidues − 1.
+    const int band_first = (chunk - 1) * kChunkRows;
+    const int first_residue = warp * kWarpResidues;
+    // The residue's slots m (m < kBandReads) lie at row_of[m] + residue · kRingPitch: whole strips
+    // plus less than a strip, which never wraps.
+    const std::uint32_t* row_of[kBandReads<kStrips>];
 #pragma unroll
-    for (int b = 0; b < kWarp; b += kStripRows) {
-      const int base = first + b + lead;  // whole strips
-      const std::uint32_t* reads[kStrips + 1];
+    for (int m = 0; m < kBandReads<kStrips>; ++m) {
+      row_of[m] = column +
+                  (((band_first + lead + kStripRows * m) & kRingMask) + first_residue) * kRingPitch;
+    }
+    // Whole strips: the last strip's end is slot m + kStrips too; else it is read on its own.
+    const bool whole_strips = span == kStrips * kStripRows;
+    Key best = kNoSadKey;
 #pragma unroll
-      for (int k = 0; k < kStrips; ++k) {
-        reads[k] = column + ((base + kStripRows * k) & kRingMask) * kRingPitch;
-      }
-      reads[kStrips] = column + ((base + span) & kRingMask) * kRingPitch;
+    for (int r = 0; r < kWarpResidues; ++r) {
+      const int residue = first_residue + r;
+      std::uint32_t prefix[kBandReads<kStrips>];
 #pragma unroll
-      for (int s = 0; s < kStripRows; ++s) {
-        const int rho = first + b + s;
-        std::uint32_t bound = 0, below = reads[0][s * kRingPitch];
+      for (int m = 0; m < kBandReads<kStrips>; ++m) prefix[m] = row_of[m][r * kRingPitch];
+      std::uint32_t* bounds =
+          a.bounds + std::size_t(i_begin + band_first + residue) * a.s.map_width + j;
+#pragma unroll
+      for (int m = 0; m < kBandBlocks; ++m) {
+        const int rho = band_first + kStripRows * m + residue;
+        std::uint32_t bound = 0;
 #pragma unroll
         for (int k = 0; k < kStrips; ++k) {
-          const std::uint32_t above = reads[k + 1][s * kRingPitch];
-          bound += strip_term(above - below, x[k]);
-          below = above;
+          std::uint32_t above = prefix[m + k + 1];
+          if (k + 1 == kStrips && !whole_strips) {
+            above = column[((rho + lead + span) & kRingMask) * kRingPitch];
+          }
+          bound += strip_term(above - prefix[m + k], x[k]);
         }
         if (rho < windows && j < a.s.map_width) {
           if (!a.first_pass) bound += *bounds;
           *bounds = bound;
-          // Windows come in increasing index: the first of equal bounds is the smaller key.
-          if (bound < best_bound) {
-            best_bound = bound;
-            best_index = std::uint32_t(i_begin + rho) * std::uint32_t(a.s.map_width) + j;
-          }
+          best = sad_min(best, sad_key(std::int32_t(bound),
+                                       std::uint32_t(i_begin + rho) * std::uint32_t(a.s.map_width) +
+                                           std::uint32_t(j)));
         }
-        bounds += a.s.map_width;
+        bounds += std::size_t(kStripRows) * a.s.map_width;
       }
     }
     if (a.last_pass) {
-      const Key best = warp_min(best_bound == ~0u ? Key(kNoSadKey)
-                                                  : sad_key(std::int32_t(best_bound), best_index));
+      best = warp_min(best);
       if (lane == 0) warp_best[warp] = best;
     }
     __syncthreads();  // the band's reads are done before the next chunk's rows overwrite them
@@ -301,7 +313,7 @@ __global__ void __launch_bounds__(kBoundThreads) bound_kernel(BoundArgs a) {
       Key best = warp_best[0];
 #pragma unroll
       for (int w = 1; w < kBoundWarps; ++w) best = sad_min(best, warp_best[w]);
-      const int band = (i_begin + first - warp * kWarp) / kChunkRows;
+      const int band = (i_begin + band_first) / kChunkRows;
       a.candidates[std::size_t(band) * gridDim.x + blockIdx.x] = best;
     }
   }

@@ -10,9 +10,9 @@
 //    tile's columns, the first from the row's words, then sliding) into a scratch ring of two
 //    chunks; then its threads turn the chunk's columns into column prefixes, kTileColumns rows
 //    each, so that a strip's sum is two ring reads, and take the windows of the chunk before,
-//    kTileColumns rows each. A pass takes up to kMaxPassStrips strips (taller queries add
-//    passes). The smallest (bound, index) of each kTileColumns × kChunkRows tile is its
-//    candidate.
+//    by residue modulo kStripRows (windows a strip apart share all their reads but one). A pass
+//    takes up to kMaxPassStrips strips (taller queries add passes). The smallest (bound, index) of
+//    each kTileColumns × kChunkRows tile is its candidate.
 // 3. One team takes the best candidate of all (the paper's FindBestInitMatch: the window with
 //    the smallest bound) and sums its whole SAD in one reduction: as a sad_key, the first
 //    E_guess. Then a team per other candidate whose bound is within that E_guess sums its whole
@@ -52,15 +52,17 @@ constexpr int kMaxPassStrips = kPrunePassStrips;
 constexpr int kChunkRows = kPruneChunkRows;
 constexpr int kRingSlots = 2 * kChunkRows;
 constexpr int kRingMask = kRingSlots - 1;
-// Slots past the ring that mirror its first ones: a block of kStripRows windows reads the last
-// prefix at an offset that need not be whole strips, so those reads may run past the ring's end.
-constexpr int kRingMirror = kStripRows;
 // Words per ring slot, odd: a thread writing its row's columns and a thread reading its column's
 // rows both hit different banks.
 constexpr int kRingPitch = kTileColumns + 1;
 static_assert(kChunkRows % kTileColumns == 0 && kTileColumns % kStripRows == 0,
               "whole strip blocks per row group");
 static_assert((kRingSlots & kRingMask) == 0, "a power of two");
+// A band's windows by residue modulo kStripRows: kBandBlocks windows each, a strip apart;
+// kGroupResidues residues a group of kTileColumns threads.
+constexpr int kBandBlocks = kChunkRows / kStripRows;
+constexpr int kGroupResidues = kStripRows / (kChunkRows / kTileColumns);
+static_assert(kStripRows % (kChunkRows / kTileColumns) == 0, "whole residues a group");
 // The fused full search runs when more than this fraction of the windows survive the first
 // bounds. Measured on the H200 (perf/NOTES.md), the unit refinement costs about 1.3 times
 // kokkos-fused's time per unit of that fraction on both photo cases (kokkos-fused is 1.17× the
@@ -124,8 +126,7 @@ struct Geometry {
 // The ring and the row groups' column totals.
 template <class Exec>
 std::size_t bound_scratch_bytes() {
-  return Scratch<Exec>::shmem_size((kRingSlots + kRingMirror) * kRingPitch) +
-         Scratch<Exec>::shmem_size(kChunkRows);
+  return Scratch<Exec>::shmem_size(kRingSlots * kRingPitch) + Scratch<Exec>::shmem_size(kChunkRows);
 }
 
 // Threads per team for `count` refining teams: kDeviceTeam, halved down to kMinDeviceTeam while
@@ -259,7 +260,7 @@ void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& targe
         const int windows =
             g.s.map_height - i_begin < g.segment_rows ? g.s.map_height - i_begin : g.segment_rows;
         const int first_row = i_begin + top - 1 - lead;
-        Scratch<Exec> ring(team.team_scratch(0), (kRingSlots + kRingMirror) * kRingPitch);
+        Scratch<Exec> ring(team.team_scratch(0), kRingSlots * kRingPitch);
         Scratch<Exec> group_totals(team.team_scratch(0), kChunkRows);
         std::uint32_t x[kStrips];  // the pass's query strip sums
         for (int k = 0; k < kStrips; ++k) x[k] = query_strips(first_strip + k);
@@ -295,62 +296,69 @@ void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& targe
               const int slot = (first + r) & kRingMask;
               prefix += ring(std::size_t(slot) * kRingPitch + col);
               ring(std::size_t(slot) * kRingPitch + col) = prefix;
-              if (slot < kRingMirror)
-                ring(std::size_t(kRingSlots + slot) * kRingPitch + col) = prefix;
             }
           });
           team.team_barrier();
           if (chunk == 0) continue;  // its slots precede the segment's first window
-          // Windows: a thread takes kTileColumns rows of one column of the previous chunk's
-          // band, in blocks of kStripRows, unrolled, so that a window's ring reads are immediate
-          // offsets from the block's addresses; the bounds are walked down by pointer. The
-          // reduction is also the barrier before the next chunk's rows overwrite the slots read.
+          // Windows of the previous chunk's band, by residue modulo kStripRows: windows a strip
+          // apart share all their slots but one, so a thread reads the slots of its residue once,
+          // kBandReads of them for kBandBlocks windows (two reads a window instead of
+          // kStrips + 1). A thread takes kGroupResidues residues of one column, unrolled, so that
+          // the reads are immediate offsets from the band's addresses. The reduction is also the
+          // barrier before the next chunk's rows overwrite the slots read.
+          constexpr int kBandReads = kBandBlocks + kStrips;
+          const int band_first = (chunk - 1) * kChunkRows;
+          // Whole strips: the last strip's end is slot m + kStrips too; else it is read on its
+          // own.
+          const bool whole_strips = span == kStrips * kStripRows;
           std::uint64_t best = kNoSadKey;
           Kokkos::parallel_reduce(
               Kokkos::TeamThreadRange(team, kChunkRows),
               [&](int t, std::uint64_t& smallest) {
                 const int col = t % kTileColumns, j = j0 + col;
-                const int first = (chunk - 1) * kChunkRows + t / kTileColumns * kTileColumns;
+                const int first_residue = t / kTileColumns * kGroupResidues;
                 const std::uint32_t* column = ring.data() + col;
-                std::uint32_t* out =
-                    bounds.data() + std::size_t(i_begin + first) * g.s.map_width + j;
-                std::uint32_t best_bound = ~0u, best_index = 0;
+                // The residue's slots m lie at row_of[m] + residue · kRingPitch: whole strips plus
+                // less than a strip, which never wraps.
+                const std::uint32_t* row_of[kBandReads];
                 KBENCH_UNROLL
-                for (int b = 0; b < kTileColumns; b += kStripRows) {
-                  const int base = first + b + lead;  // whole strips
-                  const std::uint32_t* reads[kStrips + 1];
+                for (int m = 0; m < kBandReads; ++m) {
+                  row_of[m] =
+                      column + std::size_t(((band_first + lead + kStripRows * m) & kRingMask) +
+                                           first_residue) *
+                                   kRingPitch;
+                }
+                KBENCH_UNROLL
+                for (int r = 0; r < kGroupResidues; ++r) {
+                  const int residue = first_residue + r;
+                  std::uint32_t prefix[kBandReads];
                   KBENCH_UNROLL
-                  for (int k = 0; k < kStrips; ++k) {
-                    reads[k] =
-                        column + std::size_t((base + kStripRows * k) & kRingMask) * kRingPitch;
-                  }
-                  reads[kStrips] = column + std::size_t((base + span) & kRingMask) * kRingPitch;
+                  for (int m = 0; m < kBandReads; ++m) prefix[m] = row_of[m][r * kRingPitch];
+                  std::uint32_t* out = bounds.data() +
+                                       std::size_t(i_begin + band_first + residue) * g.s.map_width +
+                                       j;
                   KBENCH_UNROLL
-                  for (int s = 0; s < kStripRows; ++s) {
-                    const int rho = first + b + s;
-                    std::uint32_t bound = 0, below = reads[0][s * kRingPitch];
+                  for (int m = 0; m < kBandBlocks; ++m) {
+                    const int rho = band_first + kStripRows * m + residue;
+                    std::uint32_t bound = 0;
                     KBENCH_UNROLL
                     for (int k = 0; k < kStrips; ++k) {
-                      const std::uint32_t above = reads[k + 1][s * kRingPitch];
-                      bound += strip_term(above - below, x[k]);
-                      below = above;
+                      std::uint32_t above = prefix[m + k + 1];
+                      if (k + 1 == kStrips && !whole_strips) {
+                        above = column[std::size_t((rho + lead + span) & kRingMask) * kRingPitch];
+                      }
+                      bound += strip_term(above - prefix[m + k], x[k]);
                     }
                     if (rho < windows && j < g.s.map_width) {
                       if (!first_pass) bound += *out;
                       *out = bound;
-                      // Windows come in increasing index: the first of equal bounds is the
-                      // smaller key.
-                      if (bound < best_bound) {
-                        best_bound = bound;
-                        best_index = std::uint32_t(i_begin + rho) * std::uint32_t(g.s.map_width) +
-                                     std::uint32_t(j);
-                      }
+                      smallest = sad_min(smallest, sad_key(std::int32_t(bound),
+                                                           std::uint32_t(i_begin + rho) *
+                                                                   std::uint32_t(g.s.map_width) +
+                                                               std::uint32_t(j)));
                     }
-                    out += g.s.map_width;
+                    out += std::size_t(kStripRows) * g.s.map_width;
                   }
-                }
-                if (best_bound != ~0u) {
-                  smallest = sad_min(smallest, sad_key(std::int32_t(best_bound), best_index));
                 }
               },
               Kokkos::Min<std::uint64_t>(best));
