@@ -24,6 +24,34 @@ inline void check_launch(const char* kernel) {
   check(cudaGetLastError(), kernel);
 }
 
+// Launches kernel<<<grid, block, shared, stream>>>(args...). With `after_previous`, as a
+// programmatic dependent of the kernel before it in the stream (sm_90): its blocks may be
+// scheduled while that kernel's last blocks finish, so it must call wait_for_previous_kernel()
+// before it touches anything that kernel reads or writes.
+template <class... Params, class... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared,
+            cudaStream_t stream, bool after_previous, const char* name, Args... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared;
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = after_previous ? 1 : 0;
+  check(cudaLaunchKernelEx(&config, kernel, Params(args)...), name);
+}
+
+// In a kernel launched after_previous: waits until the kernel before it has finished and its
+// writes are visible. A no-op in any other launch.
+__device__ __forceinline__ void wait_for_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 template <class T>
 class DeviceBuffer {
  public:

@@ -165,6 +165,20 @@ __global__ void __launch_bounds__(B* B)
 constexpr int kConstantQueryWords = 16384;  // 64 KB: all the constant memory a module can have
 __constant__ std::uint32_t c_query[kConstantQueryWords];
 
+// Constant memory is one per module, so each run loads its own query into c_query, in stream
+// order; a full search that finds its own query there already skips the copy (its runs then
+// chain kernel to kernel). Which query c_query holds: the id of the SadFullSearch that loaded it
+// last, 0 after any other load. Runners enqueue work from one host thread, on one device.
+std::uint64_t constant_query_owner = 0;
+
+void load_constant_query(const std::uint32_t* query, std::size_t bytes, cudaStream_t stream,
+                         std::uint64_t owner = 0) {
+  if (owner != 0 && owner == constant_query_owner) return;
+  cuda::check(cudaMemcpyToSymbolAsync(c_query, query, bytes, 0, cudaMemcpyDeviceToDevice, stream),
+              "cudaMemcpyToSymbolAsync(sad query)");
+  constant_query_owner = owner;
+}
+
 struct RegblockArgs {
   const std::uint32_t* target;  // packed rows, pitch_words each
   const std::uint32_t* query;   // packed rows, query_words each (GlobalQuery)
@@ -213,6 +227,7 @@ template <class Config, bool kWriteMap, class Query, bool kGated>
 __global__ void __launch_bounds__(Config::lanes_x* Config::rows_y) regblock_kernel(RegblockArgs a) {
   constexpr int kWords = Config::words;
   if constexpr (kGated) {
+    cuda::wait_for_previous_kernel();
     if (*a.gate <= a.gate_above) return;  // the whole block: before any barrier
   }
   const int i = a.row_begin + blockIdx.y * Config::rows_y + threadIdx.y;
@@ -255,16 +270,14 @@ bool query_fits_constant(const SadShape& s) {
 }
 
 template <class Config, bool kWriteMap, bool kGated = false>
-void launch_regblock(const RegblockArgs& a, bool constant_query, cudaStream_t stream) {
+void launch_regblock(const RegblockArgs& a, bool constant_query, cudaStream_t stream,
+                     bool after_previous = false) {
   const dim3 block(Config::lanes_x, Config::rows_y);
   const dim3 grid((a.s.map_width + Config::block_columns - 1) / Config::block_columns,
                   (a.row_end - a.row_begin + Config::rows_y - 1) / Config::rows_y);
-  if (constant_query) {
-    regblock_kernel<Config, kWriteMap, ConstantQuery, kGated><<<grid, block, 0, stream>>>(a);
-  } else {
-    regblock_kernel<Config, kWriteMap, GlobalQuery, kGated><<<grid, block, 0, stream>>>(a);
-  }
-  check_launch("regblock_kernel");
+  cuda::launch(constant_query ? regblock_kernel<Config, kWriteMap, ConstantQuery, kGated>
+                              : regblock_kernel<Config, kWriteMap, GlobalQuery, kGated>,
+               grid, block, 0, stream, after_previous, "regblock_kernel", a);
 }
 
 // --- runners ----------------------------------------------------------------------------------
@@ -385,12 +398,7 @@ class RegblockRunner final : public Runner<Sad> {
           "cudaMemcpy(sad packed query)");
   }
   void compute() override {
-    // Constant memory is one per module: each run loads its own query, in stream order.
-    if (constant_query_) {
-      check(cudaMemcpyToSymbolAsync(c_query, query_.get(), query_.bytes(), 0,
-                                    cudaMemcpyDeviceToDevice, 0),
-            "cudaMemcpyToSymbolAsync(sad query)");
-    }
+    if (constant_query_) load_constant_query(query_.get(), query_.bytes(), 0);
     check(cudaMemsetAsync(best_.get(), 0xFF, sizeof(Key), 0), "cudaMemsetAsync(sad best)");
     const RegblockArgs args{target_.get(),     query_.get(), pitch_words_, query_words_, shape_, 0,
                             shape_.map_height, map_.get(),   best_.get()};
@@ -470,11 +478,7 @@ class RegblockEndToEndRunner final : public Runner<Sad> {
     check(cudaMemcpyAsync(query_.get(), host_query_.get(), query_.bytes(), cudaMemcpyHostToDevice,
                           work),
           "cudaMemcpyAsync(sad query)");
-    if (constant_query_) {
-      check(cudaMemcpyToSymbolAsync(c_query, query_.get(), query_.bytes(), 0,
-                                    cudaMemcpyDeviceToDevice, work),
-            "cudaMemcpyToSymbolAsync(sad query)");
-    }
+    if (constant_query_) load_constant_query(query_.get(), query_.bytes(), work);
     check(cudaMemsetAsync(best_.get(), 0xFF, sizeof(Key), work), "cudaMemsetAsync(sad best)");
     const int band_rows = (shape_.map_height + kBands - 1) / kBands;
     for (int b = 0; b < kBands; ++b) {
@@ -544,6 +548,7 @@ SadFullSearch::SadFullSearch(const SadInput& input)
       pitch_words_(regblock_pitch_words<RegblockP32>(shape_)),
       query_words_(words_for(shape_.query_width)),
       constant_query_(query_fits_constant(shape_)),
+      id_(++last_id_),
       packed_target_(pack_rows(input.target, pitch_words_, shape_.target_height)),
       packed_query_(pack_rows(input.query, query_words_, shape_.query_height)),
       target_(packed_target_.size()),
@@ -556,19 +561,17 @@ void SadFullSearch::upload() {
         "cudaMemcpy(sad packed query)");
 }
 
-void SadFullSearch::search(Key* best, cudaStream_t stream, const Key* gate, Key gate_above) const {
-  // Constant memory is one per module: each search loads its own query, in stream order.
-  if (constant_query_) {
-    check(cudaMemcpyToSymbolAsync(c_query, query_.get(), query_.bytes(), 0,
-                                  cudaMemcpyDeviceToDevice, stream),
-          "cudaMemcpyToSymbolAsync(sad query)");
-  }
+std::uint64_t SadFullSearch::last_id_ = 0;
+
+void SadFullSearch::search(Key* best, cudaStream_t stream, const Key* gate, Key gate_above,
+                           bool after_previous) const {
+  if (constant_query_) load_constant_query(query_.get(), query_.bytes(), stream, id_);
   RegblockArgs args{target_.get(),     query_.get(), pitch_words_, query_words_, shape_, 0,
                     shape_.map_height, nullptr,      best};
   if (gate) {
     args.gate = gate;
     args.gate_above = gate_above;
-    launch_regblock<RegblockP32, false, true>(args, constant_query_, stream);
+    launch_regblock<RegblockP32, false, true>(args, constant_query_, stream, after_previous);
   } else {
     launch_regblock<RegblockP32, false>(args, constant_query_, stream);
   }

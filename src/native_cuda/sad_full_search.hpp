@@ -44,9 +44,11 @@ class SadFullSearch {
   // Lowers *best (not reset here) with atomicMin to the smallest sad_key() over every position,
   // in `stream` order. With a non-null `gate` the kernel's blocks return at once unless
   // *gate > gate_above when it runs: earlier kernels decide on the device, with no round trip
-  // to the host.
+  // to the host. With `after_previous`, the gated kernel is launched as a programmatic dependent
+  // of the kernel before it (cuda::launch).
   void search(unsigned long long* best, cudaStream_t stream,
-              const unsigned long long* gate = nullptr, unsigned long long gate_above = 0) const;
+              const unsigned long long* gate = nullptr, unsigned long long gate_above = 0,
+              bool after_previous = false) const;
 
   const SadShape& shape() const { return shape_; }
   // Packed target rows (pack_rows), pitch_words() words each, 16-byte aligned. A thread of
@@ -63,6 +65,8 @@ class SadFullSearch {
   SadShape shape_;
   int pitch_words_, query_words_;
   bool constant_query_;
+  std::uint64_t id_;  // which query the module's constant memory holds (search)
+  static std::uint64_t last_id_;
   std::vector<std::uint32_t> packed_target_, packed_query_;
   DeviceBuffer<std::uint32_t> target_, query_;
 };

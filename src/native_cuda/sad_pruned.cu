@@ -34,6 +34,9 @@
 //    runs, and step 5 returns at once, when more than kFullSearchFraction of the windows
 //    are left after step 4 (stats.full_search; after_strip then stays zero).
 //
+// Steps 2–6 are launched as programmatic dependents (sm_90), each waiting for the one before at
+// its start: the run is a chain of short kernels whose launch latencies were on its critical path.
+//
 // Exactness: E is always the key of a real window's exact SAD, so it never falls below the true
 // minimum key; a window is dropped only when a lower bound of its key exceeds E.
 #include <algorithm>
@@ -73,6 +76,12 @@ constexpr int kFixedSlots = 6;
 // Measured on the H200 (perf/NOTES.md), the unit refinement costs 1.3–1.5 (8 strips) to 1.6–1.85
 // (4 strips) times full search's time per unit of that fraction: it loses past 0.55–0.69.
 constexpr double kFullSearchFraction = 0.6;
+
+// Every kernel after the bound pass is launched as a programmatic dependent of the one before
+// (cuda::launch): its blocks are scheduled while that kernel's last ones finish, and wait for it
+// at their start. The run is a chain of short kernels, and each launch's latency was on its
+// critical path (perf/NOTES.md: −6 to −7 µs a run at σ 0–10).
+constexpr bool kAfterPrevious = true;
 
 // Strips a run counts in shared memory, at most (queries up to 32768 rows).
 constexpr int kMaxStrips = 2048;
@@ -462,6 +471,7 @@ constexpr int kSeedLoads = 4;  // elements a thread loads before it uses any (12
 
 __global__ void __launch_bounds__(kSeedThreads)
     seed_kernel(PackedSearch a, const Key* candidates, unsigned long long count, Key* best) {
+  cuda::wait_for_previous_kernel();
   __shared__ Key warp_keys[kSeedThreads / kWarp];
   __shared__ BlockShared<kSeedThreads> sh;
   Key key = kNoSadKey;
@@ -486,6 +496,7 @@ __global__ void __launch_bounds__(kSeedThreads)
 // barrier per block, which few windows per block did not repay (perf/NOTES.md).
 template <class Source>
 __global__ void __launch_bounds__(kRefineThreads) refine_kernel(RefineArgs a, Source source) {
+  cuda::wait_for_previous_kernel();
   __shared__ BlockShared<kRefineThreads> sh;
   const unsigned long long entries = source.size();
   if (blockIdx.x >= entries) return;  // the whole block: before any barrier
@@ -533,6 +544,7 @@ struct FilterArgs {
 // the limit (most of them at low noise) reads none of its bounds. E is not written while it runs
 // (the unit refinement merges polish into it), so every block sees the same neighbourhood centre.
 __global__ void __launch_bounds__(kFilterThreads) filter_kernel(FilterArgs a) {
+  cuda::wait_for_previous_kernel();
   static_assert(kPruneUnitWindows < 32, "a unit's windows are bits of a word");
   __shared__ unsigned warp_windows[kFilterThreads / kWarp], warp_settled[kFilterThreads / kWarp];
   const int lane = threadIdx.x % kWarp;
@@ -622,6 +634,7 @@ static_assert(kWarp % kPruneUnitLanes == 0 && kUnitThreads % kPruneUnitLanes == 
               "unit groups tile warps and blocks");
 
 __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
+  cuda::wait_for_previous_kernel();
   // E only falls here, and any E at or above the final one is a valid limit meanwhile.
   if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(a.best, *a.polish);
   if (a.totals[kWindowsLeftSlot] > a.full_search_above) return;
@@ -764,21 +777,19 @@ class PrunedRunner final : public Runner<SadPruned> {
     const PackedSearch search{
         full_.target(), full_.pitch_words(), full_.query(), full_.query_words(), shape_, strips_};
     RefineArgs refine{search, scalars + kBestSlot, nullptr};
-    seed_kernel<<<1, kSeedThreads>>>(search, candidates_.get(), candidates_.size(),
-                                     scalars + kBestSlot);
-    check_launch("seed_kernel");
+    cuda::launch(seed_kernel, 1, kSeedThreads, 0, 0, kAfterPrevious, "seed_kernel", search,
+                 candidates_.get(), (unsigned long long)candidates_.size(), scalars + kBestSlot);
     const int candidate_blocks = int(std::min<std::size_t>(candidates_.size(), refine_grid_));
-    refine_kernel<<<candidate_blocks, kRefineThreads>>>(
-        refine, CandidateList{candidates_.get(), candidates_.size()});
-    check_launch("refine_kernel");
+    cuda::launch(refine_kernel<CandidateList>, candidate_blocks, kRefineThreads, 0, 0,
+                 kAfterPrevious, "refine_kernel", refine,
+                 CandidateList{candidates_.get(), candidates_.size()});
 
     RefineArgs polish = refine;
     polish.best = scalars + kPolishSlot;
     polish.other = scalars + kBestSlot;
     const int polish_blocks = std::min(kPrunePolishSide * kPrunePolishSide, refine_grid_);
-    refine_kernel<<<polish_blocks, kRefineThreads>>>(
-        polish, Neighbourhood{scalars + kBestSlot, bounds_.get()});
-    check_launch("refine_kernel");
+    cuda::launch(refine_kernel<Neighbourhood>, polish_blocks, kRefineThreads, 0, 0, kAfterPrevious,
+                 "refine_kernel", polish, Neighbourhood{scalars + kBestSlot, bounds_.get()});
 
     const FilterArgs filter{bounds_.get(),
                             candidates_.get(),
@@ -793,8 +804,8 @@ class PrunedRunner final : public Runner<SadPruned> {
                             scalars + kWindowsLeftSlot,
                             scalars + kSettledSlot,
                             scalars + kFilterSlot};
-    filter_kernel<<<filter_grid_, kFilterThreads>>>(filter);
-    check_launch("filter_kernel");
+    cuda::launch(filter_kernel, filter_grid_, kFilterThreads, 0, 0, kAfterPrevious, "filter_kernel",
+                 filter);
 
     // Sized for every unit; blocks past the live ones return at once. (A one-wave grid-stride
     // loop, statically or from a device counter, costs less with few live units but more with
@@ -811,11 +822,10 @@ class PrunedRunner final : public Runner<SadPruned> {
                          scalars + kFilterSlot,
                          scalars + kAfterStripSlot};
     const std::uint64_t unit_threads = units_ * kPruneUnitLanes;
-    unit_refine_kernel<<<unsigned((unit_threads + kUnitThreads - 1) / kUnitThreads),
-                         kUnitThreads>>>(units);
-    check_launch("unit_refine_kernel");
+    cuda::launch(unit_refine_kernel, unsigned((unit_threads + kUnitThreads - 1) / kUnitThreads),
+                 kUnitThreads, 0, 0, kAfterPrevious, "unit_refine_kernel", units);
 
-    full_.search(scalars + kBestSlot, 0, scalars + kWindowsLeftSlot, limit_);
+    full_.search(scalars + kBestSlot, 0, scalars + kWindowsLeftSlot, limit_, true);
   }
   void sync() override { check(cudaDeviceSynchronize(), "sad-pruned kernels"); }
   void download(SadPrunedResult& out) override {
