@@ -77,10 +77,8 @@ constexpr int kFixedSlots = 6;
 // (4 strips) times full search's time per unit of that fraction: it loses past 0.55–0.69.
 constexpr double kFullSearchFraction = 0.6;
 
-// Every kernel after the bound pass is launched as a programmatic dependent of the one before
-// (cuda::launch): its blocks are scheduled while that kernel's last ones finish, and wait for it
-// at their start. The run is a chain of short kernels, and each launch's latency was on its
-// critical path (perf/NOTES.md: −6 to −7 µs a run at σ 0–10).
+// cuda::launch's after_previous for steps 2–6, each of which calls wait_for_previous_kernel()
+// first (perf/NOTES.md: −6 to −7 µs a run at σ 0–10).
 constexpr bool kAfterPrevious = true;
 
 // Strips a run counts in shared memory, at most (queries up to 32768 rows).
@@ -825,7 +823,7 @@ class PrunedRunner final : public Runner<SadPruned> {
     cuda::launch(unit_refine_kernel, unsigned((unit_threads + kUnitThreads - 1) / kUnitThreads),
                  kUnitThreads, 0, 0, kAfterPrevious, "unit_refine_kernel", units);
 
-    full_.search(scalars + kBestSlot, 0, scalars + kWindowsLeftSlot, limit_, true);
+    full_.search(scalars + kBestSlot, 0, scalars + kWindowsLeftSlot, limit_, kAfterPrevious);
   }
   void sync() override { check(cudaDeviceSynchronize(), "sad-pruned kernels"); }
   void download(SadPrunedResult& out) override {
