@@ -72,8 +72,9 @@ constexpr double kFullSearchFraction = 0.75;
 // walk serially. Halved (refine_team_threads) while the teams would not run in one wave.
 constexpr int kDeviceTeam = 256;
 constexpr int kMinDeviceTeam = 64;
-// Threads of the one team that seeds E_guess on a device.
-constexpr int kSeedTeam = 1024;
+// Threads of the one team that seeds E_guess on a device: 512 measured 2 µs faster than 1024 at
+// σ 0 (two team reductions over fewer threads; perf/NOTES.md), 256 in between.
+constexpr int kSeedTeam = 512;
 // The live-unit compaction on a device: threads per team, vector lanes per thread (a warp, whose
 // lanes place a chunk of units without a team barrier) and consecutive slots per lane; on a host,
 // slots per lane (the bits of a word).
@@ -468,7 +469,7 @@ using KeysView = typename OutputBuffer<std::uint64_t, Exec>::View;
 template <class Exec, Isa kIsa>
 void seed_guess(const Geometry& g, const KeysView<Exec>& candidates, const WordsView<Exec>& target,
                 const WordsView<Exec>& query, const KeysView<Exec>& guess) {
-  // The launch bounds let a team of kSeedTeam threads fit (64 registers a thread).
+  // The launch bounds let a team of kSeedTeam threads fit.
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<kSeedTeam, 1>>;
   using Team = typename Policy::member_type;
   const int count = g.candidates();
