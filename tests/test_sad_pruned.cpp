@@ -166,6 +166,34 @@ TEST_CASE("sad-pruned finds cut queries in photo-like scenes at every noise leve
   }
 }
 
+TEST_CASE("sad-pruned runners keep their own query when another run comes between their calls",
+          "[sad-pruned]") {
+  // Random images prune little, so the GPU variants take their full-search path, whose query
+  // lives in constant memory that every search of the module shares (a runner skips reloading it
+  // while it is still its own).
+  const SadInput a = argmin_only(random_gray(150, 120, 31), random_gray(20, 18, 32));
+  const SadInput b = argmin_only(random_gray(150, 120, 33), random_gray(20, 18, 34));
+  const SadMatch best_a = Sad::reference(a).best, best_b = Sad::reference(b).best;
+  REQUIRE(!(best_a == best_b));
+  const auto run = [](Runner<SadPruned>& runner) {
+    SadPrunedResult out;
+    runner.compute();
+    runner.sync();
+    runner.download(out);
+    return out.best;
+  };
+  for (const auto& v : variants<SadPruned>()) {
+    if (!runs_on_this_machine(v) || !v.handles(a)) continue;
+    INFO("variant " << v.name);
+    const auto runner_a = v.make(a), runner_b = v.make(b);
+    runner_a->upload();
+    runner_b->upload();
+    CHECK(run(*runner_a) == best_a);
+    CHECK(run(*runner_b) == best_b);
+    CHECK(run(*runner_a) == best_a);
+  }
+}
+
 TEST_CASE("bounds prune most windows of a photo-like scene at low noise", "[sad-pruned]") {
   const ImageU8 scene = photo_like_scene(400, 300, 21);
   const SadCase c = cut_sad_case_gaussian(scene, 64, 64, 22, 5.0);
