@@ -148,8 +148,11 @@ static_assert(kPrunePassStrips * kPruneStripRows <= kPruneChunkRows,
 constexpr int kPruneTileColumns = 32;
 static_assert(kPruneTileColumns % kPruneUnitWindows == 0, "a unit lies in one tile");
 
-// The tile holding window (i, j): band of kPruneChunkRows rows by band, across the map within
-// each.
+// Bands of kPruneChunkRows map rows: the tiles' rows down the map.
+KBENCH_HOST_DEVICE int prune_bands(int map_height) {
+  return (map_height + kPruneChunkRows - 1) / kPruneChunkRows;
+}
+// The tile holding window (i, j): band by band, across the map within each.
 KBENCH_HOST_DEVICE int prune_tile_of(int i, int j, int column_tiles) {
   return i / kPruneChunkRows * column_tiles + j / kPruneTileColumns;
 }

@@ -63,7 +63,7 @@ StripLayout strip_layout(const SadShape& s) {
 }
 
 int prune_segment_rows(const SadShape& s, int column_tiles, int teams) {
-  const int bands = (s.map_height + kPruneChunkRows - 1) / kPruneChunkRows;
+  const int bands = prune_bands(s.map_height);
   const int segments = std::clamp(teams / column_tiles, 1, std::min(bands, 65535));
   return (bands + segments - 1) / segments * kPruneChunkRows;
 }

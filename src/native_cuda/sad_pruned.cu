@@ -320,8 +320,7 @@ __global__ void __launch_bounds__(kBoundThreads) bound_kernel(BoundArgs a) {
       Key best = warp_best[0];
 #pragma unroll
       for (int w = 1; w < kBoundWarps; ++w) best = sad_min(best, warp_best[w]);
-      const int band = (i_begin + band_first) / kChunkRows;
-      a.candidates[std::size_t(band) * gridDim.x + blockIdx.x] = best;
+      a.candidates[prune_tile_of(i_begin + band_first, j0, gridDim.x)] = best;
     }
   }
 }
@@ -720,7 +719,6 @@ class PrunedRunner final : public Runner<SadPruned> {
         unit_columns_((shape_.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows),
         units_(std::uint64_t(shape_.map_height) * std::uint64_t(unit_columns_)),
         limit_(std::uint64_t(kFullSearchFraction * double(windows_))),
-        bands_((shape_.map_height + kChunkRows - 1) / kChunkRows),
         segment_rows_(prune_segment_rows(
             shape_, (shape_.map_width + kWarp - 1) / kWarp,
             cuda::resident_blocks(kBoundKernels[kMaxPassStrips - 1], kBoundThreads, 0, 1 << 30))),
@@ -730,7 +728,7 @@ class PrunedRunner final : public Runner<SadPruned> {
         bounds_(windows_),
         live_(units_),
         order_(host_order_.size()),
-        candidates_(std::size_t(bound_grid_.x) * bands_),
+        candidates_(std::size_t(bound_grid_.x) * prune_bands(shape_.map_height)),
         scalars_(kFixedSlots + std::size_t(strips_.count)) {
     if (!pruned_fits(input))
       throw Error("cuda-pruned: the query is too tall for its strip counters");
@@ -851,7 +849,6 @@ class PrunedRunner final : public Runner<SadPruned> {
   int unit_columns_;
   std::uint64_t units_;
   std::uint64_t limit_;  // more windows left than this: full search
-  int bands_;            // of kChunkRows map rows: the candidates' tile rows
   int segment_rows_;
   dim3 bound_grid_;
   int refine_grid_ = 1, filter_grid_ = 1;

@@ -151,7 +151,7 @@ Geometry geometry(const SadShape& s) {
              (s.map_width + kTileColumns - 1) / kTileColumns,
              1,
              s.map_height,
-             (s.map_height + kChunkRows - 1) / kChunkRows,
+             prune_bands(s.map_height),
              (s.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows,
              0,
              refine_team_threads<Exec>(kPrunePolishSide * kPrunePolishSide)};
@@ -255,8 +255,7 @@ void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& targe
         if (first_pass && team.league_rank() == 0) {
           Kokkos::single(Kokkos::PerTeam(team), [&] { guess(0) = kNoSadKey; });
         }
-        const int tile = team.league_rank() % g.column_tiles;
-        const int j0 = tile * kTileColumns;
+        const int j0 = (team.league_rank() % g.column_tiles) * kTileColumns;
         const int i_begin = (team.league_rank() / g.column_tiles) * g.segment_rows;
         const int windows =
             g.s.map_height - i_begin < g.segment_rows ? g.s.map_height - i_begin : g.segment_rows;
@@ -364,9 +363,8 @@ void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& targe
               },
               Kokkos::Min<std::uint64_t>(best));
           if (last_pass) {
-            const int band = (i_begin + (chunk - 1) * kChunkRows) / kChunkRows;
-            Kokkos::single(Kokkos::PerTeam(team),
-                           [&] { candidates(band * g.column_tiles + tile) = best; });
+            const int tile_at = prune_tile_of(i_begin + band_first, j0, g.column_tiles);
+            Kokkos::single(Kokkos::PerTeam(team), [&] { candidates(tile_at) = best; });
           }
         }
       });
