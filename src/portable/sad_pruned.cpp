@@ -30,7 +30,8 @@
 //    SAD so far exceeds E_guess, the unit with its last window, and the survivors of the last
 //    strip lower E_guess.
 // When more than kFullSearchFraction of the windows are left after step 4, the fused full
-// search runs instead.
+// search runs instead. That switch is taken on the device (step 5 and the full search are both
+// enqueued, each gated on step 4's count), so a run never waits for the host between its steps.
 #include <algorithm>
 #include <type_traits>
 
@@ -529,11 +530,12 @@ using LiveTotalsView = typename OutputBuffer<LiveTotals, Exec>::View;
 
 // The windows around E_guess's window (into list, for refine_windows; the centre, whose SAD is
 // already final, and positions off the map are kNoSadKey, which it skips) and E_guess itself
-// into centre(0); zeroes the live-unit totals and the settled count for live_units.
+// into centre(0); zeroes the live-unit totals and the settled count for live_units, and the
+// unit cursor for refine_units.
 template <class Exec>
 void polish_windows(const Geometry& g, const KeysView<Exec>& guess, const KeysView<Exec>& list,
                     const KeysView<Exec>& centre, const LiveTotalsView<Exec>& live_totals,
-                    const LiveTotalsView<Exec>& settled) {
+                    const LiveTotalsView<Exec>& settled, const U32View<Exec>& cursor) {
   Kokkos::parallel_for(
       "pruned_polish_windows", Kokkos::RangePolicy<Exec>(0, kPrunePolishSide * kPrunePolishSide),
       KOKKOS_LAMBDA(int e) {
@@ -541,6 +543,7 @@ void polish_windows(const Geometry& g, const KeysView<Exec>& guess, const KeysVi
         if (e == 0) {
           centre(0) = best;
           live_totals(0) = settled(0) = 0;
+          cursor(0) = 0;
         }
         std::uint32_t index;
         const bool inside =
@@ -713,86 +716,117 @@ struct UnitSums {
 // Units per team on a device (the team's threads; each has kPruneUnitLanes vector lanes).
 constexpr int kDeviceUnitsPerTeam = 16;
 
+// The adaptive switch, decided on the device from live_units' totals: true when more than
+// `windows` windows are left after the bounds, and the fused full search runs instead of the
+// unit refinement. Nothing waits for the host between the steps.
+template <class Exec>
+struct FullSearchSwitch {
+  LiveTotalsView<Exec> totals;
+  std::uint64_t windows;
+  KOKKOS_INLINE_FUNCTION bool operator()() const { return (totals(0) >> 32) > windows; }
+};
+
 // A team thread per live unit, its vector lanes (kPruneUnitLanes on a device) each summing every
 // lane-th row of a strip, strip by strip; after each strip the lanes' sums are reduced, a window
 // whose SAD so far, a lower bound of its SAD, exceeds E_guess leaves (equal stays: ties), the
 // unit with its last window; the last strip's survivors lower E_guess. Strips are taken in
 // strip_order; alive(u, n) receives the windows of live unit u still in after the n + 1 first.
+// The live count is read on the device (totals(0), from live_units), so the grid cannot be
+// sized by it: about one wave of teams takes the units a team's worth (a batch) at a time, team
+// r batch r first, as a grid sized for the count would (taken from a counter instead, the first
+// batches landed on few SMs: σ 5 35 → 57 µs), then the next free batch from cursor(0) (zeroed by
+// polish_windows). Nothing runs when full_search() holds.
 template <class Exec, Isa kIsa>
-void refine_units(const Geometry& g, const U32View<Exec>& live, std::int64_t count,
+void refine_units(const Geometry& g, const U32View<Exec>& live,
+                  const FullSearchSwitch<Exec>& full_search, const U32View<Exec>& cursor,
                   const WordsView<Exec>& target, const WordsView<Exec>& query,
                   const OrderView<Exec>& order, const U32View<Exec>& bounds,
                   const KeysView<Exec>& guess, const KeysView<Exec>& centre,
                   const typename OutputBuffer<std::uint8_t, Exec>::View& alive_after) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
-  if (count == 0) return;
   const int columns = g.unit_columns, strips = g.strips.count;
   const bool host = portable::reads_host_memory<Exec>();
   const int units_per_team = host ? 1 : kDeviceUnitsPerTeam;
   const int lanes = host ? 1 : kPruneUnitLanes;
-  const std::int64_t teams = (count + units_per_team - 1) / units_per_team;
+  const long long teams = std::min<long long>(
+      host ? 4 * Exec().concurrency() : portable::resident_teams<Exec>(units_per_team * lanes, 0),
+      (g.units() + units_per_team - 1) / units_per_team);
+  const auto totals = full_search.totals;
   Kokkos::parallel_for(
-      "pruned_refine_units", Policy(teams, units_per_team, lanes), KOKKOS_LAMBDA(const Team& team) {
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, units_per_team), [&](int t) {
-          const std::int64_t u = std::int64_t(team.league_rank()) * units_per_team + t;
-          if (u >= count) return;
-          const std::uint32_t unit = live(u);
-          const int i = int(unit / std::uint32_t(columns));
-          const int group = int(unit % std::uint32_t(columns));
-          const int j0 = group * kPruneUnitWindows;
-          const std::size_t first = std::size_t(i) * g.s.map_width + j0;
-          // One vector lane reads E_guess and the others take its value, so that the lanes
-          // leave together.
-          const auto limit_now = [&] {
-            std::uint64_t seen = 0;
-            Kokkos::single(
-                Kokkos::PerThread(team),
-                [&](std::uint64_t& value) { value = Kokkos::volatile_load(guess.data()); }, seen);
-            return std::uint32_t(seen >> 32);
-          };
-          std::uint32_t alive =
-              windows_within(g, bounds, i, j0, limit_now()) &
-              ~polish_settled_windows(std::uint32_t(centre(0)), g.s.map_width, i, j0);
-          UnitSums sad;
-          const std::uint32_t* row =
-              target.data() + std::size_t(i) * g.target_pitch_words + group * kUnitWords;
-          std::uint8_t* counts = alive_after.data() + std::size_t(u) * strips;
-          for (int n = 0; n < strips; ++n) {
-            const int k = order(n);
-            UnitSums strip;
-            Kokkos::parallel_reduce(
-                Kokkos::ThreadVectorRange(team, g.strips.begin(k), g.strips.end(k)),
-                [&](int y, UnitSums& sums) {
-                  accumulate_sad_row<kUnitWords, kIsa>(
-                      RowWords{row + std::size_t(y) * g.target_pitch_words},
-                      QueryWords{query.data() + std::size_t(y) * g.query_words}, g.s.query_width,
-                      sums.v);
-                },
-                strip);
-            sad += strip;
-            const std::uint32_t limit = limit_now();
+      "pruned_refine_units", Policy(int(teams), units_per_team, lanes),
+      KOKKOS_LAMBDA(const Team& team) {
+        if (full_search()) return;
+        const std::int64_t count = std::uint32_t(totals(0));
+        for (std::uint32_t batch = team.league_rank();;) {
+          const std::int64_t first_unit = std::int64_t(batch) * units_per_team;
+          if (first_unit >= count) return;
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, units_per_team), [&](int t) {
+            const std::int64_t u = first_unit + t;
+            if (u >= count) return;
+            const std::uint32_t unit = live(u);
+            const int i = int(unit / std::uint32_t(columns));
+            const int group = int(unit % std::uint32_t(columns));
+            const int j0 = group * kPruneUnitWindows;
+            const std::size_t first = std::size_t(i) * g.s.map_width + j0;
+            // One vector lane reads E_guess and the others take its value, so that the lanes
+            // leave together.
+            const auto limit_now = [&] {
+              std::uint64_t seen = 0;
+              Kokkos::single(
+                  Kokkos::PerThread(team),
+                  [&](std::uint64_t& value) { value = Kokkos::volatile_load(guess.data()); }, seen);
+              return std::uint32_t(seen >> 32);
+            };
+            std::uint32_t alive =
+                windows_within(g, bounds, i, j0, limit_now()) &
+                ~polish_settled_windows(std::uint32_t(centre(0)), g.s.map_width, i, j0);
+            UnitSums sad;
+            const std::uint32_t* row =
+                target.data() + std::size_t(i) * g.target_pitch_words + group * kUnitWords;
+            std::uint8_t* counts = alive_after.data() + std::size_t(u) * strips;
+            for (int n = 0; n < strips; ++n) {
+              const int k = order(n);
+              UnitSums strip;
+              Kokkos::parallel_reduce(
+                  Kokkos::ThreadVectorRange(team, g.strips.begin(k), g.strips.end(k)),
+                  [&](int y, UnitSums& sums) {
+                    accumulate_sad_row<kUnitWords, kIsa>(
+                        RowWords{row + std::size_t(y) * g.target_pitch_words},
+                        QueryWords{query.data() + std::size_t(y) * g.query_words}, g.s.query_width,
+                        sums.v);
+                  },
+                  strip);
+              sad += strip;
+              const std::uint32_t limit = limit_now();
+              for (int p = 0; p < kPruneUnitWindows; ++p) {
+                if (sad.v[p] > limit) alive &= ~(1u << p);
+              }
+              Kokkos::single(Kokkos::PerThread(team),
+                             [&] { counts[n] = std::uint8_t(bit_count(alive)); });
+              if (alive == 0) {
+                Kokkos::single(Kokkos::PerThread(team), [&] {
+                  for (int rest = n + 1; rest < strips; ++rest) counts[rest] = 0;
+                });
+                return;
+              }
+            }
+            std::uint64_t key = kNoSadKey;
             for (int p = 0; p < kPruneUnitWindows; ++p) {
-              if (sad.v[p] > limit) alive &= ~(1u << p);
+              if (alive & (1u << p)) {
+                key = sad_min(key, sad_key(std::int32_t(sad.v[p]), std::uint32_t(first + p)));
+              }
             }
             Kokkos::single(Kokkos::PerThread(team),
-                           [&] { counts[n] = std::uint8_t(bit_count(alive)); });
-            if (alive == 0) {
-              Kokkos::single(Kokkos::PerThread(team), [&] {
-                for (int rest = n + 1; rest < strips; ++rest) counts[rest] = 0;
-              });
-              return;
-            }
-          }
-          std::uint64_t key = kNoSadKey;
-          for (int p = 0; p < kPruneUnitWindows; ++p) {
-            if (alive & (1u << p)) {
-              key = sad_min(key, sad_key(std::int32_t(sad.v[p]), std::uint32_t(first + p)));
-            }
-          }
-          Kokkos::single(Kokkos::PerThread(team),
-                         [&] { Kokkos::atomic_fetch_min(&guess(0), key); });
-        });
+                           [&] { Kokkos::atomic_fetch_min(&guess(0), key); });
+          });
+          Kokkos::single(
+              Kokkos::PerTeam(team),
+              [&](std::uint32_t& next) {
+                next = std::uint32_t(team.league_size()) + Kokkos::atomic_fetch_add(&cursor(0), 1u);
+              },
+              batch);
+        }
       });
 }
 
@@ -809,6 +843,7 @@ class PrunedRunner final : public Runner<SadPruned> {
         bounds_(shape_.map_size(), "pruned bounds"),
         live_(std::size_t(g_.units()), "pruned live units"),
         live_totals_(1, "pruned live-unit totals"),
+        cursor_(1, "pruned unit cursor"),
         candidates_(std::size_t(std::max(1, g_.candidates())), "pruned candidates"),
         guess_(1, "pruned guess"),
         polish_(kPrunePolishSide * kPrunePolishSide, "pruned polish windows"),
@@ -819,9 +854,8 @@ class PrunedRunner final : public Runner<SadPruned> {
 
   void poison(std::uint8_t byte) override {
     guess_.poison(byte);
+    live_totals_.poison(byte);
     alive_after_.poison(byte);
-    stats_ = PruneStats{};
-    stats_.windows = stats_.after_bounds = ~std::uint64_t(0) / 0xFF * byte;
   }
   void upload() override {
     query_strips_.upload();
@@ -829,8 +863,6 @@ class PrunedRunner final : public Runner<SadPruned> {
     full_search_.upload();
   }
   void compute() override {
-    stats_ = PruneStats{};
-    stats_.windows = shape_.map_size();
     const auto guess = guess_.view();
     const auto target = full_search_.target.view();
     const auto query = full_search_.query.view();
@@ -840,36 +872,31 @@ class PrunedRunner final : public Runner<SadPruned> {
     refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), g_.candidate_threads,
                                target, query, bounds_.view(), guess);
     polish_windows<Exec>(g_, guess, polish_.view(), centre_.view(), live_totals_.view(),
-                         settled_.view());
+                         settled_.view(), cursor_.view());
     refine_windows<Exec, kIsa>(g_, polish_.view(), kPrunePolishSide * kPrunePolishSide,
                                g_.polish_threads, target, query, bounds_.view(), guess);
     live_units<Exec>(g_, bounds_.view(), candidates_.view(), guess, centre_.view(), live_.view(),
                      live_totals_.view(), settled_.view());
-    // Through page-locked memory: the run waits for this copy, which a pageable one would
-    // stage through the driver's own buffer.
-    Kokkos::deep_copy(Exec{}, host_totals_, live_totals_.view());
-    Exec{}.fence();
-    const LiveTotals totals = host_totals_(0);
-    live_count_ = std::uint32_t(totals);
-    stats_.after_bounds = totals >> 32;
-    if (double(stats_.after_bounds) > kFullSearchFraction * double(stats_.windows)) {
-      stats_.full_search = true;
-      best_key_ = full_search_.run(shape_, {});
-      return;
-    }
-    refine_units<Exec, kIsa>(g_, live_.view(), live_count_, target, query, order_view_.view(),
-                             bounds_.view(), guess, centre_.view(), alive_after_.view());
+    const FullSearchSwitch<Exec> full_search{live_totals_.view(), switch_windows()};
+    refine_units<Exec, kIsa>(g_, live_.view(), full_search, cursor_.view(), target, query,
+                             order_view_.view(), bounds_.view(), guess, centre_.view(),
+                             alive_after_.view());
+    portable_sad::team_sad_gated(full_search_.tile(), full_search, guess);
   }
   void sync() override { Exec{}.fence(); }
   void download(SadPrunedResult& out) override {
-    out.stats = stats_;
-    if (stats_.full_search) {
-      out.best = match_from_key(best_key_, shape_.map_width);
-      return;
-    }
-    guess_.download(&best_key_);
-    out.best = match_from_key(best_key_, shape_.map_width);
+    LiveTotals totals = 0;
+    live_totals_.download(&totals);
+    std::uint64_t best_key = kNoSadKey;
+    guess_.download(&best_key);
+    out.best = match_from_key(best_key, shape_.map_width);
+    out.stats = PruneStats{};
+    out.stats.windows = shape_.map_size();
+    out.stats.after_bounds = totals >> 32;
+    out.stats.full_search = out.stats.after_bounds > switch_windows();
+    if (out.stats.full_search) return;
     const int strips = g_.strips.count;
+    const std::uint32_t live_count = std::uint32_t(totals);
     std::vector<std::uint8_t> alive(alive_after_.view().size());
     alive_after_.download(alive.data());
     // The settled windows were refined by the polish step, before the strip rounds: counted in
@@ -877,13 +904,18 @@ class PrunedRunner final : public Runner<SadPruned> {
     LiveTotals settled = 0;
     settled_.download(&settled);
     out.stats.after_strip.assign(std::size_t(strips), settled);
-    for (std::int64_t u = 0; u < live_count_; ++u) {
-      for (int n = 0; n < strips; ++n)
-        out.stats.after_strip[n] += alive[std::size_t(u) * strips + n];
+    for (std::size_t u = 0; u < live_count; ++u) {
+      for (int n = 0; n < strips; ++n) out.stats.after_strip[n] += alive[u * strips + n];
     }
   }
 
  private:
+  // The adaptive switch: the fused full search runs when more windows than this are left after
+  // the bounds.
+  std::uint64_t switch_windows() const {
+    return std::uint64_t(kFullSearchFraction * double(shape_.map_size()));
+  }
+
   SadShape shape_;
   Geometry g_;
   std::vector<std::uint32_t> strip_sums_;
@@ -892,14 +924,11 @@ class PrunedRunner final : public Runner<SadPruned> {
   InputBuffer<int, Exec> order_view_;
   OutputBuffer<std::uint32_t, Exec> bounds_, live_;
   OutputBuffer<LiveTotals, Exec> live_totals_;
-  portable::PinnedHostView<Exec, LiveTotals> host_totals_{"pruned live-unit totals on the host", 1};
+  OutputBuffer<std::uint32_t, Exec> cursor_;
   OutputBuffer<std::uint64_t, Exec> candidates_, guess_, polish_, centre_;
   OutputBuffer<LiveTotals, Exec> settled_;
   OutputBuffer<std::uint8_t, Exec> alive_after_;
   portable_sad::TeamMethod<Exec, false, kIsa> full_search_;
-  std::uint64_t best_key_ = kNoSadKey;
-  std::int64_t live_count_ = 0;
-  PruneStats stats_;
 };
 
 }  // namespace kbench::portable_pruned

@@ -100,16 +100,22 @@ struct StagedQuery {
   KOKKOS_INLINE_FUNCTION std::uint32_t operator()(int w) const { return words(row_offset + w); }
 };
 
+// One team's tile: its positions' SADs (into the map when kWriteMap), and its smallest
+// sad_key, which every thread of the team returns.
 template <class Exec, bool kWriteMap, Isa kIsa>
-std::uint64_t team_sad(const TeamGeometry& g,
-                       const typename InputBuffer<std::uint32_t, Exec>::View& target,
-                       const typename InputBuffer<std::uint32_t, Exec>::View& query,
-                       const MapView<Exec>& map) {
-  using Policy = Kokkos::TeamPolicy<Exec>;
-  using Team = typename Policy::member_type;
+struct TileSad {
+  using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
   using Scratch = portable_sad::Scratch<Exec>;
-  const int chunk = g.chunk_rows;
-  const auto kernel = KOKKOS_LAMBDA(const Team& team, std::uint64_t& best) {
+
+  TeamGeometry g;
+  typename InputBuffer<std::uint32_t, Exec>::View target, query;
+  MapView<Exec> map;
+
+  std::size_t scratch_bytes() const { return team_scratch_bytes<Exec>(g, g.chunk_rows); }
+  int tiles() const { return g.tiles_x * g.tiles_y; }
+
+  KOKKOS_INLINE_FUNCTION std::uint64_t operator()(const Team& team) const {
+    const int chunk = g.chunk_rows;
     Scratch sums(team.team_scratch(0), kItems * kPositions);  // [position][item]
     Scratch query_rows(team.team_scratch(0), std::size_t(chunk) * g.query_words);
     Scratch target_rows(team.team_scratch(0), std::size_t(kTileRows + chunk - 1) * g.row_stride);
@@ -160,20 +166,54 @@ std::uint64_t team_sad(const TeamGeometry& g,
           }
         },
         Kokkos::Min<std::uint64_t>(team_best));
-    best = sad_min(best, team_best);
+    return team_best;
+  }
+};
+
+// The team size for `kernel` under `policy_of(team_size)`'s scratch: kItems, or fewer where the
+// kernel's registers allow fewer.
+template <class Policy, class Kernel, class... Tag>
+int tile_team_size(std::size_t scratch, const Kernel& kernel, const Tag&... tag) {
+  return std::min(
+      kItems,
+      Policy(1, 1).set_scratch_size(0, Kokkos::PerTeam(scratch)).team_size_max(kernel, tag...));
+}
+
+// The whole search, its smallest sad_key returned to the host.
+template <class Exec, bool kWriteMap, Isa kIsa>
+std::uint64_t team_sad(const TileSad<Exec, kWriteMap, kIsa>& tile) {
+  using Policy = Kokkos::TeamPolicy<Exec>;
+  const auto kernel = KOKKOS_LAMBDA(const typename Policy::member_type& team, std::uint64_t& best) {
+    best = sad_min(best, tile(team));
   };
-  const std::size_t scratch = team_scratch_bytes<Exec>(g, chunk);
   std::uint64_t best = kNoSadKey;
   const Kokkos::Min<std::uint64_t> reducer(best);
-  const int team_size =
-      std::min(kItems, Policy(1, 1)
-                           .set_scratch_size(0, Kokkos::PerTeam(scratch))
-                           .team_size_max(kernel, reducer, Kokkos::ParallelReduceTag()));
-  Kokkos::parallel_reduce(
-      kWriteMap ? "sad_team" : "sad_fused",
-      Policy(g.tiles_x * g.tiles_y, team_size).set_scratch_size(0, Kokkos::PerTeam(scratch)),
-      kernel, reducer);
+  const std::size_t scratch = tile.scratch_bytes();
+  Kokkos::parallel_reduce(kWriteMap ? "sad_team" : "sad_fused",
+                          Policy(tile.tiles(), tile_team_size<Policy>(scratch, kernel, reducer,
+                                                                      Kokkos::ParallelReduceTag()))
+                              .set_scratch_size(0, Kokkos::PerTeam(scratch)),
+                          kernel, reducer);
   return best;
+}
+
+// The whole search, enqueued only: its smallest sad_key lowers keys(0) (an atomic min), and
+// every team returns at once when gate() is false. For callers that decide on the device
+// whether the search is needed (sad-pruned's adaptive switch).
+template <class Exec, Isa kIsa, class Gate, class Keys>
+void team_sad_gated(const TileSad<Exec, false, kIsa>& tile, const Gate& gate, const Keys& keys) {
+  using Policy = Kokkos::TeamPolicy<Exec>;
+  const auto kernel = KOKKOS_LAMBDA(const typename Policy::member_type& team) {
+    if (!gate()) return;
+    const std::uint64_t best = tile(team);
+    Kokkos::single(Kokkos::PerTeam(team), [&] { Kokkos::atomic_fetch_min(&keys(0), best); });
+  };
+  const std::size_t scratch = tile.scratch_bytes();
+  Kokkos::parallel_for(
+      "sad_fused_gated",
+      Policy(tile.tiles(), tile_team_size<Policy>(scratch, kernel, Kokkos::ParallelForTag()))
+          .set_scratch_size(0, Kokkos::PerTeam(scratch)),
+      kernel);
 }
 
 template <class Exec, bool kWriteMap, Isa kIsa = Isa::tuned>
@@ -199,9 +239,10 @@ struct TeamMethod {
     target.upload();
     query.upload();
   }
-  std::uint64_t run(const SadShape&, const MapView<Exec>& map) const {
-    return team_sad<Exec, kWriteMap, kIsa>(g, target.view(), query.view(), map);
+  TileSad<Exec, kWriteMap, kIsa> tile(const MapView<Exec>& map = {}) const {
+    return {g, target.view(), query.view(), map};
   }
+  std::uint64_t run(const SadShape&, const MapView<Exec>& map) const { return team_sad(tile(map)); }
 
   TeamGeometry g;
   std::vector<std::uint32_t> packed_target, packed_query;
