@@ -98,6 +98,13 @@ template <class Exec>
 using WordsView = typename InputBuffer<std::uint32_t, Exec>::View;
 template <class Exec>
 using OrderView = typename InputBuffer<int, Exec>::View;
+// sad_keys on the device (E_guess, its copy in centre(0), the candidates): unsigned long long, for
+// which Kokkos 3.4's atomic min is CUDA's atomicMin (for std::uint64_t, unsigned long, it is a
+// compare-and-swap loop, which waits for its result).
+using Key = unsigned long long;
+static_assert(sizeof(Key) == sizeof(std::uint64_t), "a sad_key in one word");
+template <class Exec>
+using KeysView = typename OutputBuffer<Key, Exec>::View;
 template <class Exec>
 using Scratch = Kokkos::View<std::uint32_t*, typename Exec::scratch_memory_space,
                              Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -229,14 +236,13 @@ KOKKOS_INLINE_FUNCTION void sum_tile_row(const Geometry& g, const std::uint32_t*
 
 // One pass of kStrips strips from first_strip: their terms of every window's bound, written
 // (first pass) or added (later ones) to `bounds`; on the last pass each tile's smallest
-// sad_key(bound, index) into `candidates`. The first pass also resets the run's E_guess, which
-// nothing reads before the candidates' refinement (a kernel less than a fill of its own).
+// sad_key(bound, index) into `candidates`, and the smallest of all into best_candidate(0) by an
+// atomic min (kNoSadKey before the run: seed_guess resets it).
 template <class Exec, Isa kIsa, int kStrips>
 void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& target,
                 const typename InputBuffer<std::uint32_t, Exec>::View& query_strips,
-                const U32View<Exec>& bounds,
-                const typename OutputBuffer<std::uint64_t, Exec>::View& candidates,
-                const typename OutputBuffer<std::uint64_t, Exec>::View& guess) {
+                const U32View<Exec>& bounds, const KeysView<Exec>& candidates,
+                const KeysView<Exec>& best_candidate) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
   const bool first_pass = first_strip == 0;
@@ -253,9 +259,6 @@ void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& targe
       Policy(g.column_tiles * g.segments, team_threads<Exec>(kChunkRows))
           .set_scratch_size(0, Kokkos::PerTeam(bound_scratch_bytes<Exec>())),
       KOKKOS_LAMBDA(const Team& team) {
-        if (first_pass && team.league_rank() == 0) {
-          Kokkos::single(Kokkos::PerTeam(team), [&] { guess(0) = kNoSadKey; });
-        }
         const int j0 = (team.league_rank() % g.column_tiles) * kTileColumns;
         const int i_begin = (team.league_rank() / g.column_tiles) * g.segment_rows;
         const int windows =
@@ -365,7 +368,10 @@ void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& targe
               Kokkos::Min<std::uint64_t>(best));
           if (last_pass) {
             const int tile_at = prune_tile_of(i_begin + band_first, j0, g.column_tiles);
-            Kokkos::single(Kokkos::PerTeam(team), [&] { candidates(tile_at) = best; });
+            Kokkos::single(Kokkos::PerTeam(team), [&] {
+              candidates(tile_at) = best;
+              Kokkos::atomic_fetch_min(&best_candidate(0), Key(best));
+            });
           }
         }
       });
@@ -380,16 +386,15 @@ void bound_pass_of(int strips, const Args&... args) {
   bound_pass<Exec, kIsa, kStrips>(args...);
 }
 
-// Every window's strip bound into `bounds`, a pass per kMaxPassStrips strips; E_guess reset.
+// Every window's strip bound into `bounds`, a pass per kMaxPassStrips strips; the candidates.
 template <class Exec, Isa kIsa>
 void strip_bounds(const Geometry& g, const WordsView<Exec>& target,
                   const typename InputBuffer<std::uint32_t, Exec>::View& query_strips,
-                  const U32View<Exec>& bounds,
-                  const typename OutputBuffer<std::uint64_t, Exec>::View& candidates,
-                  const typename OutputBuffer<std::uint64_t, Exec>::View& guess) {
+                  const U32View<Exec>& bounds, const KeysView<Exec>& candidates,
+                  const KeysView<Exec>& best_candidate) {
   for (int first = 0; first < g.strips.count; first += kMaxPassStrips) {
     bound_pass_of<Exec, kIsa>(std::min(kMaxPassStrips, g.strips.count - first), g, first, target,
-                              query_strips, bounds, candidates, guess);
+                              query_strips, bounds, candidates, best_candidate);
   }
 }
 
@@ -460,44 +465,52 @@ KOKKOS_INLINE_FUNCTION std::uint32_t team_window_sad(const Team& team, int threa
   return sad;
 }
 
+// The live-unit totals, windows << 32 | units: unsigned long long, for which Kokkos 3.4's atomic
+// add is CUDA's (for std::uint64_t, unsigned long, it is a compare-and-swap loop).
+using LiveTotals = unsigned long long;
 template <class Exec>
-using KeysView = typename OutputBuffer<std::uint64_t, Exec>::View;
+using LiveTotalsView = typename OutputBuffer<LiveTotals, Exec>::View;
 
-// The first E_guess: one team finds the smallest candidate key (the paper's FindBestInitMatch:
-// the window with the smallest bound) and sums its window's whole SAD at once.
+// The first E_guess: one team takes the best candidate (the paper's FindBestInitMatch: the window
+// with the smallest bound) and sums its window's whole SAD at once, into guess(0) and centre(0);
+// best_candidate(0) is reset for the next run, and the run's counters for live_units and
+// refine_units are zeroed.
 template <class Exec, Isa kIsa>
-void seed_guess(const Geometry& g, const KeysView<Exec>& candidates, const WordsView<Exec>& target,
-                const WordsView<Exec>& query, const KeysView<Exec>& guess) {
+void seed_guess(const Geometry& g, const KeysView<Exec>& best_candidate,
+                const WordsView<Exec>& target, const WordsView<Exec>& query,
+                const KeysView<Exec>& guess, const KeysView<Exec>& centre,
+                const LiveTotalsView<Exec>& live_totals, const LiveTotalsView<Exec>& settled,
+                const U32View<Exec>& cursor) {
   // The launch bounds let a team of kSeedTeam threads fit.
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<kSeedTeam, 1>>;
   using Team = typename Policy::member_type;
-  const int count = g.candidates();
   const int threads = team_threads<Exec>(kSeedTeam);
   Kokkos::parallel_for(
       "pruned_seed", Policy(1, threads), KOKKOS_LAMBDA(const Team& team) {
-        std::uint64_t best = kNoSadKey;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, count),
-            [&](int e, std::uint64_t& smallest) {
-              if (candidates(e) < smallest) smallest = candidates(e);
-            },
-            Kokkos::Min<std::uint64_t>(best));
-        if (best == kNoSadKey) return;
-        const std::uint32_t w = std::uint32_t(best);
-        const std::uint32_t sad = team_window_sad<kIsa>(team, threads, g, target, query, w);
-        Kokkos::single(Kokkos::PerTeam(team),
-                       [&] { Kokkos::atomic_fetch_min(&guess(0), sad_key(std::int32_t(sad), w)); });
+        const std::uint64_t best = best_candidate(0);
+        std::uint64_t key = kNoSadKey;
+        if (best != kNoSadKey) {
+          const std::uint32_t w = std::uint32_t(best);
+          key = sad_key(std::int32_t(team_window_sad<kIsa>(team, threads, g, target, query, w)), w);
+        }
+        Kokkos::single(Kokkos::PerTeam(team), [&] {
+          guess(0) = centre(0) = key;
+          best_candidate(0) = kNoSadKey;
+          live_totals(0) = settled(0) = 0;
+          cursor(0) = 0;
+        });
       });
 }
 
 // Refines the windows list(0 .. count) (indices in the low 32 bits; kNoSadKey entries are
 // skipped), a team of `threads` per window: a window whose bound is within the shared key
-// `guess` gets its exact SAD, which lowers it.
+// `guess` gets its exact SAD, which lowers it, and centre(0) too when lower_centre (the
+// candidates: centre(0) is then E_guess as the polish neighbourhood's refinement finds it).
 template <class Exec, Isa kIsa, class List>
 void refine_windows(const Geometry& g, const List& list, int count, int threads,
                     const WordsView<Exec>& target, const WordsView<Exec>& query,
-                    const U32View<Exec>& bounds,
-                    const typename OutputBuffer<std::uint64_t, Exec>::View& guess) {
+                    const U32View<Exec>& bounds, const KeysView<Exec>& guess,
+                    const KeysView<Exec>& centre, bool lower_centre) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
   if (count == 0) return;
@@ -511,45 +524,33 @@ void refine_windows(const Geometry& g, const List& list, int count, int threads,
         const std::uint64_t known = key_seen(team, guess);
         if (bounds(w) > std::uint32_t(known >> 32) || w == std::uint32_t(known)) return;
         const std::uint32_t sad = team_window_sad<kIsa>(team, threads, g, target, query, w);
-        Kokkos::single(Kokkos::PerTeam(team),
-                       [&] { Kokkos::atomic_fetch_min(&guess(0), sad_key(std::int32_t(sad), w)); });
+        Kokkos::single(Kokkos::PerTeam(team), [&] {
+          const Key key = sad_key(std::int32_t(sad), w);
+          Kokkos::atomic_fetch_min(&guess(0), key);
+          if (lower_centre) Kokkos::atomic_fetch_min(&centre(0), key);
+        });
       });
 }
+
+// The polish neighbourhood as refine_windows' list: entry e is the e-th window around centre(0)'s
+// (E_guess after the candidates, which the polish refinement does not change), kNoSadKey for the
+// centre itself (its SAD is final) and positions off the map.
+template <class Exec>
+struct PolishWindows {
+  int map_width, map_height;
+  KeysView<Exec> centre;
+
+  KOKKOS_INLINE_FUNCTION std::uint64_t operator()(int e) const {
+    std::uint32_t index;
+    const bool inside = polish_window(std::uint32_t(centre(0)), map_width, map_height, e, index);
+    return inside && e != kPrunePolishCentre ? index : kNoSadKey;
+  }
+};
 
 KOKKOS_INLINE_FUNCTION std::uint32_t bit_count(std::uint32_t x) {
   x = x - ((x >> 1) & 0x55555555u);
   x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
   return (((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24;
-}
-
-// The live-unit totals, windows << 32 | units: unsigned long long, for which Kokkos 3.4's atomic
-// add is CUDA's (for std::uint64_t, unsigned long, it is a compare-and-swap loop).
-using LiveTotals = unsigned long long;
-template <class Exec>
-using LiveTotalsView = typename OutputBuffer<LiveTotals, Exec>::View;
-
-// The windows around E_guess's window (into list, for refine_windows; the centre, whose SAD is
-// already final, and positions off the map are kNoSadKey, which it skips) and E_guess itself
-// into centre(0); zeroes the live-unit totals and the settled count for live_units, and the
-// unit cursor for refine_units.
-template <class Exec>
-void polish_windows(const Geometry& g, const KeysView<Exec>& guess, const KeysView<Exec>& list,
-                    const KeysView<Exec>& centre, const LiveTotalsView<Exec>& live_totals,
-                    const LiveTotalsView<Exec>& settled, const U32View<Exec>& cursor) {
-  Kokkos::parallel_for(
-      "pruned_polish_windows", Kokkos::RangePolicy<Exec>(0, kPrunePolishSide * kPrunePolishSide),
-      KOKKOS_LAMBDA(int e) {
-        const std::uint64_t best = guess(0);
-        if (e == 0) {
-          centre(0) = best;
-          live_totals(0) = settled(0) = 0;
-          cursor(0) = 0;
-        }
-        std::uint32_t index;
-        const bool inside =
-            polish_window(std::uint32_t(best), g.s.map_width, g.s.map_height, e, index);
-        list(e) = inside && e != kPrunePolishCentre ? index : kNoSadKey;
-      });
 }
 
 // The windows of the unit whose first window is (i, j0) with a bound within limit, a bit each
@@ -565,9 +566,9 @@ KOKKOS_INLINE_FUNCTION std::uint32_t windows_within(const Geometry& g, const Bou
 
 // The units holding a window whose bound does not exceed E_guess (outside the settled ones) into
 // live(0 .. units), and the count of those windows: totals(0) = windows << 32 | units (zeroed
-// by polish_windows; the units, fewer than 2^32, never carry into the windows); the windows within
+// by seed_guess; the units, fewer than 2^32, never carry into the windows); the windows within
 // E_guess that the polish refinement settled (they are left after the bounds) into settled(0),
-// zeroed by polish_windows too.
+// zeroed by seed_guess too.
 // Units are taken tile by tile (a bound tile's kTileUnits units a row, row after row; slots past
 // the map's edges hold none), in chunks of consecutive slots, a chunk per team thread at a time
 // and `run` slots a lane apart per vector lane (kDeviceLiveRun on a device, so that the few live
@@ -735,7 +736,7 @@ struct FullSearchSwitch {
 // sized by it: about one wave of teams takes the units a team's worth (a batch) at a time, team
 // r batch r first, as a grid sized for the count would (taken from a counter instead, the first
 // batches landed on few SMs: σ 5 35 → 57 µs), then the next free batch from cursor(0) (zeroed by
-// polish_windows). Nothing runs when full_search() holds.
+// seed_guess). Nothing runs when full_search() holds.
 template <class Exec, Isa kIsa>
 void refine_units(const Geometry& g, const U32View<Exec>& live,
                   const FullSearchSwitch<Exec>& full_search, const U32View<Exec>& cursor,
@@ -818,7 +819,7 @@ void refine_units(const Geometry& g, const U32View<Exec>& live,
               }
             }
             Kokkos::single(Kokkos::PerThread(team),
-                           [&] { Kokkos::atomic_fetch_min(&guess(0), key); });
+                           [&] { Kokkos::atomic_fetch_min(&guess(0), Key(key)); });
           });
           Kokkos::single(
               Kokkos::PerTeam(team),
@@ -845,12 +846,15 @@ class PrunedRunner final : public Runner<SadPruned> {
         live_totals_(1, "pruned live-unit totals"),
         cursor_(1, "pruned unit cursor"),
         candidates_(std::size_t(std::max(1, g_.candidates())), "pruned candidates"),
+        best_candidate_(1, "pruned best candidate"),
         guess_(1, "pruned guess"),
-        polish_(kPrunePolishSide * kPrunePolishSide, "pruned polish windows"),
         centre_(1, "pruned polish centre"),
         settled_(1, "pruned settled windows"),
         alive_after_(std::size_t(g_.units()) * g_.strips.count, "pruned alive after strips"),
-        full_search_(input, shape_) {}
+        full_search_(input, shape_) {
+    // seed_guess resets it after each run.
+    Kokkos::deep_copy(best_candidate_.view(), kNoSadKey);
+  }
 
   void poison(std::uint8_t byte) override {
     guess_.poison(byte);
@@ -867,14 +871,15 @@ class PrunedRunner final : public Runner<SadPruned> {
     const auto target = full_search_.target.view();
     const auto query = full_search_.query.view();
     strip_bounds<Exec, kIsa>(g_, target, query_strips_.view(), bounds_.view(), candidates_.view(),
-                             guess);
-    seed_guess<Exec, kIsa>(g_, candidates_.view(), target, query, guess);
+                             best_candidate_.view());
+    seed_guess<Exec, kIsa>(g_, best_candidate_.view(), target, query, guess, centre_.view(),
+                           live_totals_.view(), settled_.view(), cursor_.view());
     refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), g_.candidate_threads,
-                               target, query, bounds_.view(), guess);
-    polish_windows<Exec>(g_, guess, polish_.view(), centre_.view(), live_totals_.view(),
-                         settled_.view(), cursor_.view());
-    refine_windows<Exec, kIsa>(g_, polish_.view(), kPrunePolishSide * kPrunePolishSide,
-                               g_.polish_threads, target, query, bounds_.view(), guess);
+                               target, query, bounds_.view(), guess, centre_.view(), true);
+    refine_windows<Exec, kIsa>(
+        g_, PolishWindows<Exec>{shape_.map_width, shape_.map_height, centre_.view()},
+        kPrunePolishSide * kPrunePolishSide, g_.polish_threads, target, query, bounds_.view(),
+        guess, centre_.view(), false);
     live_units<Exec>(g_, bounds_.view(), candidates_.view(), guess, centre_.view(), live_.view(),
                      live_totals_.view(), settled_.view());
     const FullSearchSwitch<Exec> full_search{live_totals_.view(), switch_windows()};
@@ -887,7 +892,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   void download(SadPrunedResult& out) override {
     LiveTotals totals = 0;
     live_totals_.download(&totals);
-    std::uint64_t best_key = kNoSadKey;
+    Key best_key = kNoSadKey;
     guess_.download(&best_key);
     out.best = match_from_key(best_key, shape_.map_width);
     out.stats = PruneStats{};
@@ -925,7 +930,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   OutputBuffer<std::uint32_t, Exec> bounds_, live_;
   OutputBuffer<LiveTotals, Exec> live_totals_;
   OutputBuffer<std::uint32_t, Exec> cursor_;
-  OutputBuffer<std::uint64_t, Exec> candidates_, guess_, polish_, centre_;
+  OutputBuffer<Key, Exec> candidates_, best_candidate_, guess_, centre_;
   OutputBuffer<LiveTotals, Exec> settled_;
   OutputBuffer<std::uint8_t, Exec> alive_after_;
   portable_sad::TeamMethod<Exec, false, kIsa> full_search_;

@@ -100,8 +100,8 @@ struct StagedQuery {
   KOKKOS_INLINE_FUNCTION std::uint32_t operator()(int w) const { return words(row_offset + w); }
 };
 
-// One team's tile: its positions' SADs (into the map when kWriteMap), and its smallest
-// sad_key, which every thread of the team returns.
+// One team's tile (of tiles()): its positions' SADs (into the map when kWriteMap), and its
+// smallest sad_key, which every thread of the team returns.
 template <class Exec, bool kWriteMap, Isa kIsa>
 struct TileSad {
   using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
@@ -114,13 +114,25 @@ struct TileSad {
   std::size_t scratch_bytes() const { return team_scratch_bytes<Exec>(g, g.chunk_rows); }
   int tiles() const { return g.tiles_x * g.tiles_y; }
 
-  KOKKOS_INLINE_FUNCTION std::uint64_t operator()(const Team& team) const {
+  // The team's scratch, taken once per team (a team taking several tiles reuses it).
+  struct Staging {
+    Scratch sums, query_rows, target_rows;
+  };
+  KOKKOS_INLINE_FUNCTION Staging staging(const Team& team) const {
     const int chunk = g.chunk_rows;
-    Scratch sums(team.team_scratch(0), kItems * kPositions);  // [position][item]
-    Scratch query_rows(team.team_scratch(0), std::size_t(chunk) * g.query_words);
-    Scratch target_rows(team.team_scratch(0), std::size_t(kTileRows + chunk - 1) * g.row_stride);
-    const int i0 = (team.league_rank() / g.tiles_x) * kTileRows;
-    const int x0 = (team.league_rank() % g.tiles_x) * kGroups * kWords;  // tile's first word
+    return {Scratch(team.team_scratch(0), kItems * kPositions),  // [position][item]
+            Scratch(team.team_scratch(0), std::size_t(chunk) * g.query_words),
+            Scratch(team.team_scratch(0), std::size_t(kTileRows + chunk - 1) * g.row_stride)};
+  }
+
+  KOKKOS_INLINE_FUNCTION std::uint64_t operator()(const Team& team, int tile,
+                                                  const Staging& staged) const {
+    const int chunk = g.chunk_rows;
+    const Scratch& sums = staged.sums;
+    const Scratch& query_rows = staged.query_rows;
+    const Scratch& target_rows = staged.target_rows;
+    const int i0 = (tile / g.tiles_x) * kTileRows;
+    const int x0 = (tile % g.tiles_x) * kGroups * kWords;  // tile's first word
     const int rows = g.s.map_height - i0 < kTileRows ? g.s.map_height - i0 : kTileRows;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kItems * kPositions),
                          [&](int e) { sums(e) = 0; });
@@ -184,7 +196,7 @@ template <class Exec, bool kWriteMap, Isa kIsa>
 std::uint64_t team_sad(const TileSad<Exec, kWriteMap, kIsa>& tile) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   const auto kernel = KOKKOS_LAMBDA(const typename Policy::member_type& team, std::uint64_t& best) {
-    best = sad_min(best, tile(team));
+    best = sad_min(best, tile(team, team.league_rank(), tile.staging(team)));
   };
   std::uint64_t best = kNoSadKey;
   const Kokkos::Min<std::uint64_t> reducer(best);
@@ -198,22 +210,31 @@ std::uint64_t team_sad(const TileSad<Exec, kWriteMap, kIsa>& tile) {
 }
 
 // The whole search, enqueued only: its smallest sad_key lowers keys(0) (an atomic min), and
-// every team returns at once when gate() is false. For callers that decide on the device
-// whether the search is needed (sad-pruned's adaptive switch).
+// nothing runs when gate() is false. For callers that decide on the device whether the search
+// is needed (sad-pruned's adaptive switch), so as few teams as run at once take the tiles in
+// turn: the skipped search is one wave of teams that return at once.
 template <class Exec, Isa kIsa, class Gate, class Keys>
 void team_sad_gated(const TileSad<Exec, false, kIsa>& tile, const Gate& gate, const Keys& keys) {
   using Policy = Kokkos::TeamPolicy<Exec>;
+  const int tiles = tile.tiles();
   const auto kernel = KOKKOS_LAMBDA(const typename Policy::member_type& team) {
     if (!gate()) return;
-    const std::uint64_t best = tile(team);
-    Kokkos::single(Kokkos::PerTeam(team), [&] { Kokkos::atomic_fetch_min(&keys(0), best); });
+    const auto staged = tile.staging(team);
+    std::uint64_t best = kNoSadKey;
+    for (int t = team.league_rank(); t < tiles; t += team.league_size()) {
+      best = sad_min(best, tile(team, t, staged));
+      team.team_barrier();  // the tile's sums are read before the next tile clears them
+    }
+    Kokkos::single(Kokkos::PerTeam(team),
+                   [&] { Kokkos::atomic_fetch_min(&keys(0), typename Keys::value_type(best)); });
   };
   const std::size_t scratch = tile.scratch_bytes();
-  Kokkos::parallel_for(
-      "sad_fused_gated",
-      Policy(tile.tiles(), tile_team_size<Policy>(scratch, kernel, Kokkos::ParallelForTag()))
-          .set_scratch_size(0, Kokkos::PerTeam(scratch)),
-      kernel);
+  const int team_size = tile_team_size<Policy>(scratch, kernel, Kokkos::ParallelForTag());
+  const long long teams =
+      std::min<long long>(tiles, portable::resident_teams<Exec>(team_size, scratch));
+  Kokkos::parallel_for("sad_fused_gated",
+                       Policy(int(teams), team_size).set_scratch_size(0, Kokkos::PerTeam(scratch)),
+                       kernel);
 }
 
 template <class Exec, bool kWriteMap, Isa kIsa = Isa::tuned>
