@@ -734,8 +734,8 @@ struct FullSearchSwitch {
 // strip_order; alive(u, n) receives the windows of live unit u still in after the n + 1 first.
 // The live count is read on the device (totals(0), from live_units), so the grid cannot be
 // sized by it: about one wave of teams takes the units a team's worth (a batch) at a time, team
-// r batch r first, as a grid sized for the count would (taken from a counter instead, the first
-// batches landed on few SMs: σ 5 35 → 57 µs), then the next free batch from cursor(0) (zeroed by
+// r batch r first, as a grid sized for the count would (every batch from a counter instead made
+// σ 5 57 µs against 35: perf/NOTES.md), then the next free batch from cursor(0) (zeroed by
 // seed_guess). Nothing runs when full_search() holds.
 template <class Exec, Isa kIsa>
 void refine_units(const Geometry& g, const U32View<Exec>& live,

@@ -182,7 +182,7 @@ struct TileSad {
   }
 };
 
-// The team size for `kernel` under `policy_of(team_size)`'s scratch: kItems, or fewer where the
+// The team size for `kernel` with `scratch` bytes of team scratch: kItems, or fewer where the
 // kernel's registers allow fewer.
 template <class Policy, class Kernel, class... Tag>
 int tile_team_size(std::size_t scratch, const Kernel& kernel, const Tag&... tag) {
