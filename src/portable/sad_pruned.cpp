@@ -15,10 +15,10 @@
 //    each kTileColumns × kChunkRows tile is its candidate.
 // 3. One team takes the best candidate of all (the paper's FindBestInitMatch: the window with
 //    the smallest bound) and sums its whole SAD in one reduction: as a sad_key, the first
-//    E_guess. Then a team per other candidate whose bound is within that E_guess sums its whole
-//    SAD the same way, which lowers E_guess with an atomic min. Then the same for the polish
-//    neighbourhood of E_guess's window (kPrunePolishRadius), whose windows are settled from then
-//    on.
+//    E_guess. Then a team per other candidate and per window of that window's polish
+//    neighbourhood (kPrunePolishRadius), in one launch, whose bound is within E_guess sums its
+//    whole SAD the same way, which lowers E_guess with an atomic min; the polish windows are
+//    settled from then on.
 // 4. Units of kPruneUnitWindows neighbouring windows of a map row that hold a window with bound
 //    ≤ E_guess outside the settled ones are compacted in tile order, a chunk of slots per team
 //    thread (a tile whose smallest bound exceeds E_guess is skipped unread): one atomic add
@@ -125,8 +125,10 @@ struct Geometry {
   int segment_rows;        // map rows each, whole chunks
   int bands;               // candidates' tile rows down the map, kChunkRows map rows each
   int unit_columns;        // units per map row
-  int candidate_threads;   // threads per team refining the candidates (refine_team_threads)
-  int polish_threads;      // and the polish neighbourhood
+  int first_threads;       // threads per team refining the candidates and the polish windows
+
+  // The windows refine_windows takes first: the candidates, then the polish neighbourhood.
+  int first_windows() const { return candidates() + kPrunePolishSide * kPrunePolishSide; }
 
   int candidates() const { return column_tiles * bands; }
   std::int64_t units() const { return std::int64_t(s.map_height) * unit_columns; }
@@ -161,8 +163,7 @@ Geometry geometry(const SadShape& s) {
              s.map_height,
              prune_bands(s.map_height),
              (s.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows,
-             0,
-             refine_team_threads<Exec>(kPrunePolishSide * kPrunePolishSide)};
+             0};
   // As few segments as fill one wave of teams on a device (each sums a pass's rows before its
   // first window; a second, partial wave would add a quarter of the pass); a few per thread on a
   // host, for balance.
@@ -172,7 +173,7 @@ Geometry geometry(const SadShape& s) {
                         : int(portable::resident_teams<Exec>(team, bound_scratch_bytes<Exec>()));
   g.segment_rows = prune_segment_rows(s, g.column_tiles, teams);
   g.segments = (s.map_height + g.segment_rows - 1) / g.segment_rows;
-  g.candidate_threads = refine_team_threads<Exec>(g.candidates());
+  g.first_threads = refine_team_threads<Exec>(g.first_windows());
   return g;
 }
 
@@ -504,13 +505,11 @@ void seed_guess(const Geometry& g, const KeysView<Exec>& best_candidate,
 
 // Refines the windows list(0 .. count) (indices in the low 32 bits; kNoSadKey entries are
 // skipped), a team of `threads` per window: a window whose bound is within the shared key
-// `guess` gets its exact SAD, which lowers it, and centre(0) too when lower_centre (the
-// candidates: centre(0) is then E_guess as the polish neighbourhood's refinement finds it).
+// `guess` gets its exact SAD, which lowers it.
 template <class Exec, Isa kIsa, class List>
 void refine_windows(const Geometry& g, const List& list, int count, int threads,
                     const WordsView<Exec>& target, const WordsView<Exec>& query,
-                    const U32View<Exec>& bounds, const KeysView<Exec>& guess,
-                    const KeysView<Exec>& centre, bool lower_centre) {
+                    const U32View<Exec>& bounds, const KeysView<Exec>& guess) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
   if (count == 0) return;
@@ -525,25 +524,29 @@ void refine_windows(const Geometry& g, const List& list, int count, int threads,
         if (bounds(w) > std::uint32_t(known >> 32) || w == std::uint32_t(known)) return;
         const std::uint32_t sad = team_window_sad<kIsa>(team, threads, g, target, query, w);
         Kokkos::single(Kokkos::PerTeam(team), [&] {
-          const Key key = sad_key(std::int32_t(sad), w);
-          Kokkos::atomic_fetch_min(&guess(0), key);
-          if (lower_centre) Kokkos::atomic_fetch_min(&centre(0), key);
+          Kokkos::atomic_fetch_min(&guess(0), Key(sad_key(std::int32_t(sad), w)));
         });
       });
 }
 
-// The polish neighbourhood as refine_windows' list: entry e is the e-th window around centre(0)'s
-// (E_guess after the candidates, which the polish refinement does not change), kNoSadKey for the
-// centre itself (its SAD is final) and positions off the map.
+// The windows refine_windows takes first, as its list: the candidates (entries e <
+// count), then the polish neighbourhood of the seed's window, centre(0): its e-th
+// window, kNoSadKey for the centre itself (its SAD is E_guess's first value) and positions off the
+// map. Both in one launch: the polish windows need not wait for the candidates (the seed is the
+// window with the smallest bound, at low noise the match or beside it), and a window refined
+// before E_guess has its last value only costs a SAD.
 template <class Exec>
-struct PolishWindows {
+struct FirstWindows {
+  KeysView<Exec> candidates, centre;
+  int count;  // candidates
   int map_width, map_height;
-  KeysView<Exec> centre;
 
   KOKKOS_INLINE_FUNCTION std::uint64_t operator()(int e) const {
+    if (e < count) return candidates(e);
     std::uint32_t index;
-    const bool inside = polish_window(std::uint32_t(centre(0)), map_width, map_height, e, index);
-    return inside && e != kPrunePolishCentre ? index : kNoSadKey;
+    const bool inside =
+        polish_window(std::uint32_t(centre(0)), map_width, map_height, e - count, index);
+    return inside && e - count != kPrunePolishCentre ? index : kNoSadKey;
   }
 };
 
@@ -874,12 +877,11 @@ class PrunedRunner final : public Runner<SadPruned> {
                              best_candidate_.view());
     seed_guess<Exec, kIsa>(g_, best_candidate_.view(), target, query, guess, centre_.view(),
                            live_totals_.view(), settled_.view(), cursor_.view());
-    refine_windows<Exec, kIsa>(g_, candidates_.view(), g_.candidates(), g_.candidate_threads,
-                               target, query, bounds_.view(), guess, centre_.view(), true);
     refine_windows<Exec, kIsa>(
-        g_, PolishWindows<Exec>{shape_.map_width, shape_.map_height, centre_.view()},
-        kPrunePolishSide * kPrunePolishSide, g_.polish_threads, target, query, bounds_.view(),
-        guess, centre_.view(), false);
+        g_,
+        FirstWindows<Exec>{candidates_.view(), centre_.view(), g_.candidates(), shape_.map_width,
+                           shape_.map_height},
+        g_.first_windows(), g_.first_threads, target, query, bounds_.view(), guess);
     live_units<Exec>(g_, bounds_.view(), candidates_.view(), guess, centre_.view(), live_.view(),
                      live_totals_.view(), settled_.view());
     const FullSearchSwitch<Exec> full_search{live_totals_.view(), switch_windows()};
