@@ -83,13 +83,10 @@ long long resident_items(int threads_per_block, int blocks_per_multiprocessor) {
 // Teams of `team_threads` threads with `scratch_bytes` of team scratch each that Exec runs at
 // once: on GPUs what the multiprocessors' shared memory, thread slots and block slots allow
 // together (a block's shared memory is its scratch, the team header that Kokkos 3.4's
-// ParallelFor<TeamPolicy> puts before it, and the runtime's reservation), and, given
-// `largest_team_threads` (the kernel's team_size_max times its vector length, which Kokkos
-// bounds by the kernel's registers), no more teams than fit in that many threads; on host
-// backends, one per thread.
+// ParallelFor<TeamPolicy> puts before it, and the runtime's reservation); on host backends, one
+// per thread.
 template <class Exec>
-long long resident_teams(int team_threads, std::size_t scratch_bytes,
-                         int largest_team_threads = 0) {
+long long resident_teams(int team_threads, std::size_t scratch_bytes) {
 #if defined(KOKKOS_ENABLE_CUDA)
   if constexpr (std::is_same<Exec, Kokkos::Cuda>::value) {
     const cudaDeviceProp& p = Exec().cuda_device_prop();
@@ -98,14 +95,11 @@ long long resident_teams(int team_threads, std::size_t scratch_bytes,
     long long per_sm =
         std::min(p.maxThreadsPerMultiProcessor / team_threads, p.maxBlocksPerMultiProcessor);
     per_sm = std::min(per_sm, (long long)(p.sharedMemPerMultiprocessor / per_block));
-    if (largest_team_threads > 0)
-      per_sm = std::min(per_sm, (long long)(largest_team_threads / team_threads));
     return std::max(1LL, per_sm) * p.multiProcessorCount;
   }
 #endif
   (void)team_threads;
   (void)scratch_bytes;
-  (void)largest_team_threads;
   return Exec().concurrency();
 }
 

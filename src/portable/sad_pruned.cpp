@@ -270,7 +270,6 @@ void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& targe
         std::uint32_t x[kStrips];  // the pass's query strip sums
         for (int k = 0; k < kStrips; ++k) x[k] = query_strips(first_strip + k);
         const int chunks = (windows + kChunkRows - 1) / kChunkRows + 1;
-        std::uint64_t segment_best = kNoSadKey;  // the segment's candidates' smallest
         for (int chunk = 0; chunk < chunks; ++chunk) {
           const int s0 = chunk * kChunkRows;
           // Rows: a thread's row sums into its slot.
@@ -370,13 +369,11 @@ void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& targe
               Kokkos::Min<std::uint64_t>(best));
           if (last_pass) {
             const int tile_at = prune_tile_of(i_begin + band_first, j0, g.column_tiles);
-            Kokkos::single(Kokkos::PerTeam(team), [&] { candidates(tile_at) = best; });
-            segment_best = sad_min(segment_best, best);
+            Kokkos::single(Kokkos::PerTeam(team), [&] {
+              candidates(tile_at) = best;
+              Kokkos::atomic_fetch_min(&best_candidate(0), Key(best));
+            });
           }
-        }
-        if (last_pass) {
-          Kokkos::single(Kokkos::PerTeam(team),
-                         [&] { Kokkos::atomic_fetch_min(&best_candidate(0), Key(segment_best)); });
         }
       });
 }
@@ -756,88 +753,85 @@ void refine_units(const Geometry& g, const U32View<Exec>& live,
   const bool host = portable::reads_host_memory<Exec>();
   const int units_per_team = host ? 1 : kDeviceUnitsPerTeam;
   const int lanes = host ? 1 : kPruneUnitLanes;
-  const auto totals = full_search.totals;
-  const auto kernel = KOKKOS_LAMBDA(const Team& team) {
-    if (full_search()) return;
-    const std::int64_t count = std::uint32_t(totals(0));
-    for (std::uint32_t batch = team.league_rank();;) {
-      const std::int64_t first_unit = std::int64_t(batch) * units_per_team;
-      if (first_unit >= count) return;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, units_per_team), [&](int t) {
-        const std::int64_t u = first_unit + t;
-        if (u >= count) return;
-        const std::uint32_t unit = live(u);
-        const int i = int(unit / std::uint32_t(columns));
-        const int group = int(unit % std::uint32_t(columns));
-        const int j0 = group * kPruneUnitWindows;
-        const std::size_t first = std::size_t(i) * g.s.map_width + j0;
-        // One vector lane reads E_guess and the others take its value, so that the lanes
-        // leave together.
-        const auto limit_now = [&] {
-          std::uint64_t seen = 0;
-          Kokkos::single(
-              Kokkos::PerThread(team),
-              [&](std::uint64_t& value) { value = Kokkos::volatile_load(guess.data()); }, seen);
-          return std::uint32_t(seen >> 32);
-        };
-        std::uint32_t alive =
-            windows_within(g, bounds, i, j0, limit_now()) &
-            ~polish_settled_windows(std::uint32_t(centre(0)), g.s.map_width, i, j0);
-        UnitSums sad;
-        const std::uint32_t* row =
-            target.data() + std::size_t(i) * g.target_pitch_words + group * kUnitWords;
-        std::uint8_t* counts = alive_after.data() + std::size_t(u) * strips;
-        for (int n = 0; n < strips; ++n) {
-          const int k = order(n);
-          UnitSums strip;
-          Kokkos::parallel_reduce(
-              Kokkos::ThreadVectorRange(team, g.strips.begin(k), g.strips.end(k)),
-              [&](int y, UnitSums& sums) {
-                accumulate_sad_row<kUnitWords, kIsa>(
-                    RowWords{row + std::size_t(y) * g.target_pitch_words},
-                    QueryWords{query.data() + std::size_t(y) * g.query_words}, g.s.query_width,
-                    sums.v);
-              },
-              strip);
-          sad += strip;
-          const std::uint32_t limit = limit_now();
-          for (int p = 0; p < kPruneUnitWindows; ++p) {
-            if (sad.v[p] > limit) alive &= ~(1u << p);
-          }
-          Kokkos::single(Kokkos::PerThread(team),
-                         [&] { counts[n] = std::uint8_t(bit_count(alive)); });
-          if (alive == 0) {
-            Kokkos::single(Kokkos::PerThread(team), [&] {
-              for (int rest = n + 1; rest < strips; ++rest) counts[rest] = 0;
-            });
-            return;
-          }
-        }
-        std::uint64_t key = kNoSadKey;
-        for (int p = 0; p < kPruneUnitWindows; ++p) {
-          if (alive & (1u << p)) {
-            key = sad_min(key, sad_key(std::int32_t(sad.v[p]), std::uint32_t(first + p)));
-          }
-        }
-        Kokkos::single(Kokkos::PerThread(team),
-                       [&] { Kokkos::atomic_fetch_min(&guess(0), Key(key)); });
-      });
-      Kokkos::single(
-          Kokkos::PerTeam(team),
-          [&](std::uint32_t& next) {
-            next = std::uint32_t(team.league_size()) + Kokkos::atomic_fetch_add(&cursor(0), 1u);
-          },
-          batch);
-    }
-  };
-  // About one wave: as many teams as run at once, counting the kernel's registers.
-  const int largest_team =
-      Policy(1, units_per_team, lanes).team_size_max(kernel, Kokkos::ParallelForTag());
   const long long teams = std::min<long long>(
-      host ? 4 * Exec().concurrency()
-           : portable::resident_teams<Exec>(units_per_team * lanes, 0, largest_team * lanes),
+      host ? 4 * Exec().concurrency() : portable::resident_teams<Exec>(units_per_team * lanes, 0),
       (g.units() + units_per_team - 1) / units_per_team);
-  Kokkos::parallel_for("pruned_refine_units", Policy(int(teams), units_per_team, lanes), kernel);
+  const auto totals = full_search.totals;
+  Kokkos::parallel_for(
+      "pruned_refine_units", Policy(int(teams), units_per_team, lanes),
+      KOKKOS_LAMBDA(const Team& team) {
+        if (full_search()) return;
+        const std::int64_t count = std::uint32_t(totals(0));
+        for (std::uint32_t batch = team.league_rank();;) {
+          const std::int64_t first_unit = std::int64_t(batch) * units_per_team;
+          if (first_unit >= count) return;
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, units_per_team), [&](int t) {
+            const std::int64_t u = first_unit + t;
+            if (u >= count) return;
+            const std::uint32_t unit = live(u);
+            const int i = int(unit / std::uint32_t(columns));
+            const int group = int(unit % std::uint32_t(columns));
+            const int j0 = group * kPruneUnitWindows;
+            const std::size_t first = std::size_t(i) * g.s.map_width + j0;
+            // One vector lane reads E_guess and the others take its value, so that the lanes
+            // leave together.
+            const auto limit_now = [&] {
+              std::uint64_t seen = 0;
+              Kokkos::single(
+                  Kokkos::PerThread(team),
+                  [&](std::uint64_t& value) { value = Kokkos::volatile_load(guess.data()); }, seen);
+              return std::uint32_t(seen >> 32);
+            };
+            std::uint32_t alive =
+                windows_within(g, bounds, i, j0, limit_now()) &
+                ~polish_settled_windows(std::uint32_t(centre(0)), g.s.map_width, i, j0);
+            UnitSums sad;
+            const std::uint32_t* row =
+                target.data() + std::size_t(i) * g.target_pitch_words + group * kUnitWords;
+            std::uint8_t* counts = alive_after.data() + std::size_t(u) * strips;
+            for (int n = 0; n < strips; ++n) {
+              const int k = order(n);
+              UnitSums strip;
+              Kokkos::parallel_reduce(
+                  Kokkos::ThreadVectorRange(team, g.strips.begin(k), g.strips.end(k)),
+                  [&](int y, UnitSums& sums) {
+                    accumulate_sad_row<kUnitWords, kIsa>(
+                        RowWords{row + std::size_t(y) * g.target_pitch_words},
+                        QueryWords{query.data() + std::size_t(y) * g.query_words}, g.s.query_width,
+                        sums.v);
+                  },
+                  strip);
+              sad += strip;
+              const std::uint32_t limit = limit_now();
+              for (int p = 0; p < kPruneUnitWindows; ++p) {
+                if (sad.v[p] > limit) alive &= ~(1u << p);
+              }
+              Kokkos::single(Kokkos::PerThread(team),
+                             [&] { counts[n] = std::uint8_t(bit_count(alive)); });
+              if (alive == 0) {
+                Kokkos::single(Kokkos::PerThread(team), [&] {
+                  for (int rest = n + 1; rest < strips; ++rest) counts[rest] = 0;
+                });
+                return;
+              }
+            }
+            std::uint64_t key = kNoSadKey;
+            for (int p = 0; p < kPruneUnitWindows; ++p) {
+              if (alive & (1u << p)) {
+                key = sad_min(key, sad_key(std::int32_t(sad.v[p]), std::uint32_t(first + p)));
+              }
+            }
+            Kokkos::single(Kokkos::PerThread(team),
+                           [&] { Kokkos::atomic_fetch_min(&guess(0), Key(key)); });
+          });
+          Kokkos::single(
+              Kokkos::PerTeam(team),
+              [&](std::uint32_t& next) {
+                next = std::uint32_t(team.league_size()) + Kokkos::atomic_fetch_add(&cursor(0), 1u);
+              },
+              batch);
+        }
+      });
 }
 
 template <class Exec, Isa kIsa>

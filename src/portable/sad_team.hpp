@@ -229,12 +229,9 @@ void team_sad_gated(const TileSad<Exec, false, kIsa>& tile, const Gate& gate, co
                    [&] { Kokkos::atomic_fetch_min(&keys(0), typename Keys::value_type(best)); });
   };
   const std::size_t scratch = tile.scratch_bytes();
-  const int largest_team = Policy(1, 1)
-                               .set_scratch_size(0, Kokkos::PerTeam(scratch))
-                               .team_size_max(kernel, Kokkos::ParallelForTag());
-  const int team_size = std::min(kItems, largest_team);
+  const int team_size = tile_team_size<Policy>(scratch, kernel, Kokkos::ParallelForTag());
   const long long teams =
-      std::min<long long>(tiles, portable::resident_teams<Exec>(team_size, scratch, largest_team));
+      std::min<long long>(tiles, portable::resident_teams<Exec>(team_size, scratch));
   Kokkos::parallel_for("sad_fused_gated",
                        Policy(int(teams), team_size).set_scratch_size(0, Kokkos::PerTeam(scratch)),
                        kernel);
