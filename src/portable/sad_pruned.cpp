@@ -98,8 +98,8 @@ template <class Exec>
 using WordsView = typename InputBuffer<std::uint32_t, Exec>::View;
 template <class Exec>
 using OrderView = typename InputBuffer<int, Exec>::View;
-// sad_keys on the device (E_guess, its copy in centre(0), the candidates): unsigned long long, for
-// which Kokkos 3.4's atomic min is CUDA's atomicMin (for std::uint64_t, unsigned long, it is a
+// sad_keys on the device (E_guess, the seed's in centre(0), the candidates): unsigned long long,
+// for which Kokkos 3.4's atomic min is CUDA's atomicMin (for std::uint64_t, unsigned long, it is a
 // compare-and-swap loop, which waits for its result).
 using Key = unsigned long long;
 static_assert(sizeof(Key) == sizeof(std::uint64_t), "a sad_key in one word");
