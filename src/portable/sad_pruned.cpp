@@ -756,12 +756,11 @@ void refine_units(const Geometry& g, const U32View<Exec>& live,
   const long long teams = std::min<long long>(
       host ? 4 * Exec().concurrency() : portable::resident_teams<Exec>(units_per_team * lanes, 0),
       (g.units() + units_per_team - 1) / units_per_team);
-  const auto totals = full_search.totals;
   Kokkos::parallel_for(
       "pruned_refine_units", Policy(int(teams), units_per_team, lanes),
       KOKKOS_LAMBDA(const Team& team) {
         if (full_search()) return;
-        const std::int64_t count = std::uint32_t(totals(0));
+        const std::int64_t count = std::uint32_t(full_search.totals(0));  // live units
         for (std::uint32_t batch = team.league_rank();;) {
           const std::int64_t first_unit = std::int64_t(batch) * units_per_team;
           if (first_unit >= count) return;
