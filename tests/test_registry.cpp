@@ -123,8 +123,8 @@ TEST_CASE("every portable variant that uses target-specific helpers has a plain 
   SECTION("sad: kokkos-team, kokkos-fused") {
     CHECK(check_plain_builds<Sad>() == 2 * backends);
   }
-  SECTION("sad-pruned: kokkos-pruned") {
-    CHECK(check_plain_builds<SadPruned>() == backends);
+  SECTION("sad-pruned: kokkos-pruned, kokkos-pruned-graph") {
+    CHECK(check_plain_builds<SadPruned>() == 2 * backends);
   }
   SECTION("cemd: kokkos-team, kokkos-tiled") {
     CHECK(check_plain_builds<Cemd>() == 2 * backends);

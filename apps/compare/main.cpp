@@ -9,6 +9,7 @@
 //   compare --algo cemd --query q.npy --database d.npy [--distance raw] [--all-pairs]
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -45,15 +46,18 @@ ImageU8 load_or_generate(const Options& options, int channels, std::string* name
 // Portable variants also say whether their kernels use target-specific instructions and whether
 // their schedule is a simple one.
 void print_registry() {
-  std::printf("%-10s %-28s %-11s %-7s %-10s %s\n", "algo", "variant", "layer", "backend", "kind",
-              "portable build");
-  for (const auto& v : all_variants()) {
+  const auto variants = all_variants();
+  int name_width = 0;
+  for (const auto& v : variants) name_width = std::max(name_width, int(v.name.size()));
+  std::printf("%-10s %-*s %-11s %-7s %-10s %s\n", "algo", name_width, "variant", "layer", "backend",
+              "kind", "portable build");
+  for (const auto& v : variants) {
     std::string build;
     if (v.layer == Layer::portable) {
       build =
           std::string(to_string(v.isa)) + " instructions" + (v.simple ? ", simple schedule" : "");
     }
-    std::printf("%-10s %-28s %-11s %-7s %-10s %s\n", v.algorithm.c_str(), v.name.c_str(),
+    std::printf("%-10s %-*s %-11s %-7s %-10s %s\n", v.algorithm.c_str(), name_width, v.name.c_str(),
                 to_string(v.layer), to_string(v.backend), v.end_to_end ? "end-to-end" : "kernel",
                 build.c_str());
   }

@@ -3,11 +3,13 @@
 // registry backend, and host/device buffers that skip copies when the space can read host memory.
 
 #include <Kokkos_Core.hpp>
+#include <Kokkos_Graph.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kbench/error.hpp"
@@ -323,6 +325,32 @@ class PitchedImage {
   const char* label_;
   View view_;
   View staging_;
+};
+
+// How a runner enqueues a chain of kernels, each after the one before. StreamLaunch: a
+// Kokkos::parallel_for each, the way Kokkos launches by default. GraphLaunch: the chain's next node
+// in a Kokkos graph (Kokkos::Experimental::Graph), which the runner builds once and submits whole
+// each run; on CUDA that is one CUDA graph, whose kernels the device starts one after another
+// without a launch from the host each.
+struct StreamLaunch {
+  template <class Policy, class Kernel>
+  void parallel_for(const std::string& name, const Policy& policy, const Kernel& kernel) {
+    Kokkos::parallel_for(name, policy, kernel);
+  }
+};
+
+template <class Exec>
+class GraphLaunch {
+ public:
+  explicit GraphLaunch(Kokkos::Experimental::GraphNodeRef<Exec> root) : last_(std::move(root)) {}
+
+  template <class Policy, class Kernel>
+  void parallel_for(const std::string& name, const Policy& policy, const Kernel& kernel) {
+    last_ = last_.then_parallel_for(name, policy, kernel);
+  }
+
+ private:
+  Kokkos::Experimental::GraphNodeRef<Exec> last_;  // the node the next kernel follows
 };
 
 }  // namespace kbench::portable

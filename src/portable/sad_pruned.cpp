@@ -33,6 +33,7 @@
 // search runs instead. That switch is taken on the device (step 5 and the full search are both
 // enqueued, each gated on step 4's count), so a run never waits for the host between its steps.
 #include <algorithm>
+#include <optional>
 #include <type_traits>
 
 #include "kbench/sad_pruned.hpp"
@@ -239,8 +240,8 @@ KOKKOS_INLINE_FUNCTION void sum_tile_row(const Geometry& g, const std::uint32_t*
 // (first pass) or added (later ones) to `bounds`; on the last pass each tile's smallest
 // sad_key(bound, index) into `candidates`, and the smallest of all into best_candidate(0) by an
 // atomic min (kNoSadKey before the run: seed_guess resets it).
-template <class Exec, Isa kIsa, int kStrips>
-void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& target,
+template <class Exec, Isa kIsa, int kStrips, class Launch>
+void bound_pass(Launch& launch, const Geometry& g, int first_strip, const WordsView<Exec>& target,
                 const typename InputBuffer<std::uint32_t, Exec>::View& query_strips,
                 const U32View<Exec>& bounds, const KeysView<Exec>& candidates,
                 const KeysView<Exec>& best_candidate) {
@@ -255,7 +256,7 @@ void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& targe
   // after ρ's band (lead + span ≤ kChunkRows); lead is whole strips, so a block of kStripRows
   // windows starts at a whole strip.
   const int lead = kChunkRows - (span + kStripRows - 1) / kStripRows * kStripRows;
-  Kokkos::parallel_for(
+  launch.parallel_for(
       "pruned_bound_pass",
       Policy(g.column_tiles * g.segments, team_threads<Exec>(kChunkRows))
           .set_scratch_size(0, Kokkos::PerTeam(bound_scratch_bytes<Exec>())),
@@ -379,23 +380,23 @@ void bound_pass(const Geometry& g, int first_strip, const WordsView<Exec>& targe
 }
 
 // bound_pass<kStrips> for a run-time count of 1 .. kStrips strips.
-template <class Exec, Isa kIsa, int kStrips = kMaxPassStrips, class... Args>
-void bound_pass_of(int strips, const Args&... args) {
+template <class Exec, Isa kIsa, int kStrips = kMaxPassStrips, class Launch, class... Args>
+void bound_pass_of(int strips, Launch& launch, const Args&... args) {
   if constexpr (kStrips > 1) {
-    if (strips < kStrips) return bound_pass_of<Exec, kIsa, kStrips - 1>(strips, args...);
+    if (strips < kStrips) return bound_pass_of<Exec, kIsa, kStrips - 1>(strips, launch, args...);
   }
-  bound_pass<Exec, kIsa, kStrips>(args...);
+  bound_pass<Exec, kIsa, kStrips>(launch, args...);
 }
 
 // Every window's strip bound into `bounds`, a pass per kMaxPassStrips strips; the candidates.
-template <class Exec, Isa kIsa>
-void strip_bounds(const Geometry& g, const WordsView<Exec>& target,
+template <class Exec, Isa kIsa, class Launch>
+void strip_bounds(Launch& launch, const Geometry& g, const WordsView<Exec>& target,
                   const typename InputBuffer<std::uint32_t, Exec>::View& query_strips,
                   const U32View<Exec>& bounds, const KeysView<Exec>& candidates,
                   const KeysView<Exec>& best_candidate) {
   for (int first = 0; first < g.strips.count; first += kMaxPassStrips) {
-    bound_pass_of<Exec, kIsa>(std::min(kMaxPassStrips, g.strips.count - first), g, first, target,
-                              query_strips, bounds, candidates, best_candidate);
+    bound_pass_of<Exec, kIsa>(std::min(kMaxPassStrips, g.strips.count - first), launch, g, first,
+                              target, query_strips, bounds, candidates, best_candidate);
   }
 }
 
@@ -476,8 +477,8 @@ using LiveTotalsView = typename OutputBuffer<LiveTotals, Exec>::View;
 // with the smallest bound) and sums its window's whole SAD at once, into guess(0) and centre(0);
 // best_candidate(0) is reset for the next run, and the run's counters for live_units and
 // refine_units are zeroed.
-template <class Exec, Isa kIsa>
-void seed_guess(const Geometry& g, const KeysView<Exec>& best_candidate,
+template <class Exec, Isa kIsa, class Launch>
+void seed_guess(Launch& launch, const Geometry& g, const KeysView<Exec>& best_candidate,
                 const WordsView<Exec>& target, const WordsView<Exec>& query,
                 const KeysView<Exec>& guess, const KeysView<Exec>& centre,
                 const LiveTotalsView<Exec>& live_totals, const LiveTotalsView<Exec>& settled,
@@ -486,7 +487,7 @@ void seed_guess(const Geometry& g, const KeysView<Exec>& best_candidate,
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<kSeedTeam, 1>>;
   using Team = typename Policy::member_type;
   const int threads = team_threads<Exec>(kSeedTeam);
-  Kokkos::parallel_for(
+  launch.parallel_for(
       "pruned_seed", Policy(1, threads), KOKKOS_LAMBDA(const Team& team) {
         const std::uint64_t best = best_candidate(0);
         std::uint64_t key = kNoSadKey;
@@ -506,14 +507,14 @@ void seed_guess(const Geometry& g, const KeysView<Exec>& best_candidate,
 // Refines the windows list(0 .. count) (indices in the low 32 bits; kNoSadKey entries are
 // skipped), a team of `threads` per window: a window whose bound is within the shared key
 // `guess` gets its exact SAD, which lowers it.
-template <class Exec, Isa kIsa, class List>
-void refine_windows(const Geometry& g, const List& list, int count, int threads,
+template <class Exec, Isa kIsa, class Launch, class List>
+void refine_windows(Launch& launch, const Geometry& g, const List& list, int count, int threads,
                     const WordsView<Exec>& target, const WordsView<Exec>& query,
                     const U32View<Exec>& bounds, const KeysView<Exec>& guess) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
   if (count == 0) return;
-  Kokkos::parallel_for(
+  launch.parallel_for(
       "pruned_refine_windows", Policy(count, threads), KOKKOS_LAMBDA(const Team& team) {
         const std::uint64_t entry = list(team.league_rank());
         if (entry == kNoSadKey) return;  // nothing to refine
@@ -581,11 +582,11 @@ KOKKOS_INLINE_FUNCTION std::uint32_t windows_within(const Geometry& g, const Bou
 // units' places within it, in slot order (so in tile order: the refinement's neighbouring units
 // then share most of their target rows); the chunks are placed in their own order, on which
 // nothing depends.
-template <class Exec>
-void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<Exec>& tile_minima,
-                const KeysView<Exec>& guess, const KeysView<Exec>& centre,
-                const U32View<Exec>& live, const LiveTotalsView<Exec>& totals,
-                const LiveTotalsView<Exec>& settled) {
+template <class Exec, class Launch>
+void live_units(Launch& launch, const Geometry& g, const U32View<Exec>& bounds,
+                const KeysView<Exec>& tile_minima, const KeysView<Exec>& guess,
+                const KeysView<Exec>& centre, const U32View<Exec>& live,
+                const LiveTotalsView<Exec>& totals, const LiveTotalsView<Exec>& settled) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   const bool host = portable::reads_host_memory<Exec>();
   const int threads = host ? 1 : kDeviceLiveTeam;
@@ -600,7 +601,7 @@ void live_units(const Geometry& g, const U32View<Exec>& bounds, const KeysView<E
   const std::uint32_t team_chunks =
       host ? std::max(1u, chunks / std::uint32_t(4 * Exec().concurrency())) : threads;
   const std::size_t scratch = 3 * Scratch<Exec>::shmem_size(std::size_t(threads) * lanes);
-  Kokkos::parallel_for(
+  launch.parallel_for(
       "pruned_live_units",
       Policy(int((chunks + team_chunks - 1) / team_chunks), threads, lanes)
           .set_scratch_size(0, Kokkos::PerTeam(scratch)),
@@ -740,8 +741,8 @@ struct FullSearchSwitch {
 // r batch r first, as a grid sized for the count would (every batch from a counter instead made
 // σ 5 57 µs against 35: perf/NOTES.md), then the next free batch from cursor(0) (zeroed by
 // seed_guess). Nothing runs when full_search() holds.
-template <class Exec, Isa kIsa>
-void refine_units(const Geometry& g, const U32View<Exec>& live,
+template <class Exec, Isa kIsa, class Launch>
+void refine_units(Launch& launch, const Geometry& g, const U32View<Exec>& live,
                   const FullSearchSwitch<Exec>& full_search, const U32View<Exec>& cursor,
                   const WordsView<Exec>& target, const WordsView<Exec>& query,
                   const OrderView<Exec>& order, const U32View<Exec>& bounds,
@@ -756,7 +757,7 @@ void refine_units(const Geometry& g, const U32View<Exec>& live,
   const long long teams = std::min<long long>(
       host ? 4 * Exec().concurrency() : portable::resident_teams<Exec>(units_per_team * lanes, 0),
       (g.units() + units_per_team - 1) / units_per_team);
-  Kokkos::parallel_for(
+  launch.parallel_for(
       "pruned_refine_units", Policy(int(teams), units_per_team, lanes),
       KOKKOS_LAMBDA(const Team& team) {
         if (full_search()) return;
@@ -833,7 +834,9 @@ void refine_units(const Geometry& g, const U32View<Exec>& live,
       });
 }
 
-template <class Exec, Isa kIsa>
+// kGraph: the run's kernels are built once into a Kokkos graph and submitted whole each run
+// (portable::GraphLaunch), instead of launched one by one.
+template <class Exec, Isa kIsa, bool kGraph>
 class PrunedRunner final : public Runner<SadPruned> {
  public:
   explicit PrunedRunner(const SadInput& input)
@@ -856,6 +859,12 @@ class PrunedRunner final : public Runner<SadPruned> {
         full_search_(input, shape_) {
     // seed_guess resets it after each run.
     Kokkos::deep_copy(best_candidate_.view(), kNoSadKey);
+    if constexpr (kGraph) {
+      graph_.emplace(Kokkos::Experimental::create_graph(Exec{}, [&](const auto& root) {
+        portable::GraphLaunch<Exec> launch(root);
+        enqueue_run(launch);
+      }));
+    }
   }
 
   void poison(std::uint8_t byte) override {
@@ -869,25 +878,12 @@ class PrunedRunner final : public Runner<SadPruned> {
     full_search_.upload();
   }
   void compute() override {
-    const auto guess = guess_.view();
-    const auto target = full_search_.target.view();
-    const auto query = full_search_.query.view();
-    strip_bounds<Exec, kIsa>(g_, target, query_strips_.view(), bounds_.view(), candidates_.view(),
-                             best_candidate_.view());
-    seed_guess<Exec, kIsa>(g_, best_candidate_.view(), target, query, guess, centre_.view(),
-                           live_totals_.view(), settled_.view(), cursor_.view());
-    refine_windows<Exec, kIsa>(
-        g_,
-        FirstWindows<Exec>{candidates_.view(), centre_.view(), g_.candidates(), shape_.map_width,
-                           shape_.map_height},
-        g_.first_windows(), g_.first_threads, target, query, bounds_.view(), guess);
-    live_units<Exec>(g_, bounds_.view(), candidates_.view(), guess, centre_.view(), live_.view(),
-                     live_totals_.view(), settled_.view());
-    const FullSearchSwitch<Exec> full_search{live_totals_.view(), switch_windows()};
-    refine_units<Exec, kIsa>(g_, live_.view(), full_search, cursor_.view(), target, query,
-                             order_view_.view(), bounds_.view(), guess, centre_.view(),
-                             alive_after_.view());
-    portable_sad::team_sad_gated(full_search_.tile(), full_search, guess);
+    if constexpr (kGraph) {
+      graph_->submit();
+    } else {
+      portable::StreamLaunch launch;
+      enqueue_run(launch);
+    }
   }
   void sync() override { Exec{}.fence(); }
   void download(SadPrunedResult& out) override {
@@ -922,6 +918,30 @@ class PrunedRunner final : public Runner<SadPruned> {
     return std::uint64_t(kFullSearchFraction * double(shape_.map_size()));
   }
 
+  // A run's kernels, in order.
+  template <class Launch>
+  void enqueue_run(Launch& launch) const {
+    const auto guess = guess_.view();
+    const auto target = full_search_.target.view();
+    const auto query = full_search_.query.view();
+    strip_bounds<Exec, kIsa>(launch, g_, target, query_strips_.view(), bounds_.view(),
+                             candidates_.view(), best_candidate_.view());
+    seed_guess<Exec, kIsa>(launch, g_, best_candidate_.view(), target, query, guess, centre_.view(),
+                           live_totals_.view(), settled_.view(), cursor_.view());
+    refine_windows<Exec, kIsa>(
+        launch, g_,
+        FirstWindows<Exec>{candidates_.view(), centre_.view(), g_.candidates(), shape_.map_width,
+                           shape_.map_height},
+        g_.first_windows(), g_.first_threads, target, query, bounds_.view(), guess);
+    live_units<Exec>(launch, g_, bounds_.view(), candidates_.view(), guess, centre_.view(),
+                     live_.view(), live_totals_.view(), settled_.view());
+    const FullSearchSwitch<Exec> full_search{live_totals_.view(), switch_windows()};
+    refine_units<Exec, kIsa>(launch, g_, live_.view(), full_search, cursor_.view(), target, query,
+                             order_view_.view(), bounds_.view(), guess, centre_.view(),
+                             alive_after_.view());
+    portable_sad::team_sad_gated(launch, full_search_.tile(), full_search, guess);
+  }
+
   SadShape shape_;
   Geometry g_;
   std::vector<std::uint32_t> strip_sums_;
@@ -935,6 +955,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   OutputBuffer<LiveTotals, Exec> settled_;
   OutputBuffer<std::uint8_t, Exec> alive_after_;
   portable_sad::TeamMethod<Exec, false, kIsa> full_search_;
+  std::optional<Kokkos::Experimental::Graph<Exec>> graph_;  // kGraph: the run, built once
 };
 
 }  // namespace kbench::portable_pruned
@@ -945,17 +966,25 @@ void register_sad_pruned_portable(VariantList<SadPruned>& list) {
   using portable::backend_of;
   portable::for_each_exec_space([&](auto exec) {
     using Exec = typename decltype(exec)::type;
-    portable::for_each_isa([&](auto isa) {
+    const bool cuda = backend_of<Exec>() == Backend::cuda;
+    const auto add = [&](auto isa, auto graph, const char* name, int preference) {
       constexpr Isa kIsa = decltype(isa)::value;
-      const char* name = kIsa == Isa::tuned ? "kokkos-pruned-" : "kokkos-pruned-plain-";
+      using Runner = portable_pruned::PrunedRunner<Exec, kIsa, decltype(graph)::value>;
       list.push_back({std::string(name) + to_string(backend_of<Exec>()), Layer::portable,
-                      backend_of<Exec>(), false,
-                      make_runner<portable_pruned::PrunedRunner<Exec, kIsa>>,
+                      backend_of<Exec>(), false, make_runner<Runner>,
                       [](const SadInput& input) {
                         const SadShape s = validate_sad_pruned_input(input);
                         return portable_sad::TeamMethod<Exec, false, kIsa>::fits(s);
                       },
-                      backend_of<Exec>() == Backend::cuda ? 25 : 5, kIsa, false});
+                      preference, kIsa, false});
+    };
+    portable::for_each_isa([&](auto isa) {
+      const bool tuned = decltype(isa)::value == Isa::tuned;
+      add(isa, std::false_type{}, tuned ? "kokkos-pruned-" : "kokkos-pruned-plain-", cuda ? 25 : 5);
+      // The same kernels as one Kokkos graph: what Kokkos' own answer to launch latency buys
+      // (perf/NOTES.md). Below the launched form for the user tools until measured ahead of it.
+      add(isa, std::true_type{}, tuned ? "kokkos-pruned-graph-" : "kokkos-pruned-graph-plain-",
+          cuda ? 24 : 4);
     });
   });
 }

@@ -212,9 +212,11 @@ std::uint64_t team_sad(const TileSad<Exec, kWriteMap, kIsa>& tile) {
 // The whole search, enqueued only: its smallest sad_key lowers keys(0) (an atomic min), and
 // nothing runs when gate() is false. For callers that decide on the device whether the search
 // is needed (sad-pruned's adaptive switch), so as few teams as run at once take the tiles in
-// turn: the skipped search is one wave of teams that return at once.
-template <class Exec, Isa kIsa, class Gate, class Keys>
-void team_sad_gated(const TileSad<Exec, false, kIsa>& tile, const Gate& gate, const Keys& keys) {
+// turn: the skipped search is one wave of teams that return at once. `launch` enqueues it
+// (portable::StreamLaunch or GraphLaunch).
+template <class Exec, Isa kIsa, class Launch, class Gate, class Keys>
+void team_sad_gated(Launch& launch, const TileSad<Exec, false, kIsa>& tile, const Gate& gate,
+                    const Keys& keys) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   const int tiles = tile.tiles();
   const auto kernel = KOKKOS_LAMBDA(const typename Policy::member_type& team) {
@@ -232,9 +234,9 @@ void team_sad_gated(const TileSad<Exec, false, kIsa>& tile, const Gate& gate, co
   const int team_size = tile_team_size<Policy>(scratch, kernel, Kokkos::ParallelForTag());
   const long long teams =
       std::min<long long>(tiles, portable::resident_teams<Exec>(team_size, scratch));
-  Kokkos::parallel_for("sad_fused_gated",
-                       Policy(int(teams), team_size).set_scratch_size(0, Kokkos::PerTeam(scratch)),
-                       kernel);
+  launch.parallel_for("sad_fused_gated",
+                      Policy(int(teams), team_size).set_scratch_size(0, Kokkos::PerTeam(scratch)),
+                      kernel);
 }
 
 template <class Exec, bool kWriteMap, Isa kIsa = Isa::tuned>
