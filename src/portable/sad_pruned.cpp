@@ -860,10 +860,10 @@ class PrunedRunner final : public Runner<SadPruned> {
     // seed_guess resets it after each run.
     Kokkos::deep_copy(best_candidate_.view(), kNoSadKey);
     if constexpr (kGraph) {
-      graph_.emplace(Kokkos::Experimental::create_graph(Exec{}, [&](const auto& root) {
+      graph_ = Kokkos::Experimental::create_graph(Exec{}, [&](const auto& root) {
         portable::GraphLaunch<Exec> launch(root);
         enqueue_run(launch);
-      }));
+      });
     }
   }
 
