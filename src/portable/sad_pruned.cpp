@@ -32,6 +32,8 @@
 // When more than kFullSearchFraction of the windows are left after step 4, the fused full
 // search runs instead. That switch is taken on the device (step 5 and the full search are both
 // enqueued, each gated on step 4's count), so a run never waits for the host between its steps.
+// kokkos-pruned launches the steps one by one; kokkos-pruned-graph builds the same launches into
+// one Kokkos graph once and submits it each run.
 #include <algorithm>
 #include <optional>
 #include <type_traits>
