@@ -331,8 +331,12 @@ class PitchedImage {
 // Kokkos::parallel_for each, the way Kokkos launches by default. GraphLaunch: the chain's next node
 // in a Kokkos graph (Kokkos::Experimental::Graph), which the runner builds once and submits whole
 // each run; on CUDA that is one CUDA graph, whose kernels the device starts one after another
-// without a launch from the host each.
+// without a launch from the host each. branch() gives a launcher whose kernels need only those
+// enqueued so far: in a graph they may run beside the ones enqueued through the original from then
+// on; on a stream everything still runs in turn.
 struct StreamLaunch {
+  StreamLaunch branch() const { return {}; }
+
   template <class Policy, class Kernel>
   void parallel_for(const std::string& name, const Policy& policy, const Kernel& kernel) {
     Kokkos::parallel_for(name, policy, kernel);
@@ -343,6 +347,8 @@ template <class Exec>
 class GraphLaunch {
  public:
   explicit GraphLaunch(Kokkos::Experimental::GraphNodeRef<Exec> root) : last_(std::move(root)) {}
+
+  GraphLaunch branch() const { return *this; }
 
   template <class Policy, class Kernel>
   void parallel_for(const std::string& name, const Policy& policy, const Kernel& kernel) {

@@ -938,10 +938,14 @@ class PrunedRunner final : public Runner<SadPruned> {
     live_units<Exec>(launch, g_, bounds_.view(), candidates_.view(), guess, centre_.view(),
                      live_.view(), live_totals_.view(), settled_.view());
     const FullSearchSwitch<Exec> full_search{live_totals_.view(), switch_windows()};
+    // The unit refinement and the full search exclude each other (each gated on the switch) and
+    // only lower E_guess: the search needs live_units' count alone, so in a graph whichever of
+    // the two is skipped returns beside the other instead of after it.
+    auto beside = launch.branch();
     refine_units<Exec, kIsa>(launch, g_, live_.view(), full_search, cursor_.view(), target, query,
                              order_view_.view(), bounds_.view(), guess, centre_.view(),
                              alive_after_.view());
-    portable_sad::team_sad_gated(launch, full_search_.tile(), full_search, guess);
+    portable_sad::team_sad_gated(beside, full_search_.tile(), full_search, guess);
   }
 
   SadShape shape_;
