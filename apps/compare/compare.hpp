@@ -2,13 +2,25 @@
 // The compare harness, generic over the algorithm: check every selected variant against the
 // reference, time the correct ones, print a table and write JSON lines.
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "kbench/harness.hpp"
+#include "kbench/registry.hpp"
 
 namespace kbench::compare {
+
+// The width of the variant column in compare's tables and listing: the longest registered name.
+inline int variant_column() {
+  static const int width = [] {
+    std::size_t longest = 0;
+    for (const auto& v : all_variants()) longest = std::max(longest, v.name.size());
+    return int(longest);
+  }();
+  return width;
+}
 
 struct Options {
   std::string algorithm = "conv";

@@ -12,9 +12,6 @@
 
 namespace kbench::compare {
 
-// The tables' variant column: the longest name (kokkos-pruned-graph-plain-openmp).
-constexpr int kVariantColumn = 32;
-
 inline bool selected(const std::vector<std::string>& filter, const std::string& value) {
   if (filter.empty()) return true;
   for (const auto& f : filter) {
@@ -93,7 +90,7 @@ int run(const Options& options, const Case<Algorithm>& problem) {
       rows.push_back(row);
       continue;
     }
-    std::printf("  %-*s checking...", kVariantColumn, v.name.c_str());
+    std::printf("  %-*s checking...", variant_column(), v.name.c_str());
     std::fflush(stdout);
     try {
       const auto out = run_checked(v, problem.input);
@@ -123,19 +120,19 @@ int run(const Options& options, const Case<Algorithm>& problem) {
     rows.push_back(row);
   }
 
-  std::printf("\n%-*s %-11s %-7s %10s %10s %10s %9s %9s %8s %6s\n", kVariantColumn, "variant",
+  std::printf("\n%-*s %-11s %-7s %10s %10s %10s %9s %9s %8s %6s\n", variant_column(), "variant",
               "layer", "backend", "median ms", "min ms", "e2e ms", "GB/s",
               (std::string("G") + work.operation_unit + "/s").c_str(), "speedup", "error");
   const std::string date = utc_timestamp();
   for (const Row& row : rows) {
     if (row.status != "ok") {
-      std::printf("%-*s %-11s %-7s %s%s%s\n", kVariantColumn, row.variant.c_str(),
+      std::printf("%-*s %-11s %-7s %s%s%s\n", variant_column(), row.variant.c_str(),
                   row.layer.c_str(), row.backend.c_str(), row.status.c_str(),
                   row.detail.empty() ? "" : ": ", row.detail.c_str());
       continue;
     }
     if (options.check_only) {
-      std::printf("%-*s %-11s %-7s checked, max error %g\n", kVariantColumn, row.variant.c_str(),
+      std::printf("%-*s %-11s %-7s checked, max error %g\n", variant_column(), row.variant.c_str(),
                   row.layer.c_str(), row.backend.c_str(), row.max_error);
       continue;
     }
@@ -152,7 +149,7 @@ int run(const Options& options, const Case<Algorithm>& problem) {
       std::snprintf(compute_min, sizeof compute_min, "%.4f", t.compute.min_ms);
     }
     if (t.has_end_to_end) std::snprintf(e2e, sizeof e2e, "%.4f", t.end_to_end.median_ms);
-    std::printf("%-*s %-11s %-7s %10s %10s %10s %9.2f %9.2f %8s %6.2g\n", kVariantColumn,
+    std::printf("%-*s %-11s %-7s %10s %10s %10s %9.2f %9.2f %8s %6.2g\n", variant_column(),
                 row.variant.c_str(), row.layer.c_str(), row.backend.c_str(), compute_median,
                 compute_min, e2e, gbps, gops, speedup_text, row.max_error);
     if (json.is_open()) {
@@ -187,7 +184,7 @@ int run(const Options& options, const Case<Algorithm>& problem) {
     if (row.summary.empty()) continue;
     if (!summary_title) std::printf("\n");
     summary_title = true;
-    std::printf("%-*s %s\n", kVariantColumn, row.variant.c_str(), row.summary.c_str());
+    std::printf("%-*s %s\n", variant_column(), row.variant.c_str(), row.summary.c_str());
   }
   return failures == 0 ? 0 : 1;
 }

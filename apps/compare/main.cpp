@@ -9,7 +9,6 @@
 //   compare --algo cemd --query q.npy --database d.npy [--distance raw] [--all-pairs]
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -46,12 +45,10 @@ ImageU8 load_or_generate(const Options& options, int channels, std::string* name
 // Portable variants also say whether their kernels use target-specific instructions and whether
 // their schedule is a simple one.
 void print_registry() {
-  const auto variants = all_variants();
-  int name_width = 0;
-  for (const auto& v : variants) name_width = std::max(name_width, int(v.name.size()));
+  const int name_width = variant_column();
   std::printf("%-10s %-*s %-11s %-7s %-10s %s\n", "algo", name_width, "variant", "layer", "backend",
               "kind", "portable build");
-  for (const auto& v : variants) {
+  for (const auto& v : all_variants()) {
     std::string build;
     if (v.layer == Layer::portable) {
       build =
