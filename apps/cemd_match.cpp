@@ -122,7 +122,7 @@ void run(kbench::ShardGroup& group, const Options& options) {
     if (backend == kbench::Backend::cuda) std::printf(" x %d GPU(s)", options.shard.gpus);
     std::printf(", distance %s\n", kbench::to_string(options.shard.params.distance));
     std::printf(
-        "%s: %.4g comparisons in %.4f s (slowest rank, copies included): %.4g "
+        "%s: %.4g comparisons in %.4f s (slowest rank and GPU, copies included): %.4g "
         "comparisons/s; %.4f s from start to written file\n",
         kProgram, comparisons, slowest, slowest > 0 ? comparisons / slowest : 0.0,
         std::chrono::duration<double>(Clock::now() - start).count());

@@ -7,9 +7,9 @@
 #   np1-gpr2   mpirun -np 1 --gpus-per-rank 2: one rank driving two GPUs, one host thread each
 # strong: the same queries x database on 1 and 2 GPUs; weak: database rows per GPU fixed (the
 # 2-GPU runs match a database twice the 1-GPU one). Each run records what cemd-match --verbose
-# prints: the match time (slowest rank's variant run, host<->device copies included) and the
-# end-to-end time (start to written file: reading the files, broadcast, reduction, CSV). The
-# result files of every run are compared byte for byte with the single-process one.
+# prints: the match time (the slowest rank's or GPU's variant run, host<->device copies included)
+# and the end-to-end time (start to written file: reading the files, broadcast, reduction, CSV).
+# The result files of every run are compared byte for byte with the single-process one.
 #
 #   perf/cemd_mpi_scaling.sh OUTDIR
 #
@@ -202,7 +202,7 @@ awk -F, -v device="$device" -v date="$date" -v commit="$commit" '
   function layout(i) { return ranks[i] == 0 ? "1 process" : ranks[i] " rank(s) x " per[i] " GPU(s)" }
   END {
     printf "# cemd-match over MPI: strong and weak scaling\n\n"
-    printf "%s, %s, commit %s. Rates in G comparisons/s. *match*: slowest rank'"'"'s variant run, " \
+    printf "%s, %s, commit %s. Rates in G comparisons/s. *match*: slowest rank'"'"'s or GPU'"'"'s variant run, " \
       "host<->device copies included; *end to end*: start to written file (file reads, " \
       "broadcast, reduction, CSV). Speedup and efficiency against the study'"'"'s single " \
       "process (weak: the 1-GPU run on the per-GPU database). *same*: result file byte-identical " \

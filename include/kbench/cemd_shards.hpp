@@ -38,7 +38,8 @@ struct ShardResult {
   std::vector<Top2> top2;     // per query, candidates numbered as rows of the whole database
   std::vector<float> matrix;  // queries × shard rows, row-major, when params.all_pairs
   std::string variant;        // the variant that ran; empty for an empty shard
-  double seconds = 0;         // wall time of the variant's runs, copies included
+  double seconds = 0;         // wall time of the variant's run, copies included (several GPUs:
+                              // the slowest GPU's)
 };
 
 // Reads `count` database rows from row `first` of the whole database.
