@@ -1,6 +1,7 @@
 // match: finds a query image in a target image by SAD, on the fastest variant this machine
-// offers, and prints the best positions. The best position alone comes from exact bound-pruned
-// matching (sad-pruned) by default; several positions from full search.
+// offers, and prints the best positions. The best position, or several without separation
+// (--separation 1), come from exact bound-pruned matching (sad-pruned) by default; several
+// positions kept apart (non-maximum suppression, which needs the whole SAD map) from full search.
 //
 //   match target.png query.png [--top 5] [--separation N] [--method auto|full|pruned]
 //         [--backend B] [--variant NAME] [--verbose] [-o annotated.png]
@@ -72,9 +73,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   std::string method = "auto";
   app.add_option("--method", method,
-                 "auto: pruned for the best position, full search for several; full; pruned "
-                 "(exact: the same answer as full search). A --variant of sad-pruned or sad "
-                 "chooses the method too")
+                 "auto: pruned for the best position and for several without separation "
+                 "(--separation 1), full search for several kept apart; full; pruned (exact: the "
+                 "same answer as full search). A --variant of sad-pruned or sad chooses the "
+                 "method too")
       ->check(CLI::IsMember({"auto", "full", "pruned"}))
       ->capture_default_str();
   kbench::tools::VariantOptions run;
@@ -87,8 +89,6 @@ int main(int argc, char** argv) {
   try {
     const kbench::ImageU8 target = kbench::read_image(target_path);
     const kbench::ImageU8 query = kbench::read_image(query_path);
-    // One position needs only the argmin (pruned or fused full search); several need the map.
-    params.want_map = params.top_k > 1;
     // A variant named chooses its algorithm, and so the method.
     bool pruned_variant = false;
     for (const auto& v : kbench::variants<kbench::SadPruned>()) {
@@ -98,18 +98,25 @@ int main(int argc, char** argv) {
       throw kbench::Error("--variant " + run.variant + " is not a " + method +
                           (method == "pruned" ? " (sad-pruned)" : " search (sad)") + " variant");
     }
+    // Pruning answers the best position and the best several without separation; several kept
+    // apart need the whole map's non-maximum suppression.
+    const bool prunable = params.top_k == 1 || params.min_separation == 1;
     const bool pruned = method == "pruned" || pruned_variant ||
-                        (method == "auto" && run.variant.empty() && params.top_k == 1);
-    if (pruned && params.top_k > 1) {
-      throw kbench::Error("pruned matching finds the best position only; use --top 1");
+                        (method == "auto" && run.variant.empty() && prunable);
+    if (pruned && !prunable) {
+      throw kbench::Error(
+          "pruned matching finds several positions only without separation (--separation 1); "
+          "use --method full");
     }
+    // Full search: one position needs only the argmin (fused); several need the map.
+    params.want_map = !pruned && params.top_k > 1;
     const kbench::SadInput input{kbench::to_gray(target), kbench::to_gray(query), params};
     std::vector<kbench::SadMatch> matches;
     if (pruned) {
       kbench::validate_sad_pruned_input(input);
       const kbench::SadPrunedResult result =
           kbench::tools::run_call<kbench::SadPruned>("match", input, run);
-      matches = {result.best};
+      matches = params.top_k > 1 ? result.top : std::vector<kbench::SadMatch>{result.best};
       if (run.verbose) {
         const kbench::PruneStats& st = result.stats;
         std::fprintf(stderr, "match: pruned: %.4f%% of %llu windows pruned by the first bounds%s\n",

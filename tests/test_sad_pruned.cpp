@@ -1,7 +1,10 @@
 // Every sad-pruned variant this build and machine can run returns exactly the full-search argmin
-// (same position, same score, same tie rule), on random, adversarial and photo-like inputs; the
-// pruning statistics are sane; and the shared pieces (strips, integral image, scene) are right.
+// (same position, same score, same tie rule), on random, adversarial and photo-like inputs, and
+// the portable ones the top-k positions without separation too; the pruning statistics are sane;
+// and the shared pieces (strips, integral image, scene) are right.
 #include <catch2/catch.hpp>
+
+#include <array>
 
 #include "cpu_levels.hpp"
 #include "kbench/error.hpp"
@@ -25,11 +28,11 @@ SadInput argmin_only(ImageU8 target, ImageU8 query) {
   return input;
 }
 
-// Runs every runnable variant (poisoned twice by run_checked), checks its argmin against full
-// search and its statistics for sanity; returns how many ran.
+// Runs every runnable variant that handles the input (poisoned twice by run_checked), checks its
+// argmin (or top-k) against full search and its statistics for sanity; returns how many ran.
 int check_all_variants(const SadInput& input) {
-  const SadMatch reference = Sad::reference(input).best;
-  const SadShape s = validate_sad_input(input);
+  const SadPruned::Reference reference = SadPruned::reference(input);
+  const SadShape s = validate_sad_pruned_input(input);
   int ran = 0;
   for (const auto& v : variants<SadPruned>()) {
     if (!runs_on_this_machine(v) || !v.handles(input)) continue;
@@ -166,6 +169,60 @@ TEST_CASE("sad-pruned finds cut queries in photo-like scenes at every noise leve
   }
 }
 
+// The top_k best positions without separation (`match --top k --separation 1`): the portable
+// variants find them, the others refuse such inputs.
+TEST_CASE("sad-pruned top-k without separation equals full search's", "[sad-pruned]") {
+  const auto top = [](SadInput input, int k) {
+    input.params.top_k = k;
+    input.params.min_separation = 1;
+    return input;
+  };
+  const auto check_top = [](const SadInput& input) {
+    int runnable = 0;
+    for (const auto& v : variants<SadPruned>()) {
+      INFO("variant " << v.name);
+      CHECK(v.handles(input) == (v.layer == Layer::portable));
+      runnable += v.layer == Layer::portable && runs_on_this_machine(v);
+    }
+    CHECK(runnable >= 1);
+    CHECK(check_all_variants(input) == runnable);
+  };
+  SECTION("random sizes, k from 2 to more than the map's positions") {
+    std::uint64_t seed = 400;
+    for (const int k : {2, 7, 40}) {
+      for (const auto& [w, h, qw, qh] : {std::array<int, 4>{7, 5, 1, 1},
+                                         {20, 17, 5, 3},
+                                         {64, 20, 63, 2},
+                                         {90, 70, 35, 40},
+                                         {150, 200, 130, 129}}) {
+        INFO(w << "x" << h << " target, " << qw << "x" << qh << " query, k " << k);
+        check_top(top(argmin_only(random_gray(w, h, ++seed), random_gray(qw, qh, ++seed)), k));
+      }
+    }
+  }
+  SECTION("ties: constant images (the first k windows win), few grey levels, periodic texture") {
+    ImageU8 target(40, 30, 1), query(8, 20, 1);
+    std::fill(target.data.begin(), target.data.end(), 77);
+    std::fill(query.data.begin(), query.data.end(), 77);
+    check_top(top(argmin_only(target, query), 9));
+    check_top(top(argmin_only(random_gray(50, 40, 41, 2), random_gray(9, 7, 42, 2)), 25));
+    ImageU8 periodic(48, 40, 1);
+    for (int y = 0; y < 40; ++y) {
+      for (int x = 0; x < 48; ++x) periodic.at(x, y, 0) = std::uint8_t(37 * (x % 6) + 11 * (y % 4));
+    }
+    check_top(top(argmin_only(periodic, random_gray(12, 17, 43)), 12));
+  }
+  SECTION("photo-like scene at every noise level") {
+    const ImageU8 scene = photo_like_scene(260, 200, 11);
+    for (const double sigma : {0.0, 5.0, 20.0, 70.0}) {
+      SadInput input = cut_sad_case_gaussian(scene, 40, 36, 12, sigma).input;
+      input.params.want_map = false;
+      INFO("sigma " << sigma);
+      check_top(top(input, 10));
+    }
+  }
+}
+
 TEST_CASE("sad-pruned runners keep their own query when another run comes between their calls",
           "[sad-pruned]") {
   // Random images prune little, so the GPU variants take their full-search path, whose query
@@ -256,7 +313,12 @@ TEST_CASE("sad-pruned refines the most textured strips first", "[sad-pruned]") {
 
 TEST_CASE("sad-pruned refuses what it cannot answer", "[sad-pruned]") {
   SadInput with_map{random_gray(10, 8, 1), random_gray(3, 3, 2), {}};
-  CHECK_THROWS_WITH(validate_sad_pruned_input(with_map), Catch::Contains("best position only"));
+  CHECK_THROWS_WITH(validate_sad_pruned_input(with_map), Catch::Contains("writes no SAD map"));
+  SadInput kept_apart = argmin_only(random_gray(10, 8, 1), random_gray(3, 3, 2));
+  kept_apart.params.top_k = 2;
+  CHECK_THROWS_WITH(validate_sad_pruned_input(kept_apart), Catch::Contains("without separation"));
+  kept_apart.params.min_separation = 1;
+  CHECK_THROWS_WITH(validate_sad_pruned_argmin(kept_apart), Catch::Contains("argmin only"));
   SadInput larger = argmin_only(random_gray(10, 8, 1), random_gray(11, 3, 2));
   CHECK_THROWS_WITH(validate_sad_pruned_input(larger), Catch::Contains("larger than the target"));
   CHECK_THROWS_AS(cut_sad_case_gaussian(random_gray(10, 8, 1), 3, 3, 1, -1.0), Error);

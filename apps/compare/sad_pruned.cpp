@@ -70,7 +70,7 @@ int run_sad_pruned(const Options& options) {
   problem.reference = [&] {
     full = full_reference();
     have_full = true;
-    return full.best;
+    return SadPruned::Reference{full.best};
   };
   problem.summary = prune_summary;
   if (!skip_reason.empty()) {

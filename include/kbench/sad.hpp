@@ -91,6 +91,8 @@ struct SadShape {
 // Throws Error for an empty or multi-channel image, a query larger than the target, a query
 // whose SAD could overflow 32 bits, a map too large to index, or bad top-k parameters.
 SadShape validate_sad_input(const SadInput& input);
+// The same for the images alone (sad-pruned has its own rules for the parameters).
+SadShape validate_sad_images(const SadInput& input);
 
 // Matches `query` in `target` (RGB or gray; converted to gray) with the fastest variant this
 // build and machine offer for `params` (a fused variant when the map is not wanted).

@@ -44,33 +44,41 @@ struct PruneStats {
 
 struct SadPrunedResult {
   SadMatch best;
+  // With top_k above 1: the top_k best positions, best first, as top_matches() gives them with a
+  // separation of one pixel (the top_k smallest sad_keys); empty with top_k 1.
+  std::vector<SadMatch> top;
   PruneStats stats;
 };
 
 // Equal best match and deterministic statistics (windows, after_bounds, full_search).
 bool operator==(const SadPrunedResult& a, const SadPrunedResult& b);
 
-// The sad-pruned algorithm as the registry sees it. The input is sad's, argmin only (want_map
-// false, top_k 1).
+// The sad-pruned algorithm as the registry sees it. The input is sad's without the map (want_map
+// false): the argmin (top_k 1), or the top_k best positions without separation (min_separation
+// 1), which the portable variants find.
 struct SadPruned {
   static constexpr const char* name = "sad-pruned";
   using Input = SadInput;
   using Output = SadPrunedResult;
-  // The full-search argmin.
-  using Reference = SadMatch;
+  // The full-search argmin, or its top_k best positions.
+  using Reference = std::vector<SadMatch>;
 
   // sad's plain full search (Sad::reference); compare computes it faster for large cases.
   static Reference reference(const Input& input);
-  // The same best position and score, bit for bit.
+  // The same best position and score (or positions), bit for bit.
   static CheckResult check(const Input& input, const Reference& reference, const Output& out);
   // What full search would move and compute, so that throughput reads as full-search
   // equivalent byte-SADs per second.
   static Workload workload(const Input& input);
 };
 
-// Throws Error for what validate_sad_input refuses and for inputs that ask for the map or
-// top-k above 1 (pruning answers the argmin only).
+// Throws Error for what validate_sad_input refuses, for inputs that ask for the map, and for top-k
+// above 1 with a separation other than one pixel (non-maximum suppression needs the map).
 SadShape validate_sad_pruned_input(const SadInput& input);
+// What the variants that find the argmin only (top_k 1) handle; their runners validate with
+// validate_sad_pruned_argmin, which also throws Error for top_k above 1.
+bool sad_pruned_argmin(const SadInput& input);
+SadShape validate_sad_pruned_argmin(const SadInput& input);
 
 // --- Shared by every layer -------------------------------------------------------------------
 

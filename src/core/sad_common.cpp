@@ -37,7 +37,7 @@ ImageU8 gray(const ImageU8& image) {
 
 }  // namespace
 
-SadShape validate_sad_input(const SadInput& input) {
+SadShape validate_sad_images(const SadInput& input) {
   require_gray(input.target, "target");
   require_gray(input.query, "query");
   const ImageU8& t = input.target;
@@ -57,6 +57,11 @@ SadShape validate_sad_input(const SadInput& input) {
     throw Error("the SAD map of a " + dims(q) + " query in a " + dims(t) +
                 " target has more than 2^32 positions");
   }
+  return shape;
+}
+
+SadShape validate_sad_input(const SadInput& input) {
+  const SadShape shape = validate_sad_images(input);
   const SadParams& p = input.params;
   if (p.top_k < 1) throw Error("top-k must be at least 1, not " + std::to_string(p.top_k));
   if (p.top_k > 1 && !p.want_map) throw Error("top-k above 1 needs the SAD map (want_map)");

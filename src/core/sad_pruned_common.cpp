@@ -14,37 +14,78 @@
 namespace kbench {
 
 bool operator==(const SadPrunedResult& a, const SadPrunedResult& b) {
-  return a.best == b.best && a.stats.windows == b.stats.windows &&
+  return a.best == b.best && a.top == b.top && a.stats.windows == b.stats.windows &&
          a.stats.after_bounds == b.stats.after_bounds && a.stats.full_search == b.stats.full_search;
 }
 
 SadShape validate_sad_pruned_input(const SadInput& input) {
-  const SadShape shape = validate_sad_input(input);
-  if (input.params.want_map || input.params.top_k != 1) {
+  const SadShape shape = validate_sad_images(input);
+  if (input.params.top_k < 1) {
+    throw Error("top-k must be at least 1, not " + std::to_string(input.params.top_k));
+  }
+  if (input.params.want_map) {
+    throw Error("sad-pruned writes no SAD map (use sad full search for it)");
+  }
+  if (input.params.top_k > 1 && input.params.min_separation != 1) {
     throw Error(
-        "sad-pruned finds the best position only: it writes no SAD map and no top-k above 1 "
-        "(use sad full search for those)");
+        "sad-pruned finds the top-k positions without separation only (min_separation 1): "
+        "non-maximum suppression needs the SAD map (use sad full search)");
+  }
+  return shape;
+}
+
+bool sad_pruned_argmin(const SadInput& input) {
+  return input.params.top_k == 1;
+}
+
+SadShape validate_sad_pruned_argmin(const SadInput& input) {
+  const SadShape shape = validate_sad_pruned_input(input);
+  if (!sad_pruned_argmin(input)) {
+    throw Error(
+        "this sad-pruned variant finds the argmin only (top-k 1); the portable ones find "
+        "the top-k");
   }
   return shape;
 }
 
 SadPruned::Reference SadPruned::reference(const SadInput& input) {
   validate_sad_pruned_input(input);
-  return Sad::reference(input).best;
+  if (input.params.top_k == 1) return {Sad::reference(input).best};
+  SadInput with_map = input;
+  with_map.params.want_map = true;
+  const SadResult full = Sad::reference(with_map);
+  return top_matches(full.map, full.map_width, full.map_height, input.params.top_k, 1, 1);
 }
 
-CheckResult SadPruned::check(const SadInput&, const Reference& reference,
+namespace {
+
+std::string describe(const SadMatch& m) {
+  return "(row " + std::to_string(m.row) + ", col " + std::to_string(m.col) + ", score " +
+         std::to_string(m.score) + ")";
+}
+
+}  // namespace
+
+CheckResult SadPruned::check(const SadInput& input, const Reference& reference,
                              const SadPrunedResult& out) {
+  const std::vector<SadMatch> found =
+      input.params.top_k == 1 ? std::vector<SadMatch>{out.best} : out.top;
   CheckResult result;
-  result.ok = out.best == reference;
+  result.ok = found == reference && (found.empty() || out.best == found.front());
   result.max_error = result.ok ? 0.0 : 1.0;
-  if (!result.ok) {
-    result.detail = "argmin (row " + std::to_string(out.best.row) + ", col " +
-                    std::to_string(out.best.col) + ", score " + std::to_string(out.best.score) +
-                    "), full search (row " + std::to_string(reference.row) + ", col " +
-                    std::to_string(reference.col) + ", score " + std::to_string(reference.score) +
-                    ")";
+  if (result.ok) return result;
+  if (found.size() != reference.size()) {
+    result.detail = std::to_string(found.size()) + " positions, full search " +
+                    std::to_string(reference.size());
+    return result;
   }
+  for (std::size_t m = 0; m < found.size(); ++m) {
+    if (found[m] == reference[m]) continue;
+    result.detail = "position " + std::to_string(m + 1) + " " + describe(found[m]) +
+                    ", full search " + describe(reference[m]);
+    return result;
+  }
+  result.detail = "best " + describe(out.best) + " is not the first position";
   return result;
 }
 

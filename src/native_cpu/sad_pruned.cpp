@@ -175,8 +175,10 @@ std::uint64_t omp_pruned(const Problem& p, PruneStats& stats) {
 void register_sad_pruned_native_cpu(VariantList<SadPruned>& list) {
   const auto add = [&](const char* name, Variant<SadPruned>::Make make, CpuLevel level,
                        int preference) {
-    list.push_back({name, Layer::native_cpu, Backend::openmp, false, std::move(make),
-                    supports_level(level), preference});
+    list.push_back(
+        {name, Layer::native_cpu, Backend::openmp, false, std::move(make),
+         [level](const SadInput& input) { return sad_pruned_argmin(input) && cpu_supports(level); },
+         preference});
   };
   add("omp-simd-generic", make_runner<host_pruned::PrunedRunner<omp_pruned<GenericLevel>>>,
       CpuLevel::generic, 10);

@@ -704,13 +704,13 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
 
 bool pruned_fits(const SadInput& input) {
   const SadShape s = validate_sad_pruned_input(input);
-  return strip_layout(s).count <= kMaxStrips;
+  return sad_pruned_argmin(input) && strip_layout(s).count <= kMaxStrips;
 }
 
 class PrunedRunner final : public Runner<SadPruned> {
  public:
   explicit PrunedRunner(const SadInput& input)
-      : shape_(validate_sad_pruned_input(input)),
+      : shape_(validate_sad_pruned_argmin(input)),
         strips_(strip_layout(shape_)),
         host_strip_sums_(query_strip_sums(input.query, strips_)),
         host_order_(strip_order(input.query, strips_)),

@@ -506,29 +506,70 @@ void seed_guess(Launch& launch, const Geometry& g, const KeysView<Exec>& best_ca
       });
 }
 
+// Where refine_windows and refine_units put the exact keys they finish. LowerGuess (the argmin):
+// a window's key, or a unit's smallest, lowers E_guess, and refine_windows skips the windows whose
+// bound exceeds it. FirstKeys / FoundKeys (the top-k search, whose E_guess is a fixed limit):
+// refine_windows writes every listed window's key to keys(e) (kNoSadKey for skipped entries);
+// refine_units appends every survivor's key.
+struct LowerGuess {};
+template <class Exec>
+struct FirstKeys {
+  KeysView<Exec> keys;
+};
+template <class Exec>
+struct FoundKeys {
+  KeysView<Exec> keys;  // room for every window within E_guess after the bounds
+  U32View<Exec> count;  // count(0): keys appended (zeroed before the launch)
+};
+KOKKOS_INLINE_FUNCTION constexpr bool refines_every(const LowerGuess&) {
+  return false;
+}
+template <class Exec>
+KOKKOS_INLINE_FUNCTION constexpr bool refines_every(const FirstKeys<Exec>&) {
+  return true;
+}
+template <class Guess>
+KOKKOS_INLINE_FUNCTION void take_window(const LowerGuess&, const Guess& guess, int, Key key) {
+  Kokkos::atomic_fetch_min(&guess(0), key);
+}
+template <class Exec, class Guess>
+KOKKOS_INLINE_FUNCTION void take_window(const FirstKeys<Exec>& first, const Guess&, int e,
+                                        Key key) {
+  first.keys(e) = key;
+}
+
 // Refines the windows list(0 .. count) (indices in the low 32 bits; kNoSadKey entries are
 // skipped), a team of `threads` per window: a window whose bound is within the shared key
-// `guess` gets its exact SAD, which lowers it.
-template <class Exec, Isa kIsa, class Launch, class List>
+// `guess` gets its exact SAD, which lowers it (with FirstKeys, every window's key is kept).
+template <class Exec, Isa kIsa, class Launch, class List, class Keys = LowerGuess>
 void refine_windows(Launch& launch, const Geometry& g, const List& list, int count, int threads,
                     const WordsView<Exec>& target, const WordsView<Exec>& query,
-                    const U32View<Exec>& bounds, const KeysView<Exec>& guess) {
+                    const U32View<Exec>& bounds, const KeysView<Exec>& guess,
+                    const Keys& keys = {}) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
   if (count == 0) return;
   launch.parallel_for(
       "pruned_refine_windows", Policy(count, threads), KOKKOS_LAMBDA(const Team& team) {
-        const std::uint64_t entry = list(team.league_rank());
-        if (entry == kNoSadKey) return;  // nothing to refine
+        const int e = team.league_rank();
+        const std::uint64_t entry = list(e);
+        if (entry == kNoSadKey) {  // nothing to refine
+          if (refines_every(keys)) {
+            Kokkos::single(Kokkos::PerTeam(team), [&] { take_window(keys, guess, e, kNoSadKey); });
+          }
+          return;
+        }
         const std::uint32_t w = std::uint32_t(entry);
         // Nor the window whose exact SAD E_guess is already (the best candidate's, once the other
         // candidates run).
         const std::uint64_t known = key_seen(team, guess);
-        if (bounds(w) > std::uint32_t(known >> 32) || w == std::uint32_t(known)) return;
+        if (!refines_every(keys) &&
+            (bounds(w) > std::uint32_t(known >> 32) || w == std::uint32_t(known))) {
+          return;
+        }
         const std::uint32_t sad = team_window_sad<kIsa>(team, threads, g, target, query, w);
-        Kokkos::single(Kokkos::PerTeam(team), [&] {
-          Kokkos::atomic_fetch_min(&guess(0), Key(sad_key(std::int32_t(sad), w)));
-        });
+        Kokkos::single(Kokkos::PerTeam(team),
+                       [&] { take_window(keys, guess, e, Key(sad_key(std::int32_t(sad), w))); });
       });
 }
 
@@ -742,14 +783,38 @@ struct FullSearchSwitch {
 // sized by it: about one wave of teams takes the units a team's worth (a batch) at a time, team
 // r batch r first, as a grid sized for the count would (every batch from a counter instead made
 // σ 5 57 µs against 35: perf/NOTES.md), then the next free batch from cursor(0) (zeroed by
-// seed_guess). Nothing runs when full_search() holds.
-template <class Exec, Isa kIsa, class Launch>
+// seed_guess). Nothing runs when full_search() holds. With FoundKeys (the top-k search, which
+// never lowers E_guess), every survivor's key is appended instead of lowering E_guess.
+template <class Guess>
+KOKKOS_INLINE_FUNCTION void take_unit(const LowerGuess&, const Guess& guess, std::uint32_t alive,
+                                      const std::uint32_t (&sad)[kPruneUnitWindows],
+                                      std::size_t first) {
+  std::uint64_t key = kNoSadKey;
+  for (int p = 0; p < kPruneUnitWindows; ++p) {
+    if (alive & (1u << p))
+      key = sad_min(key, sad_key(std::int32_t(sad[p]), std::uint32_t(first + p)));
+  }
+  Kokkos::atomic_fetch_min(&guess(0), Key(key));
+}
+template <class Exec, class Guess>
+KOKKOS_INLINE_FUNCTION void take_unit(const FoundKeys<Exec>& found, const Guess&,
+                                      std::uint32_t alive,
+                                      const std::uint32_t (&sad)[kPruneUnitWindows],
+                                      std::size_t first) {
+  for (int p = 0; p < kPruneUnitWindows; ++p) {
+    if ((alive & (1u << p)) == 0) continue;
+    const std::uint32_t at = Kokkos::atomic_fetch_add(&found.count(0), 1u);
+    found.keys(at) = sad_key(std::int32_t(sad[p]), std::uint32_t(first + p));
+  }
+}
+template <class Exec, Isa kIsa, class Launch, class Survivors = LowerGuess>
 void refine_units(Launch& launch, const Geometry& g, const U32View<Exec>& live,
                   const FullSearchSwitch<Exec>& full_search, const U32View<Exec>& cursor,
                   const WordsView<Exec>& target, const WordsView<Exec>& query,
                   const OrderView<Exec>& order, const U32View<Exec>& bounds,
                   const KeysView<Exec>& guess, const KeysView<Exec>& centre,
-                  const typename OutputBuffer<std::uint8_t, Exec>::View& alive_after) {
+                  const typename OutputBuffer<std::uint8_t, Exec>::View& alive_after,
+                  const Survivors& survivors = {}) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
   const int columns = g.unit_columns, strips = g.strips.count;
@@ -817,14 +882,8 @@ void refine_units(Launch& launch, const Geometry& g, const U32View<Exec>& live,
                 return;
               }
             }
-            std::uint64_t key = kNoSadKey;
-            for (int p = 0; p < kPruneUnitWindows; ++p) {
-              if (alive & (1u << p)) {
-                key = sad_min(key, sad_key(std::int32_t(sad.v[p]), std::uint32_t(first + p)));
-              }
-            }
             Kokkos::single(Kokkos::PerThread(team),
-                           [&] { Kokkos::atomic_fetch_min(&guess(0), Key(key)); });
+                           [&] { take_unit(survivors, guess, alive, sad.v, first); });
           });
           Kokkos::single(
               Kokkos::PerTeam(team),
@@ -858,10 +917,13 @@ class PrunedRunner final : public Runner<SadPruned> {
         centre_(1, "pruned polish centre"),
         settled_(1, "pruned settled windows"),
         alive_after_(std::size_t(g_.units()) * g_.strips.count, "pruned alive after strips"),
-        full_search_(input, shape_) {
+        full_search_(input, shape_),
+        top_k_(input.params.top_k) {
     // seed_guess resets it after each run.
     Kokkos::deep_copy(best_candidate_.view(), kNoSadKey);
+    if (top_k_ > 1) top_.emplace(g_, shape_);
     if constexpr (kGraph) {
+      if (top_) return;  // the top-k search waits for the host between its steps
       graph_ = Kokkos::Experimental::create_graph(Exec{}, [&](const auto& root) {
         portable::GraphLaunch<Exec> launch(root);
         enqueue_run(launch);
@@ -873,6 +935,7 @@ class PrunedRunner final : public Runner<SadPruned> {
     guess_.poison(byte);
     live_totals_.poison(byte);
     alive_after_.poison(byte);
+    if (top_) top_->keys.assign(std::size_t(top_k_), ~Key(0) / 0xFF * byte);
   }
   void upload() override {
     query_strips_.upload();
@@ -880,7 +943,9 @@ class PrunedRunner final : public Runner<SadPruned> {
     full_search_.upload();
   }
   void compute() override {
-    if constexpr (kGraph) {
+    if (top_) {
+      top_k_search();
+    } else if constexpr (kGraph) {
       graph_->submit();
     } else {
       portable::StreamLaunch launch;
@@ -891,9 +956,15 @@ class PrunedRunner final : public Runner<SadPruned> {
   void download(SadPrunedResult& out) override {
     LiveTotals totals = 0;
     live_totals_.download(&totals);
-    Key best_key = kNoSadKey;
-    guess_.download(&best_key);
-    out.best = match_from_key(best_key, shape_.map_width);
+    out.top.clear();
+    if (top_) {
+      for (const Key key : top_->keys) out.top.push_back(match_from_key(key, shape_.map_width));
+      out.best = out.top.front();  // a map has one position at least
+    } else {
+      Key best_key = kNoSadKey;
+      guess_.download(&best_key);
+      out.best = match_from_key(best_key, shape_.map_width);
+    }
     out.stats = PruneStats{};
     out.stats.windows = shape_.map_size();
     out.stats.after_bounds = totals >> 32;
@@ -948,6 +1019,92 @@ class PrunedRunner final : public Runner<SadPruned> {
     portable_sad::team_sad_gated(beside, full_search_.tile(), full_search, guess);
   }
 
+  // The top_k best positions without separation (the top_k smallest keys), host-driven: the
+  // candidates' and the seed's neighbourhood's exact keys give a limit, the top_k-th smallest of
+  // them, that at least top_k windows meet; every other window whose key is within it has a bound
+  // within it too, so live_units and the unit refinement, run against that fixed limit (E_guess
+  // never lowered), collect all of them. When more windows than the switch allows are left after
+  // the bounds, the full search writes the map and top_matches takes them from it.
+  void top_k_search() {
+    TopK& top = *top_;
+    portable::StreamLaunch launch;
+    const auto guess = guess_.view();
+    const auto target = full_search_.target.view();
+    const auto query = full_search_.query.view();
+    strip_bounds<Exec, kIsa>(launch, g_, target, query_strips_.view(), bounds_.view(),
+                             candidates_.view(), best_candidate_.view());
+    seed_guess<Exec, kIsa>(launch, g_, best_candidate_.view(), target, query, guess, centre_.view(),
+                           live_totals_.view(), settled_.view(), cursor_.view());
+    const FirstWindows<Exec> first{candidates_.view(), centre_.view(), g_.candidates(),
+                                   shape_.map_width, shape_.map_height};
+    refine_windows<Exec, kIsa>(launch, g_, first, g_.first_windows(), g_.first_threads, target,
+                               query, bounds_.view(), guess, FirstKeys<Exec>{top.first.view()});
+    std::vector<Key> keys(std::size_t(g_.first_windows()));
+    top.first.download(keys.data());
+    // The seed's window is the neighbourhood's centre, which the list leaves out.
+    Key seed = kNoSadKey;
+    guess_.download(&seed);
+    keys.push_back(seed);
+    const auto smallest = [&](std::vector<Key>& list) {
+      std::sort(list.begin(), list.end());
+      list.erase(std::unique(list.begin(), list.end()), list.end());
+      while (!list.empty() && list.back() == kNoSadKey) list.pop_back();
+    };
+    smallest(keys);
+    const Key limit =
+        keys.size() >= std::size_t(top_k_) ? keys[std::size_t(top_k_) - 1] : kNoSadKey;
+    Kokkos::deep_copy(guess, limit);
+    live_units<Exec>(launch, g_, bounds_.view(), candidates_.view(), guess, centre_.view(),
+                     live_.view(), live_totals_.view(), settled_.view());
+    LiveTotals totals = 0;
+    live_totals_.download(&totals);
+    const std::uint64_t windows = totals >> 32;
+    if (windows > switch_windows()) {
+      const portable_sad::TileSad<Exec, true, kIsa> tile{full_search_.g, target, query,
+                                                         top.map.view()};
+      portable_sad::team_sad(tile);
+      std::vector<std::int32_t> map(shape_.map_size());
+      top.map.download(map.data());
+      top.keys.clear();
+      for (const SadMatch& m :
+           top_matches(map, shape_.map_width, shape_.map_height, top_k_, 1, 1)) {
+        top.keys.push_back(sad_key(
+            m.score, std::uint32_t(std::size_t(m.row) * shape_.map_width + std::size_t(m.col))));
+      }
+      return;
+    }
+    if (top.found.view().size() < windows)
+      top.found = OutputBuffer<Key, Exec>(windows, "top-k keys");
+    Kokkos::deep_copy(top.found_count.view(), 0u);
+    refine_units<Exec, kIsa>(
+        launch, g_, live_.view(), FullSearchSwitch<Exec>{live_totals_.view(), switch_windows()},
+        cursor_.view(), target, query, order_view_.view(), bounds_.view(), guess, centre_.view(),
+        alive_after_.view(), FoundKeys<Exec>{top.found.view(), top.found_count.view()});
+    std::uint32_t found = 0;
+    top.found_count.download(&found);
+    const std::size_t settled = keys.size();
+    keys.resize(settled + found);
+    Kokkos::deep_copy(
+        portable::HostView<Key>(keys.data() + settled, found),
+        Kokkos::subview(top.found.view(), std::make_pair(std::size_t(0), std::size_t(found))));
+    smallest(keys);
+    keys.resize(std::min(keys.size(), std::size_t(top_k_)));
+    top.keys = std::move(keys);
+  }
+
+  // What the top-k search keeps between runs.
+  struct TopK {
+    TopK(const Geometry& g, const SadShape& s)
+        : first(std::size_t(g.first_windows()), "top-k first keys"),
+          found(1, "top-k keys"),
+          found_count(1, "top-k key count"),
+          map(s.map_size(), "top-k map") {}
+    OutputBuffer<Key, Exec> first, found;
+    OutputBuffer<std::uint32_t, Exec> found_count;
+    OutputBuffer<std::int32_t, Exec> map;  // the full search's, past the switch
+    std::vector<Key> keys;                 // the result: the top_k smallest, in order
+  };
+
   SadShape shape_;
   Geometry g_;
   std::vector<std::uint32_t> strip_sums_;
@@ -961,6 +1118,8 @@ class PrunedRunner final : public Runner<SadPruned> {
   OutputBuffer<LiveTotals, Exec> settled_;
   OutputBuffer<std::uint8_t, Exec> alive_after_;
   portable_sad::TeamMethod<Exec, false, kIsa> full_search_;
+  int top_k_;
+  std::optional<TopK> top_;                                 // top_k above 1
   std::optional<Kokkos::Experimental::Graph<Exec>> graph_;  // kGraph: the run, built once
 };
 

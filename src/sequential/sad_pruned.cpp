@@ -93,19 +93,10 @@ std::uint64_t paper_flow(const Problem& p, PruneStats& stats) {
 
 void register_sad_pruned_sequential(VariantList<SadPruned>& list) {
   using host_pruned::PrunedRunner;
-  list.push_back({"seq-paper",
-                  Layer::sequential,
-                  Backend::serial,
-                  false,
-                  make_runner<PrunedRunner<paper_flow<FirstBound::norm>>>,
-                  {}});
-  list.push_back({"seq-strips",
-                  Layer::sequential,
-                  Backend::serial,
-                  false,
-                  make_runner<PrunedRunner<paper_flow<FirstBound::strips>>>,
-                  {},
-                  1});
+  list.push_back({"seq-paper", Layer::sequential, Backend::serial, false,
+                  make_runner<PrunedRunner<paper_flow<FirstBound::norm>>>, sad_pruned_argmin});
+  list.push_back({"seq-strips", Layer::sequential, Backend::serial, false,
+                  make_runner<PrunedRunner<paper_flow<FirstBound::strips>>>, sad_pruned_argmin, 1});
 }
 
 }  // namespace kbench

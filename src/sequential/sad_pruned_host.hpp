@@ -15,7 +15,7 @@ class Problem {
  public:
   explicit Problem(const SadInput& input)
       : input(input),
-        s(validate_sad_pruned_input(input)),
+        s(validate_sad_pruned_argmin(input)),
         strips(strip_layout(s)),
         query_strips(query_strip_sums(input.query, strips)),
         order(strip_order(input.query, strips)),

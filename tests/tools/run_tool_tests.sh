@@ -55,6 +55,14 @@ grep -q "^match: sad variant seq " err.txt || fail "match full --verbose line"
 grep -q "^1 *20 *30 *0$" out.txt || fail "match seq: $(cat out.txt)"
 pass "match --variant chooses the method"
 
+# match --top without separation: auto prunes and prints what full search prints.
+"$bin/match" target.pgm query.pgm --top 5 --separation 1 --verbose >pruned.txt 2>err.txt
+grep -q "^match: sad-pruned variant kokkos-pruned" err.txt || fail "match --top 5 pruned: $(cat err.txt)"
+"$bin/match" target.pgm query.pgm --top 5 --separation 1 --method full >full.txt 2>/dev/null
+[[ $(grep -c . pruned.txt) -eq 6 ]] || fail "match --top 5: $(cat pruned.txt)"
+cmp -s pruned.txt full.txt || fail "match --top 5 pruned differs from full search"
+pass "match --top without separation: pruned, as full search"
+
 # Choices that cannot run: one line, status 1, no output file.
 expect_refusal() {
   local what=$1 pattern=$2 output=$3
@@ -71,6 +79,8 @@ expect_refusal "variant of another backend" "runs on the serial backend, not ope
   "$bin/filter" target.pgm bad.pgm --variant seq-aos --backend openmp
 expect_refusal "pruned method with a full-search variant" "is not a pruned" /dev/null/none \
   "$bin/match" target.pgm query.pgm --method pruned --variant seq
+expect_refusal "pruned top-k kept apart" "without separation (--separation 1)" /dev/null/none \
+  "$bin/match" target.pgm query.pgm --method pruned --top 3
 pass "refused choices: one line, status 1, no file"
 
 # Hostile images: a PNG whose header claims 60000 × 60000 pixels and holds 20 bytes of data, and
