@@ -216,6 +216,24 @@ class OutputBuffer {
   View view_;
 };
 
+// Byte x of row y, from rows `from_pitch` bytes apart to rows `to_pitch` apart.
+//
+// Kernels in this folder's headers that several source files instantiate with the same template
+// arguments are named functors, never KOKKOS_LAMBDA: in a CUDA build nvcc gives each file its own
+// copy of an extended lambda's host-side call pointers (set when the lambda is made), while the
+// linker keeps one file's copy of the Kokkos code that calls through them. On a host backend a
+// lambda made in one file was then called through another file's pointers, still null
+// (sad-pruned's top-k full search on OpenMP: perf/NOTES.md).
+template <class To, class From>
+struct RepitchRows {
+  To to;
+  From from;
+  std::size_t to_pitch, from_pitch;
+  KOKKOS_INLINE_FUNCTION void operator()(int x, int y) const {
+    to(pitched_index(to_pitch, x, y)) = from(pitched_index(from_pitch, x, y));
+  }
+};
+
 // A u8 image in Exec's memory with rows pitch() bytes apart (row_pitch), while the host image
 // keeps the user's tight rows. upload() and download() move it through a tight staging array in
 // Exec's memory (the host array itself where Exec reads host memory) and a kernel that spreads or
@@ -243,26 +261,18 @@ class PitchedImage {
     if constexpr (!reads_host_memory<Exec>()) {
       Kokkos::deep_copy(staging_, HostView<const std::uint8_t>(host, staging_.size()));
     }
-    const View pitched = view_;
-    const std::size_t row_bytes = std::size_t(row_bytes_), pitch = pitch_;
+    const RepitchRows<View, Tight> spread{view_, tight, pitch_, std::size_t(row_bytes_)};
     for (const RowRange& rows : row_chunks(rows_, kCopyTileRows)) {
-      Kokkos::parallel_for(
-          "spread_rows", rows_policy(rows), KOKKOS_LAMBDA(int x, int y) {
-            pitched(pitched_index(pitch, x, y)) = tight(pitched_index(row_bytes, x, y));
-          });
+      Kokkos::parallel_for("spread_rows", rows_policy(rows), spread);
     }
     Exec{}.fence();
   }
 
   void download(std::uint8_t* host) const {
     const Tight tight = tight_view(host);
-    const View pitched = view_;
-    const std::size_t row_bytes = std::size_t(row_bytes_), pitch = pitch_;
+    const RepitchRows<Tight, View> gather{tight, view_, std::size_t(row_bytes_), pitch_};
     for (const RowRange& rows : row_chunks(rows_, kCopyTileRows)) {
-      Kokkos::parallel_for(
-          "gather_rows", rows_policy(rows), KOKKOS_LAMBDA(int x, int y) {
-            tight(pitched_index(row_bytes, x, y)) = pitched(pitched_index(pitch, x, y));
-          });
+      Kokkos::parallel_for("gather_rows", rows_policy(rows), gather);
     }
     Exec{}.fence();
     if constexpr (!reads_host_memory<Exec>()) {

@@ -191,13 +191,22 @@ int tile_team_size(std::size_t scratch, const Kernel& kernel, const Tag&... tag)
       Policy(1, 1).set_scratch_size(0, Kokkos::PerTeam(scratch)).team_size_max(kernel, tag...));
 }
 
+// A team per tile, its smallest sad_key into the reduction. A named functor: both sad and
+// sad-pruned instantiate team_sad alike (see portable::RepitchRows for why no lambda).
+template <class Exec, bool kWriteMap, Isa kIsa>
+struct TileSearch {
+  TileSad<Exec, kWriteMap, kIsa> tile;
+  KOKKOS_INLINE_FUNCTION void operator()(const typename TileSad<Exec, kWriteMap, kIsa>::Team& team,
+                                         std::uint64_t& best) const {
+    best = sad_min(best, tile(team, team.league_rank(), tile.staging(team)));
+  }
+};
+
 // The whole search, its smallest sad_key returned to the host.
 template <class Exec, bool kWriteMap, Isa kIsa>
 std::uint64_t team_sad(const TileSad<Exec, kWriteMap, kIsa>& tile) {
   using Policy = Kokkos::TeamPolicy<Exec>;
-  const auto kernel = KOKKOS_LAMBDA(const typename Policy::member_type& team, std::uint64_t& best) {
-    best = sad_min(best, tile(team, team.league_rank(), tile.staging(team)));
-  };
+  const TileSearch<Exec, kWriteMap, kIsa> kernel{tile};
   std::uint64_t best = kNoSadKey;
   const Kokkos::Min<std::uint64_t> reducer(best);
   const std::size_t scratch = tile.scratch_bytes();
