@@ -991,21 +991,30 @@ class PrunedRunner final : public Runner<SadPruned> {
     return std::uint64_t(kFullSearchFraction * double(shape_.map_size()));
   }
 
+  // Every run's first steps: the strip bounds with the tiles' candidates, then the seed.
+  template <class Launch>
+  void enqueue_seed(Launch& launch) const {
+    const auto target = full_search_.target.view();
+    strip_bounds<Exec, kIsa>(launch, g_, target, query_strips_.view(), bounds_.view(),
+                             candidates_.view(), best_candidate_.view());
+    seed_guess<Exec, kIsa>(launch, g_, best_candidate_.view(), target, full_search_.query.view(),
+                           guess_.view(), centre_.view(), live_totals_.view(), settled_.view(),
+                           cursor_.view());
+  }
+  FirstWindows<Exec> first_windows() const {
+    return {candidates_.view(), centre_.view(), g_.candidates(), shape_.map_width,
+            shape_.map_height};
+  }
+
   // A run's kernels, in order.
   template <class Launch>
   void enqueue_run(Launch& launch) const {
     const auto guess = guess_.view();
     const auto target = full_search_.target.view();
     const auto query = full_search_.query.view();
-    strip_bounds<Exec, kIsa>(launch, g_, target, query_strips_.view(), bounds_.view(),
-                             candidates_.view(), best_candidate_.view());
-    seed_guess<Exec, kIsa>(launch, g_, best_candidate_.view(), target, query, guess, centre_.view(),
-                           live_totals_.view(), settled_.view(), cursor_.view());
-    refine_windows<Exec, kIsa>(
-        launch, g_,
-        FirstWindows<Exec>{candidates_.view(), centre_.view(), g_.candidates(), shape_.map_width,
-                           shape_.map_height},
-        g_.first_windows(), g_.first_threads, target, query, bounds_.view(), guess);
+    enqueue_seed(launch);
+    refine_windows<Exec, kIsa>(launch, g_, first_windows(), g_.first_windows(), g_.first_threads,
+                               target, query, bounds_.view(), guess);
     live_units<Exec>(launch, g_, bounds_.view(), candidates_.view(), guess, centre_.view(),
                      live_.view(), live_totals_.view(), settled_.view());
     const FullSearchSwitch<Exec> full_search{live_totals_.view(), switch_windows()};
@@ -1031,14 +1040,10 @@ class PrunedRunner final : public Runner<SadPruned> {
     const auto guess = guess_.view();
     const auto target = full_search_.target.view();
     const auto query = full_search_.query.view();
-    strip_bounds<Exec, kIsa>(launch, g_, target, query_strips_.view(), bounds_.view(),
-                             candidates_.view(), best_candidate_.view());
-    seed_guess<Exec, kIsa>(launch, g_, best_candidate_.view(), target, query, guess, centre_.view(),
-                           live_totals_.view(), settled_.view(), cursor_.view());
-    const FirstWindows<Exec> first{candidates_.view(), centre_.view(), g_.candidates(),
-                                   shape_.map_width, shape_.map_height};
-    refine_windows<Exec, kIsa>(launch, g_, first, g_.first_windows(), g_.first_threads, target,
-                               query, bounds_.view(), guess, FirstKeys<Exec>{top.first.view()});
+    enqueue_seed(launch);
+    refine_windows<Exec, kIsa>(launch, g_, first_windows(), g_.first_windows(), g_.first_threads,
+                               target, query, bounds_.view(), guess,
+                               FirstKeys<Exec>{top.first.view()});
     std::vector<Key> keys(std::size_t(g_.first_windows()));
     top.first.download(keys.data());
     // The seed's window is the neighbourhood's centre, which the list leaves out.
