@@ -11,10 +11,11 @@
 #   widths/         throughput against image width (perf/width_sweep.sh: widths.md, *_widths.png)
 #
 #   perf/gpu_check.sh OUTDIR [ALGO...]      (default: every algorithm in the build)
-# KBENCH_STEPS picks steps (default "tests sanitizer compare threads sweep widths noise peers": threads
-# is the OpenMP thread sweep, sweep the LBP size sweep, widths throughput against image width
-# (perf/width_sweep.sh into OUTDIR/widths), noise the sad-pruned noise sweep against full
-# search, the paper's Fig. 6; "profile" adds the ncu summary, "cemd-sweep" cemd's throughput
+# KBENCH_STEPS picks steps (default "tests sanitizer compare threads sweep widths noise topk
+# peers": threads is the OpenMP thread sweep, sweep the LBP size sweep, widths throughput against
+# image width (perf/width_sweep.sh into OUTDIR/widths), noise the sad-pruned noise sweep against
+# full search, the paper's Fig. 6, topk sad-pruned's best positions without separation against
+# full search with its map; "profile" adds the ncu summary, "cemd-sweep" cemd's throughput
 # against size, the paper's Fig. 1; "peers" times perf/peers.py's libraries on the same cases;
 # "big" runs conv on 30000×30000 RGB and lbp on 50000×50000 gray, 2.7 and 2.5 GB, past 2^31
 # bytes, on the CUDA variants with sampled-row checks, then 600000-row images, into big.log and
@@ -26,7 +27,7 @@ shift
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${KBENCH_BUILD:-$repo/build/cuda}
 bin=$build/bin
-steps=" ${KBENCH_STEPS:-tests sanitizer compare threads sweep widths noise peers} "
+steps=" ${KBENCH_STEPS:-tests sanitizer compare threads sweep widths noise topk peers} "
 mkdir -p "$out"
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
 # The CUDA runtime the binaries link against, where the toolkit keeps it.
@@ -70,6 +71,10 @@ tall_cases=("conv --size 16x600000 --channels 1" "conv --size 16x600000 --channe
 # space-separated, picks some).
 noise_levels=(0 5 10 20 40 70)
 read -r -a noise_cases <<<"${KBENCH_NOISE_CASES:-photo3072-q128 photo2306-q64}"
+# The topk step: this many best positions without separation (match --top K --separation 1), on
+# the first noise case at these σ.
+topk_positions=10
+topk_noise_levels=(0 5 10 20 70)
 # The thread sweep's case: the largest standard case, unless a single-thread run of it would take
 # minutes.
 declare -A sweep_cases=([sad]=test1)
@@ -166,6 +171,17 @@ if [[ $steps == *" noise "* && " ${algorithms[*]} " == *" sad-pruned "* ]]; then
     "$out/noise.log" | tail -40
 fi
 
+if [[ $steps == *" topk "* && " ${algorithms[*]} " == *" sad-pruned "* ]]; then
+  echo "== sad-pruned top-$topk_positions without separation (GPU variants; full search with its map)"
+  for sigma in "${topk_noise_levels[@]}"; do
+    "$bin/compare" --algo sad-pruned --size "${noise_cases[0]}" --noise "$sigma" \
+      --top "$topk_positions" --backend cuda --json "$out/compare.jsonl" >>"$out/topk.log" 2>&1 ||
+      status=1
+  done
+  grep -E "^(sad-pruned|sad) on |^(cuda|kokkos)-.*(pruned|regblock-vsad-p32|team)" \
+    "$out/topk.log" | tail -40
+fi
+
 if [[ $steps == *" cemd-sweep "* && " ${algorithms[*]} " == *" cemd "* ]]; then
   echo "== cemd size sweep (GPU variants)"
   for case in "${cemd_sweep_cases[@]}"; do
@@ -199,6 +215,7 @@ if [[ $steps == *" profile "* ]]; then
 fi
 
 if [[ $steps == *" compare "* || $steps == *" threads "* || $steps == *" noise "* ||
+  $steps == *" topk "* ||
   $steps == *" cemd-sweep "* || $steps == *" peers "* ]] &&
   command -v python3 >/dev/null; then
   python3 "$repo/perf/report.py" "$out/compare.jsonl" --markdown "$out/report.md" || status=1

@@ -271,12 +271,16 @@ PHOTO_SIGMA = 5.0  # compare's default σ for the photo cases
 
 
 def pruned_case(case):
-    """(case family, σ) of a sad case name such as photo3072-q128-s10-nomap."""
+    """(case family, σ) of a sad case name such as photo3072-q128-s10-nomap; the best K positions
+    (photo3072-q128-s10-top10) are a family of their own, photo3072-q128-top10."""
     base = case[:-len("-nomap")] if case.endswith("-nomap") else case
+    top = re.search(r"-top[0-9]+$", base)
+    asked = top.group(0) if top else ""
+    base = base[:len(base) - len(asked)]
     match = re.match(r"(.*)-s([0-9.]+)$", base)
     if match:
-        return match.group(1), float(match.group(2))
-    return base, PHOTO_SIGMA if base.startswith("photo") else None
+        return match.group(1) + asked, float(match.group(2))
+    return base + asked, PHOTO_SIGMA if base.startswith("photo") else None
 
 
 def pruned_speedups(records):

@@ -1,6 +1,7 @@
-// compare --algo sad-pruned: the sad cases (see sad.cpp; argmin only), checked against the
-// full-search argmin, and, unless --no-baseline, the full-search variants timed on the same
-// input right after, so the speedup of pruning over full search comes from one run.
+// compare --algo sad-pruned: the sad cases (see sad.cpp; argmin only, or with --top K the best K
+// positions without separation), checked against full search's argmin (or its map's K smallest
+// scores), and, unless --no-baseline, the full-search variants timed on the same input right
+// after, so the speedup of pruning over full search comes from one run.
 #include "kbench/sad_pruned.hpp"
 #include "compare/compare_impl.hpp"
 #include "compare/inputs.hpp"
@@ -12,12 +13,15 @@ namespace {
 
 struct PrunedOptions {
   bool no_baseline = false;
+  int top = 1;
 } pruned_options;
 
 // Full-search variants that answer the same question, one per layer and backend: the fastest of
-// each (on the CPU, the SIMD full search of the highest level this CPU has).
-std::vector<std::string> baselines() {
-  return {"seq", simd_variant_name(cpu_level()), "kokkos-fused-openmp", "kokkos-fused-cuda",
+// each (on the CPU, the SIMD full search of the highest level this CPU has); the portable ones
+// that write the map when the question needs it.
+std::vector<std::string> baselines(bool map) {
+  const std::string portable = map ? "kokkos-team-" : "kokkos-fused-";
+  return {"seq", simd_variant_name(cpu_level()), portable + "openmp", portable + "cuda",
           "cuda-regblock-vsad-p32"};
 }
 // Above this σ the sequential pruned variants refine nearly every window of a large case, which
@@ -27,6 +31,11 @@ constexpr double kSequentialNoiseLimit = 20.0;
 void add_pruned_options(CLI::App& app) {
   app.add_flag("--no-baseline", pruned_options.no_baseline,
                "sad-pruned: do not time the full-search variants on the same input");
+  app.add_option("--top", pruned_options.top,
+                 "sad-pruned: find the best K positions without separation (the K smallest "
+                 "scores, as match --top K --separation 1), against full search with its map")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
 }
 
 std::string percent(std::uint64_t part, std::uint64_t whole) {
@@ -47,8 +56,20 @@ std::string prune_summary(const SadPrunedResult& out) {
 }
 
 int run_sad_pruned(const Options& options) {
-  SadProblem built = build_sad_case(options, true);
+  const int top = pruned_options.top;
+  SadProblem built = build_sad_case(options, top == 1);
   const double sigma = sad_case_options().noise;
+  std::string asked = ", argmin only";
+  if (top > 1) {
+    // Full search answers it from its map: the reference and the baseline write one.
+    built.input.params.want_map = true;
+    built.input.params.top_k = top;
+    built.input.params.min_separation = 1;
+    built.name += "-top" + std::to_string(top);
+    asked = ", the best " + std::to_string(top) + " without separation";
+  }
+  SadInput pruned_input = built.input;
+  pruned_input.params.want_map = false;
   bool too_slow = false;
   const auto full_reference = trusted_sad_reference(built, &too_slow);
   // One core prunes well only on photo-like scenes at moderate noise; elsewhere (high σ, the
@@ -63,14 +84,15 @@ int run_sad_pruned(const Options& options) {
   SadResult full;
   bool have_full = false;
   Case<SadPruned> problem;
-  problem.input = built.input;
+  problem.input = pruned_input;
   problem.name = built.name;
-  problem.description = built.description + ", argmin only";
+  problem.description = built.description + asked;
   problem.reference_source = too_slow ? "omp-blocked full search" : "sequential full search";
   problem.reference = [&] {
     full = full_reference();
     have_full = true;
-    return SadPruned::Reference{full.best};
+    if (top == 1) return SadPruned::Reference{full.best};
+    return top_matches(full.map, full.map_width, full.map_height, top, 1, 1);
   };
   problem.summary = prune_summary;
   if (!skip_reason.empty()) {
@@ -84,11 +106,12 @@ int run_sad_pruned(const Options& options) {
 
   std::printf("\nfull search on the same input:\n");
   Options baseline = options;
-  baseline.variants = baselines();
+  baseline.variants = baselines(top > 1);
   Case<Sad> same;
   same.input = built.input;
   same.name = built.name;
-  same.description = built.description + ", argmin only";
+  same.description = built.description +
+                     (top > 1 ? ", the map (its best positions: on the host)" : ", argmin only");
   same.reference_source = "the reference above";
   same.reference = [&] { return have_full ? full : full_reference(); };
   if (too_slow) {

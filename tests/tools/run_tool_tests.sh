@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# filter, lbp and match as a user runs them: --variant and --backend choose what runs, --verbose
+# filter, lbp and match as a user runs them (and compare's sad-pruned --top): --variant and --backend choose what runs, --verbose
 # says what ran, every choice gives the same output, and a choice that cannot run fails with one
 # line and no output file.
 #
@@ -62,6 +62,14 @@ grep -q "^match: sad-pruned variant kokkos-pruned" err.txt || fail "match --top 
 [[ $(grep -c . pruned.txt) -eq 6 ]] || fail "match --top 5: $(cat pruned.txt)"
 cmp -s pruned.txt full.txt || fail "match --top 5 pruned differs from full search"
 pass "match --top without separation: pruned, as full search"
+
+# compare --top: the portable pruned variants against full search's map, the others n/a.
+"$bin/compare" --algo sad-pruned --size 160x120 --query-size 24x18 --top 7 --check-only \
+  >out.txt 2>err.txt || fail "compare --top 7: $(grep -E 'WRONG|FAILED' out.txt)"
+grep -q "^sad-pruned on 160x120-top7 " out.txt || fail "compare --top 7 case name"
+grep -q "^kokkos-pruned-serial .* checked, max error 0$" out.txt || fail "compare --top 7: kokkos-pruned-serial"
+grep -q "^seq-strips .*n/a: does not handle" out.txt || fail "compare --top 7: seq-strips"
+pass "compare --algo sad-pruned --top"
 
 # Choices that cannot run: one line, status 1, no output file.
 expect_refusal() {
