@@ -28,9 +28,15 @@ SadInput argmin_only(ImageU8 target, ImageU8 query) {
   return input;
 }
 
+// How many runs took the full search past the adaptive switch, and how many refined.
+struct PathsTaken {
+  int full_search = 0, refined = 0;
+};
+
 // Runs every runnable variant that handles the input (poisoned twice by run_checked), checks its
-// argmin (or top-k) against full search and its statistics for sanity; returns how many ran.
-int check_all_variants(const SadInput& input) {
+// argmin (or top-k) against full search and its statistics for sanity; returns how many ran and
+// counts their paths into *paths.
+int check_all_variants(const SadInput& input, PathsTaken* paths = nullptr) {
   const SadPruned::Reference reference = SadPruned::reference(input);
   const SadShape s = validate_sad_pruned_input(input);
   int ran = 0;
@@ -54,6 +60,7 @@ int check_all_variants(const SadInput& input) {
       }
       CHECK(st.after_strip.back() >= 1);  // the best window always finishes
     }
+    if (paths) ++(st.full_search ? paths->full_search : paths->refined);
     ++ran;
   }
   return ran;
@@ -177,7 +184,8 @@ TEST_CASE("sad-pruned top-k without separation equals full search's", "[sad-prun
     input.params.min_separation = 1;
     return input;
   };
-  const auto check_top = [](const SadInput& input) {
+  PathsTaken paths;
+  const auto check_top = [&paths](const SadInput& input) {
     int runnable = 0;
     for (const auto& v : variants<SadPruned>()) {
       INFO("variant " << v.name);
@@ -185,7 +193,7 @@ TEST_CASE("sad-pruned top-k without separation equals full search's", "[sad-prun
       runnable += v.layer == Layer::portable && runs_on_this_machine(v);
     }
     CHECK(runnable >= 1);
-    CHECK(check_all_variants(input) == runnable);
+    CHECK(check_all_variants(input, &paths) == runnable);
   };
   SECTION("random sizes, k from 2 to more than the map's positions") {
     std::uint64_t seed = 400;
@@ -199,6 +207,7 @@ TEST_CASE("sad-pruned top-k without separation equals full search's", "[sad-prun
         check_top(top(argmin_only(random_gray(w, h, ++seed), random_gray(qw, qh, ++seed)), k));
       }
     }
+    CHECK(paths.full_search > 0);  // random images prune little; the collection from the map
   }
   SECTION("ties: constant images (the first k windows win), few grey levels, periodic texture") {
     ImageU8 target(40, 30, 1), query(8, 20, 1);
@@ -220,6 +229,7 @@ TEST_CASE("sad-pruned top-k without separation equals full search's", "[sad-prun
       INFO("sigma " << sigma);
       check_top(top(input, 10));
     }
+    CHECK(paths.refined > 0);
   }
 }
 

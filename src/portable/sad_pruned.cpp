@@ -35,6 +35,7 @@
 // kokkos-pruned launches the steps one by one; kokkos-pruned-graph builds the same launches into
 // one Kokkos graph once and submits it each run.
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <type_traits>
 
@@ -508,8 +509,9 @@ void seed_guess(Launch& launch, const Geometry& g, const KeysView<Exec>& best_ca
 
 // Where refine_windows and refine_units put the exact keys they finish. LowerGuess (the argmin):
 // a window's key, or a unit's smallest, lowers E_guess, and refine_windows skips the windows whose
-// bound exceeds it. FirstKeys / FoundKeys (the top-k search, whose E_guess is a fixed limit):
-// refine_windows writes every listed window's key to keys(e) (kNoSadKey for skipped entries);
+// bound exceeds it. FirstKeys / FoundKeys (the top-k search, which leaves E_guess alone):
+// refine_windows writes every listed window's key to keys(e), and E_guess's, the seed's, for
+// entries without a window (the seed's key comes back with the others; copies are dropped);
 // refine_units appends every survivor's key.
 struct LowerGuess {};
 template <class Exec>
@@ -527,6 +529,10 @@ KOKKOS_INLINE_FUNCTION constexpr bool refines_every(const LowerGuess&) {
 template <class Exec>
 KOKKOS_INLINE_FUNCTION constexpr bool refines_every(const FirstKeys<Exec>&) {
   return true;
+}
+template <class Exec>
+KOKKOS_INLINE_FUNCTION void take_key(const FoundKeys<Exec>& found, Key key) {
+  found.keys(Kokkos::atomic_fetch_add(&found.count(0), 1u)) = key;
 }
 template <class Guess>
 KOKKOS_INLINE_FUNCTION void take_window(const LowerGuess&, const Guess& guess, int, Key key) {
@@ -555,7 +561,7 @@ void refine_windows(Launch& launch, const Geometry& g, const List& list, int cou
         const std::uint64_t entry = list(e);
         if (entry == kNoSadKey) {  // nothing to refine
           if (refines_every(keys)) {
-            Kokkos::single(Kokkos::PerTeam(team), [&] { take_window(keys, guess, e, kNoSadKey); });
+            Kokkos::single(Kokkos::PerTeam(team), [&] { take_window(keys, guess, e, guess(0)); });
           }
           return;
         }
@@ -802,9 +808,7 @@ KOKKOS_INLINE_FUNCTION void take_unit(const FoundKeys<Exec>& found, const Guess&
                                       const std::uint32_t (&sad)[kPruneUnitWindows],
                                       std::size_t first) {
   for (int p = 0; p < kPruneUnitWindows; ++p) {
-    if ((alive & (1u << p)) == 0) continue;
-    const std::uint32_t at = Kokkos::atomic_fetch_add(&found.count(0), 1u);
-    found.keys(at) = sad_key(std::int32_t(sad[p]), std::uint32_t(first + p));
+    if (alive & (1u << p)) take_key(found, sad_key(std::int32_t(sad[p]), std::uint32_t(first + p)));
   }
 }
 template <class Exec, Isa kIsa, class Launch, class Survivors = LowerGuess>
@@ -895,6 +899,18 @@ void refine_units(Launch& launch, const Geometry& g, const U32View<Exec>& live,
       });
 }
 
+// The top-k search past the switch: the key of every window of the full search's map within the
+// limit guess(0) appended to `found`.
+template <class Exec>
+void map_keys_within(const typename OutputBuffer<std::int32_t, Exec>::View& map,
+                     const KeysView<Exec>& guess, const FoundKeys<Exec>& found) {
+  Kokkos::parallel_for(
+      "pruned_map_keys", Kokkos::RangePolicy<Exec>(0, map.size()), KOKKOS_LAMBDA(std::size_t i) {
+        const Key key = sad_key(map(i), std::uint32_t(i));
+        if (key <= guess(0)) take_key(found, key);
+      });
+}
+
 // kGraph: the run's kernels are built once into a Kokkos graph and submitted whole each run
 // (portable::GraphLaunch), instead of launched one by one.
 template <class Exec, Isa kIsa, bool kGraph>
@@ -921,7 +937,7 @@ class PrunedRunner final : public Runner<SadPruned> {
         top_k_(input.params.top_k) {
     // seed_guess resets it after each run.
     Kokkos::deep_copy(best_candidate_.view(), kNoSadKey);
-    if (top_k_ > 1) top_.emplace(g_, shape_);
+    if (top_k_ > 1) top_.emplace(g_);
     if constexpr (kGraph) {
       if (top_) return;  // the top-k search waits for the host between its steps
       graph_ = Kokkos::Experimental::create_graph(Exec{}, [&](const auto& root) {
@@ -1033,9 +1049,12 @@ class PrunedRunner final : public Runner<SadPruned> {
   // them, that at least top_k windows meet; every other window whose key is within it has a bound
   // within it too, so live_units and the unit refinement, run against that fixed limit (E_guess
   // never lowered), collect all of them. When more windows than the switch allows are left after
-  // the bounds, the full search writes the map and top_matches takes them from it.
+  // the bounds, the full search writes the map and the keys within the limit are taken from it.
+  // The host merges the first windows' keys with the collected ones (a partial sort: tens of
+  // thousands are collected at σ 70, whose whole sort cost more than the kernels).
   void top_k_search() {
     TopK& top = *top_;
+    const std::size_t k = std::size_t(top_k_);
     portable::StreamLaunch launch;
     const auto guess = guess_.view();
     const auto target = full_search_.target.view();
@@ -1044,69 +1063,58 @@ class PrunedRunner final : public Runner<SadPruned> {
     refine_windows<Exec, kIsa>(launch, g_, first_windows(), g_.first_windows(), g_.first_threads,
                                target, query, bounds_.view(), guess,
                                FirstKeys<Exec>{top.first.view()});
-    std::vector<Key> keys(std::size_t(g_.first_windows()));
-    top.first.download(keys.data());
-    // The seed's window is the neighbourhood's centre, which the list leaves out.
-    Key seed = kNoSadKey;
-    guess_.download(&seed);
-    keys.push_back(seed);
-    const auto smallest = [&](std::vector<Key>& list) {
-      std::sort(list.begin(), list.end());
-      list.erase(std::unique(list.begin(), list.end()), list.end());
-      while (!list.empty() && list.back() == kNoSadKey) list.pop_back();
-    };
-    smallest(keys);
-    const Key limit =
-        keys.size() >= std::size_t(top_k_) ? keys[std::size_t(top_k_) - 1] : kNoSadKey;
-    Kokkos::deep_copy(guess, limit);
+    std::vector<Key> first(std::size_t(g_.first_windows()));
+    top.first.download(first.data());
+    std::sort(first.begin(), first.end());
+    first.erase(std::unique(first.begin(), first.end()), first.end());
+    const Key limit = first.size() >= k ? first[k - 1] : kNoSadKey;
+    Kokkos::deep_copy(Exec{}, guess, limit);
     live_units<Exec>(launch, g_, bounds_.view(), candidates_.view(), guess, centre_.view(),
                      live_.view(), live_totals_.view(), settled_.view());
     LiveTotals totals = 0;
     live_totals_.download(&totals);
-    const std::uint64_t windows = totals >> 32;
-    if (windows > switch_windows()) {
-      const portable_sad::TileSad<Exec, true, kIsa> tile{full_search_.g, target, query,
-                                                         top.map.view()};
-      portable_sad::team_sad(tile);
-      std::vector<std::int32_t> map(shape_.map_size());
-      top.map.download(map.data());
-      top.keys.clear();
-      for (const SadMatch& m :
-           top_matches(map, shape_.map_width, shape_.map_height, top_k_, 1, 1)) {
-        top.keys.push_back(sad_key(
-            m.score, std::uint32_t(std::size_t(m.row) * shape_.map_width + std::size_t(m.col))));
-      }
-      return;
-    }
+    const std::uint64_t windows = totals >> 32;  // room for every key within the limit
     if (top.found.view().size() < windows)
       top.found = OutputBuffer<Key, Exec>(windows, "top-k keys");
-    Kokkos::deep_copy(top.found_count.view(), 0u);
-    refine_units<Exec, kIsa>(
-        launch, g_, live_.view(), FullSearchSwitch<Exec>{live_totals_.view(), switch_windows()},
-        cursor_.view(), target, query, order_view_.view(), bounds_.view(), guess, centre_.view(),
-        alive_after_.view(), FoundKeys<Exec>{top.found.view(), top.found_count.view()});
-    std::uint32_t found = 0;
-    top.found_count.download(&found);
-    const std::size_t settled = keys.size();
-    keys.resize(settled + found);
+    Kokkos::deep_copy(Exec{}, top.found_count.view(), 0u);
+    const FoundKeys<Exec> found{top.found.view(), top.found_count.view()};
+    if (windows > switch_windows()) {
+      if (top.map.view().size() < shape_.map_size())
+        top.map = OutputBuffer<std::int32_t, Exec>(shape_.map_size(), "top-k map");
+      portable_sad::team_sad(
+          portable_sad::TileSad<Exec, true, kIsa>{full_search_.g, target, query, top.map.view()});
+      map_keys_within<Exec>(top.map.view(), guess, found);
+    } else {
+      refine_units<Exec, kIsa>(launch, g_, live_.view(),
+                               FullSearchSwitch<Exec>{live_totals_.view(), switch_windows()},
+                               cursor_.view(), target, query, order_view_.view(), bounds_.view(),
+                               guess, centre_.view(), alive_after_.view(), found);
+    }
+    std::uint32_t count = 0;
+    top.found_count.download(&count);
+    std::vector<Key> collected(count);
     Kokkos::deep_copy(
-        portable::HostView<Key>(keys.data() + settled, found),
-        Kokkos::subview(top.found.view(), std::make_pair(std::size_t(0), std::size_t(found))));
-    smallest(keys);
-    keys.resize(std::min(keys.size(), std::size_t(top_k_)));
-    top.keys = std::move(keys);
+        portable::HostView<Key>(collected.data(), count),
+        Kokkos::subview(top.found.view(), std::make_pair(std::size_t(0), std::size_t(count))));
+    // Each list is free of copies (a window's unit is listed once); windows in both merge.
+    const std::size_t kept = std::min(k, collected.size());
+    std::partial_sort(collected.begin(), collected.begin() + kept, collected.end());
+    top.keys.clear();
+    std::set_union(first.begin(), first.begin() + std::min(k, first.size()), collected.begin(),
+                   collected.begin() + kept, std::back_inserter(top.keys));
+    top.keys.resize(std::min(k, top.keys.size()));
   }
 
   // What the top-k search keeps between runs.
   struct TopK {
-    TopK(const Geometry& g, const SadShape& s)
+    explicit TopK(const Geometry& g)
         : first(std::size_t(g.first_windows()), "top-k first keys"),
           found(1, "top-k keys"),
           found_count(1, "top-k key count"),
-          map(s.map_size(), "top-k map") {}
+          map(1, "top-k map") {}
     OutputBuffer<Key, Exec> first, found;
     OutputBuffer<std::uint32_t, Exec> found_count;
-    OutputBuffer<std::int32_t, Exec> map;  // the full search's, past the switch
+    OutputBuffer<std::int32_t, Exec> map;  // the full search's, past the switch (sized then)
     std::vector<Key> keys;                 // the result: the top_k smallest, in order
   };
 
