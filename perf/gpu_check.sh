@@ -72,9 +72,8 @@ tall_cases=("conv --size 16x600000 --channels 1" "conv --size 16x600000 --channe
 noise_levels=(0 5 10 20 40 70)
 read -r -a noise_cases <<<"${KBENCH_NOISE_CASES:-photo3072-q128 photo2306-q64}"
 # The topk step: this many best positions without separation (match --top K --separation 1), on
-# the first noise case at these σ.
+# the first noise case at the noise step's σ.
 topk_positions=10
-topk_noise_levels=(0 5 10 20 70)
 # The thread sweep's case: the largest standard case, unless a single-thread run of it would take
 # minutes.
 declare -A sweep_cases=([sad]=test1)
@@ -173,7 +172,7 @@ fi
 
 if [[ $steps == *" topk "* && " ${algorithms[*]} " == *" sad-pruned "* ]]; then
   echo "== sad-pruned top-$topk_positions without separation (GPU variants; full search with its map)"
-  for sigma in "${topk_noise_levels[@]}"; do
+  for sigma in "${noise_levels[@]}"; do
     "$bin/compare" --algo sad-pruned --size "${noise_cases[0]}" --noise "$sigma" \
       --top "$topk_positions" --backend cuda --json "$out/compare.jsonl" >>"$out/topk.log" 2>&1 ||
       status=1
