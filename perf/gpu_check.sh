@@ -45,7 +45,8 @@ declare -A sanitizer_cases=(
   [conv]="--size 320x240;--size 301x37;--size 301x37 --border crop;--size 7x5 --channels 1"
   [lbp]="--size 320x240;--size 301x37;--size 301x37 --border crop;--size 7x5"
   [sad]="--size 320x240;--size 320x240 --no-map"
-  [sad-pruned]="--size 320x240 --query-size 40x36;--size 320x240 --query-size 40x36 --noise 70"
+  [sad-pruned]="--size 320x240 --query-size 40x36;--size 320x240 --query-size 40x36 --noise 70;\
+--size 320x240 --query-size 40x36 --top 10;--size 320x240 --query-size 40x36 --noise 300 --top 10"
   [cemd]="--size 96x200;--size 96x200-raw;--size 40x70-all"
 )
 # cemd's size sweep (the paper's Fig. 1: throughput against comparisons per run), GPU variants.
