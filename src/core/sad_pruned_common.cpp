@@ -42,8 +42,8 @@ SadShape validate_sad_pruned_argmin(const SadInput& input) {
   const SadShape shape = validate_sad_pruned_input(input);
   if (!sad_pruned_argmin(input)) {
     throw Error(
-        "this sad-pruned variant finds the argmin only (top-k 1); the portable ones find "
-        "the top-k");
+        "this sad-pruned variant finds the argmin only (top-k 1); the portable and native CPU "
+        "ones find the top-k");
   }
   return shape;
 }

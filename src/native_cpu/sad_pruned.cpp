@@ -5,7 +5,10 @@
 // survivors are then refined concurrently, each strip by strip (strip_order) against the shared,
 // falling E_guess (one atomic key), leaving as soon as its bound exceeds it. A strip's SAD is
 // packed-SAD instructions of the level (psadbw, vpsadbw). When too few windows are pruned, the same
-// level's full search (the sad variant omp-simd-<level>) runs instead.
+// level's full search (the sad variant omp-simd-<level>) runs instead. The top k positions without
+// separation: the same with a fixed limit, the candidates' k-th smallest exact key (at least k
+// windows meet it, and every window within it has a bound within it), every survivor's key kept.
+#include <algorithm>
 #include <atomic>
 
 #include "kbench/cpu_features.hpp"
@@ -82,22 +85,33 @@ void atomic_min(std::atomic<std::uint64_t>& target, std::uint64_t value) {
   }
 }
 
-// The level's full search (the sad variant of the same name), for inputs that prune too little.
+// The keys ≤ limit of the level's full search (the sad variant of the same name), for inputs that
+// prune too little: the argmin's, or the map's within the limit for the top k.
 template <class Level>
-std::uint64_t full_search(const Problem& p, PruneStats& stats) {
+std::vector<std::uint64_t> full_search(const Problem& p, std::uint64_t limit, PruneStats& stats) {
   stats.full_search = true;
   SadInput input{p.input.target, p.input.query, {}};
-  input.params.want_map = false;
+  input.params.want_map = p.top_k > 1;
   const auto runner = find_variant<Sad>(simd_variant_name(Level::level)).make(input);
   runner->compute();
   SadResult result;
   runner->download(result);
-  return sad_key(result.best.score,
-                 std::uint32_t(result.best.row) * std::uint32_t(p.s.map_width) + result.best.col);
+  if (p.top_k == 1) {
+    return {
+        sad_key(result.best.score, std::uint32_t(result.best.row) * std::uint32_t(p.s.map_width) +
+                                       std::uint32_t(result.best.col))};
+  }
+  std::vector<std::uint64_t> keys;
+  for (std::size_t w = 0; w < result.map.size(); ++w) {
+    const std::uint64_t key = sad_key(result.map[w], std::uint32_t(w));
+    if (key <= limit) keys.push_back(key);
+  }
+  return keys;
 }
 
+// The best key (top_k 1) or the top_k smallest keys, in order.
 template <class Level>
-std::uint64_t omp_pruned(const Problem& p, PruneStats& stats) {
+std::vector<std::uint64_t> omp_pruned(const Problem& p, PruneStats& stats) {
   const SadShape& s = p.s;
   const int strips = p.strips.count;
   const auto exact_sad = [&](int i, int j) {
@@ -113,14 +127,37 @@ std::uint64_t omp_pruned(const Problem& p, PruneStats& stats) {
   for (int i = 0; i < s.map_height; ++i) {
     row_best[std::size_t(i)] = Level::bounds(p, i, bounds.get() + std::size_t(i) * s.map_width);
   }
-  std::atomic<std::uint64_t> guess{kNoSadKey};
+  // The candidates' exact keys (one a map row) give the limit: their smallest, E_guess, which the
+  // refinement lowers (the argmin), or, for the top k, the k-th smallest of theirs and of the
+  // best candidate's neighbourhood (the candidates are apart; the k best are mostly beside the
+  // best), fixed.
+  const std::size_t top_k = p.top_k;
+  std::vector<std::uint64_t> firsts(std::size_t(s.map_height));
 #pragma omp parallel for schedule(dynamic, 4)
   for (int i = 0; i < s.map_height; ++i) {
     const std::uint32_t w = std::uint32_t(row_best[std::size_t(i)]);
-    atomic_min(guess, sad_key(std::int32_t(exact_sad(p.row_of(w), p.col_of(w))), w));
+    firsts[std::size_t(i)] = sad_key(std::int32_t(exact_sad(p.row_of(w), p.col_of(w))), w);
   }
+  std::uint64_t first_limit = *std::min_element(firsts.begin(), firsts.end());
+  if (top_k > 1) {
+    const std::uint32_t centre = std::uint32_t(first_limit);
+    std::vector<std::uint64_t> neighbours(std::size_t(kPrunePolishSide * kPrunePolishSide),
+                                          kNoSadKey);
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int e = 0; e < kPrunePolishSide * kPrunePolishSide; ++e) {
+      std::uint32_t w;
+      if (polish_window(centre, s.map_width, s.map_height, e, w)) {
+        neighbours[std::size_t(e)] = sad_key(std::int32_t(exact_sad(p.row_of(w), p.col_of(w))), w);
+      }
+    }
+    firsts.insert(firsts.end(), neighbours.begin(), neighbours.end());
+    std::sort(firsts.begin(), firsts.end());
+    firsts.erase(std::unique(firsts.begin(), firsts.end()), firsts.end());
+    first_limit = firsts.size() >= top_k ? firsts[top_k - 1] : kNoSadKey;
+  }
+  std::atomic<std::uint64_t> guess{first_limit};
   // Survivors in index order: each map row's count, their running sum, then each row's windows.
-  const std::uint32_t limit = std::uint32_t(guess.load() >> 32);
+  const std::uint32_t limit = std::uint32_t(first_limit >> 32);
   std::vector<std::size_t> row_start(std::size_t(s.map_height) + 1, 0);
 #pragma omp parallel for schedule(static)
   for (int i = 0; i < s.map_height; ++i) {
@@ -140,34 +177,49 @@ std::uint64_t omp_pruned(const Problem& p, PruneStats& stats) {
     }
   }
   stats.after_bounds = survivors.size();
+  std::vector<std::uint64_t> found;  // the top k: every survivor's key
   if (double(survivors.size()) > kPruneFullSearchFraction * double(s.map_size())) {
-    return full_search<Level>(p, stats);
-  }
-  // Windows alive after each strip, counted per thread and added once.
-  std::vector<std::atomic<std::uint64_t>> alive(static_cast<std::size_t>(strips));
-  for (auto& a : alive) a = 0;
-  const std::int64_t count = std::int64_t(survivors.size());
+    found = full_search<Level>(p, first_limit, stats);
+  } else {
+    // Windows alive after each strip, counted per thread and added once.
+    std::vector<std::atomic<std::uint64_t>> alive(static_cast<std::size_t>(strips));
+    for (auto& a : alive) a = 0;
+    const std::int64_t count = std::int64_t(survivors.size());
 #pragma omp parallel
-  {
-    std::vector<std::uint64_t> mine(static_cast<std::size_t>(strips), 0);
-#pragma omp for schedule(dynamic, 16)
-    for (std::int64_t n = 0; n < count; ++n) {
-      const std::uint32_t w = survivors[std::size_t(n)];
-      const int i = p.row_of(w), j = p.col_of(w);
-      std::uint32_t bound = bounds[w];
-      for (int r = 0; r < strips; ++r) {
-        const int k = p.order[std::size_t(r)];
-        if (bound > std::uint32_t(guess.load(std::memory_order_relaxed) >> 32)) break;
-        bound = bound - p.strip_term(i, j, k) + Level::sad(p, i, j, k);
-        if (bound > std::uint32_t(guess.load(std::memory_order_relaxed) >> 32)) break;
-        ++mine[std::size_t(r)];
-        if (r + 1 == strips) atomic_min(guess, sad_key(std::int32_t(bound), w));
+    {
+      std::vector<std::uint64_t> mine(static_cast<std::size_t>(strips), 0), kept;
+#pragma omp for schedule(dynamic, 16) nowait
+      for (std::int64_t n = 0; n < count; ++n) {
+        const std::uint32_t w = survivors[std::size_t(n)];
+        const int i = p.row_of(w), j = p.col_of(w);
+        std::uint32_t bound = bounds[w];
+        for (int r = 0; r < strips; ++r) {
+          const int k = p.order[std::size_t(r)];
+          if (bound > std::uint32_t(guess.load(std::memory_order_relaxed) >> 32)) break;
+          bound = bound - p.strip_term(i, j, k) + Level::sad(p, i, j, k);
+          if (bound > std::uint32_t(guess.load(std::memory_order_relaxed) >> 32)) break;
+          ++mine[std::size_t(r)];
+          if (r + 1 < strips) continue;
+          if (top_k == 1) {
+            atomic_min(guess, sad_key(std::int32_t(bound), w));
+          } else {
+            kept.push_back(sad_key(std::int32_t(bound), w));
+          }
+        }
       }
+      for (int r = 0; r < strips; ++r) alive[std::size_t(r)] += mine[std::size_t(r)];
+#pragma omp critical
+      found.insert(found.end(), kept.begin(), kept.end());
     }
-    for (int r = 0; r < strips; ++r) alive[std::size_t(r)] += mine[std::size_t(r)];
+    for (int r = 0; r < strips; ++r) {
+      stats.after_strip[std::size_t(r)] = alive[std::size_t(r)].load();
+    }
+    if (top_k == 1) return {guess.load()};
   }
-  for (int r = 0; r < strips; ++r) stats.after_strip[std::size_t(r)] = alive[std::size_t(r)].load();
-  return guess.load();
+  const std::size_t k = std::min(top_k, found.size());
+  std::partial_sort(found.begin(), found.begin() + std::ptrdiff_t(k), found.end());
+  found.resize(k);
+  return found;
 }
 
 }  // namespace
@@ -175,10 +227,8 @@ std::uint64_t omp_pruned(const Problem& p, PruneStats& stats) {
 void register_sad_pruned_native_cpu(VariantList<SadPruned>& list) {
   const auto add = [&](const char* name, Variant<SadPruned>::Make make, CpuLevel level,
                        int preference) {
-    list.push_back(
-        {name, Layer::native_cpu, Backend::openmp, false, std::move(make),
-         [level](const SadInput& input) { return sad_pruned_argmin(input) && cpu_supports(level); },
-         preference});
+    list.push_back({name, Layer::native_cpu, Backend::openmp, false, std::move(make),
+                    [level](const SadInput&) { return cpu_supports(level); }, preference});
   };
   add("omp-simd-generic", make_runner<host_pruned::PrunedRunner<omp_pruned<GenericLevel>>>,
       CpuLevel::generic, 10);

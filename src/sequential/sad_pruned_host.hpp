@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "kbench/sad_pruned.hpp"
@@ -15,7 +16,7 @@ class Problem {
  public:
   explicit Problem(const SadInput& input)
       : input(input),
-        s(validate_sad_pruned_argmin(input)),
+        s(validate_sad_pruned_input(input)),
         strips(strip_layout(s)),
         query_strips(query_strip_sums(input.query, strips)),
         order(strip_order(input.query, strips)),
@@ -85,6 +86,7 @@ class Problem {
 
   const SadInput& input;
   SadShape s;
+  std::size_t top_k = std::size_t(input.params.top_k);  // 1: the argmin
   StripLayout strips;
   std::vector<std::uint32_t> query_strips;
   std::vector<int> order;  // strip_order
@@ -93,13 +95,20 @@ class Problem {
   std::size_t pitch;
 };
 
-// Runs a search `Search(problem, stats) -> best key` and hands back its result.
-template <std::uint64_t (*Search)(const Problem&, PruneStats&)>
+// Runs a search and hands back its result: `Search(problem, stats)` returns the best key (an
+// argmin-only search; the runner refuses top-k inputs) or the top_k smallest keys in order.
+template <auto Search>
 class PrunedRunner final : public Runner<SadPruned> {
+  static constexpr bool kArgminOnly =
+      std::is_same_v<decltype(Search(std::declval<const Problem&>(), std::declval<PruneStats&>())),
+                     std::uint64_t>;
+
  public:
-  explicit PrunedRunner(const SadInput& input) : problem_(input) {}
+  explicit PrunedRunner(const SadInput& input) : problem_(input) {
+    if constexpr (kArgminOnly) validate_sad_pruned_argmin(input);
+  }
   void poison(std::uint8_t byte) override {
-    std::fill_n(reinterpret_cast<std::uint8_t*>(&best_key_), sizeof best_key_, byte);
+    keys_.assign(problem_.top_k, ~std::uint64_t(0) / 0xFF * byte);
     stats_ = PruneStats{};
     stats_.windows = stats_.after_bounds = ~std::uint64_t(0) / 0xFF * byte;
   }
@@ -107,16 +116,25 @@ class PrunedRunner final : public Runner<SadPruned> {
     stats_ = PruneStats{};
     stats_.windows = problem_.s.map_size();
     stats_.after_strip.assign(std::size_t(problem_.strips.count), 0);
-    best_key_ = Search(problem_, stats_);
+    if constexpr (kArgminOnly) {
+      keys_.assign(1, Search(problem_, stats_));
+    } else {
+      keys_ = Search(problem_, stats_);
+    }
   }
   void download(SadPrunedResult& out) override {
-    out.best = match_from_key(best_key_, problem_.s.map_width);
+    out.best = match_from_key(keys_.front(), problem_.s.map_width);  // a map has one position
     out.stats = stats_;
+    out.top.clear();
+    if (problem_.top_k > 1) {
+      for (const std::uint64_t key : keys_)
+        out.top.push_back(match_from_key(key, problem_.s.map_width));
+    }
   }
 
  private:
   Problem problem_;
-  std::uint64_t best_key_ = kNoSadKey;
+  std::vector<std::uint64_t> keys_;
   PruneStats stats_;
 };
 
