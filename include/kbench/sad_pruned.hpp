@@ -18,6 +18,7 @@
 // Exactness: the true argmin w has l_w ≤ E_w ≤ E_guess at every step, so it is never discarded
 // and its key enters the final minimum; every other window that could tie it is kept likewise.
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -81,6 +82,17 @@ bool sad_pruned_argmin(const SadInput& input);
 SadShape validate_sad_pruned_argmin(const SadInput& input);
 
 // --- Shared by every layer -------------------------------------------------------------------
+
+// The limit of a search for the top k positions without separation: the k-th smallest of the
+// exact `keys` of some windows (sorted and freed of copies in place), or kNoSadKey when fewer than
+// k differ. At least k windows meet it, and every window within it has a bound within it, so a
+// search against it as a fixed E_guess keeps all of the k best.
+template <class Key>
+Key top_k_limit(std::vector<Key>& keys, std::size_t k) {
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys.size() >= k ? keys[k - 1] : Key(kNoSadKey);
+}
 
 // Query rows per strip (the last strip takes the remainder).
 constexpr int kPruneStripRows = 16;

@@ -151,9 +151,7 @@ std::vector<std::uint64_t> omp_pruned(const Problem& p, PruneStats& stats) {
       }
     }
     firsts.insert(firsts.end(), neighbours.begin(), neighbours.end());
-    std::sort(firsts.begin(), firsts.end());
-    firsts.erase(std::unique(firsts.begin(), firsts.end()), firsts.end());
-    first_limit = firsts.size() >= top_k ? firsts[top_k - 1] : kNoSadKey;
+    first_limit = top_k_limit(firsts, top_k);
   }
   std::atomic<std::uint64_t> guess{first_limit};
   // Survivors in index order: each map row's count, their running sum, then each row's windows.

@@ -1065,9 +1065,7 @@ class PrunedRunner final : public Runner<SadPruned> {
                                FirstKeys<Exec>{top.first.view()});
     std::vector<Key> first(std::size_t(g_.first_windows()));
     top.first.download(first.data());
-    std::sort(first.begin(), first.end());
-    first.erase(std::unique(first.begin(), first.end()), first.end());
-    const Key limit = first.size() >= k ? first[k - 1] : kNoSadKey;
+    const Key limit = top_k_limit(first, k);
     Kokkos::deep_copy(Exec{}, guess, limit);
     live_units<Exec>(launch, g_, bounds_.view(), candidates_.view(), guess, centre_.view(),
                      live_.view(), live_totals_.view(), settled_.view());
