@@ -4,7 +4,7 @@
 //
 //   cemd-match query.npy database.npy -o matches.csv [--mode normalised|raw] [--metric cemd|l2]
 //              [--ratio 0.8] [--all-pairs matrix.csv] [--backend serial|openmp|cuda]
-//              [--variant NAME] [--gpus-per-rank G] [--verbose]
+//              [--variant NAME] [--gpus-per-rank G] [--verbose] [--quiet]
 //   mpirun -np N cemd-match ...   (builds with KBENCH_MPI: the database sharded over the ranks)
 //
 // Under an MPI launcher every rank reads only its rows of the database, rank 0 reads the queries
@@ -18,14 +18,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <iostream>
 #include <memory>
 
 #include "kbench/cemd_shards.hpp"
 #include "kbench/descriptor_io.hpp"
-#include "kbench/error.hpp"
+#include "kbench/descriptor_write.hpp"
+#include "kbench/file_io.hpp"
 #include "kbench/kokkos_runtime.hpp"
 #include "kbench/registry.hpp"
+#include "kbench/system_info.hpp"
+#include "tool_support.hpp"
 #if defined(KBENCH_HAVE_MPI)
 #include "kbench/cemd_mpi.hpp"
 #endif
@@ -34,11 +36,15 @@ namespace {
 
 constexpr const char* kProgram = "cemd-match";
 
+// Pieces the progress line counts: the database rows are matched in about this many runs.
+constexpr int kProgressPieces = 16;
+constexpr int kLeastProgressPieceRows = 1 << 16;
+
 struct Options {
   std::string query_path, database_path, output_path, matrix_path;
   std::string metric = "cemd", mode = "normalised";
   kbench::ShardOptions shard;
-  bool verbose = false;
+  kbench::tools::RunOptions run;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -72,13 +78,62 @@ int place_on_gpus(const kbench::ShardGroup& group, Options& options) {
   return device;
 }
 
-void run(kbench::ShardGroup& group, const Options& options) {
+std::string gib(std::uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GiB", double(bytes) / double(1ull << 30));
+  return text;
+}
+
+// --all-pairs keeps the queries × database matrix in rank 0's memory and writes it as text:
+// refused before any matching when either cannot fit.
+void check_matrix_fits(const Options& options, std::int64_t queries, std::int64_t rows) {
+  const std::uint64_t memory = std::uint64_t(queries) * std::uint64_t(rows) * sizeof(float);
+  const std::uint64_t available = kbench::available_host_memory();
+  const std::string shape = std::to_string(queries) + " x " + std::to_string(rows);
+  if (available > 0 && memory > available) {
+    throw kbench::Error("--all-pairs: the " + shape + " distance matrix needs " + gib(memory) +
+                        " of memory, and this machine has " + gib(available) + " available");
+  }
+  const std::uint64_t least_file = kbench::least_matrix_csv_bytes(queries, rows);
+  const std::uint64_t free_space = kbench::free_bytes_for(options.matrix_path);
+  if (least_file > free_space) {
+    throw kbench::Error("--all-pairs: the " + shape + " matrix takes at least " +
+                        gib(least_file) + " as CSV, and " + kbench::output_name(options.matrix_path) +
+                        "'s file system has " + gib(free_space) + " free");
+  }
+}
+
+// What the readers did with a text file (a header line, a byte-order mark), for --verbose.
+void print_reader_notes(const std::string& path) {
+  const kbench::DescriptorFileNotes notes = kbench::describe_descriptor_file(path);
+  if (notes.bom_skipped) {
+    std::fprintf(stderr, "%s: %s: skipped a UTF-8 byte-order mark\n", kProgram,
+                 kbench::output_name(path).c_str());
+  }
+  if (notes.header_skipped) {
+    std::fprintf(stderr, "%s: %s: line %lld is a header and was skipped (%s)\n", kProgram,
+                 kbench::output_name(path).c_str(), static_cast<long long>(notes.header_line),
+                 notes.header_reason.c_str());
+  }
+}
+
+// The outputs rank 0 writes, opened before any work.
+struct Outputs {
+  std::unique_ptr<kbench::OutputFile> matches, matrix;
+};
+
+void run(kbench::ShardGroup& group, Options& options, Outputs& outputs) {
   const Clock::time_point start = Clock::now();
   kbench::DescriptorSet queries;
   std::int64_t rows = 0;
   if (group.rank() == 0) {
+    if (options.run.verbose) {
+      print_reader_notes(options.query_path);
+      print_reader_notes(options.database_path);
+    }
     queries = kbench::read_descriptors(options.query_path);
     rows = kbench::count_descriptors(options.database_path);
+    if (options.shard.params.all_pairs) check_matrix_fits(options, queries.count, rows);
   }
   group.broadcast(queries);
   group.broadcast(rows);
@@ -96,7 +151,17 @@ void run(kbench::ShardGroup& group, const Options& options) {
   const kbench::RowReader read_rows = [&](std::int64_t first, int count) {
     return kbench::read_descriptor_rows(options.database_path, first, count);
   };
-  kbench::ShardResult local = kbench::match_shard(queries, shard, read_rows, options.shard);
+  kbench::ShardResult local;
+  {
+    // Rank 0 shows its own shard's progress.
+    kbench::tools::Progress progress(kProgram, "matching", shard.count, "database rows");
+    if (group.rank() == 0 && kbench::tools::Progress::enabled()) {
+      options.shard.progress = [&](std::int64_t done) { progress.advance(done); };
+      options.shard.progress_rows =
+          std::max(kLeastProgressPieceRows, shard.count / kProgressPieces + 1);
+    }
+    local = kbench::match_shard(queries, shard, read_rows, options.shard);
+  }
   group.reduce_top2(local.top2);
   std::vector<float> matrix;
   if (options.shard.params.all_pairs) {
@@ -107,29 +172,42 @@ void run(kbench::ShardGroup& group, const Options& options) {
 
   kbench::CemdResult result = kbench::result_from_top2(local.top2, int(rows));
   result.matrix = std::move(matrix);
-  kbench::write_matches_csv(options.output_path, result, options.shard.params.ratio);
-  if (!options.matrix_path.empty()) {
-    kbench::write_distance_matrix_csv(options.matrix_path, result);
+  const float ratio = options.shard.params.ratio;
+  std::vector<kbench::PendingOutput> pending{
+      {outputs.matches.get(),
+       [&](kbench::OutputFile& f) { kbench::write_matches_csv(f, result, ratio); }}};
+  if (outputs.matrix) {
+    pending.push_back({outputs.matrix.get(), [&](kbench::OutputFile& f) {
+                         kbench::tools::Progress writing(kProgram, "writing the matrix",
+                                                         queries.count, "queries");
+                         kbench::write_distance_matrix_csv(
+                             f, result, [&](int done) { writing.advance(done); });
+                       }});
   }
+  kbench::write_and_commit(pending);
   int accepted = 0;
-  for (const auto& n : result.neighbours)
-    accepted += kbench::ratio_accepted(n, options.shard.params.ratio);
-  if (options.verbose) {
+  for (const auto& n : result.neighbours) accepted += kbench::ratio_accepted(n, ratio);
+  if (options.run.verbose) {
     const double comparisons = double(queries.count) * double(rows);
-    const kbench::Backend backend = kbench::find_variant<kbench::Cemd>(local.variant).backend;
-    std::printf("%s: variant %s (%s) on rank 0, %d rank(s)", kProgram, local.variant.c_str(),
-                kbench::to_string(backend), group.size());
-    if (backend == kbench::Backend::cuda) std::printf(" x %d GPU(s)", options.shard.gpus);
-    std::printf(", distance %s\n", kbench::to_string(options.shard.params.distance));
-    std::printf(
-        "%s: %.4g comparisons in %.4f s (slowest rank and GPU, copies included): %.4g "
-        "comparisons/s; %.4f s from start to written file\n",
-        kProgram, comparisons, slowest, slowest > 0 ? comparisons / slowest : 0.0,
-        std::chrono::duration<double>(Clock::now() - start).count());
+    const kbench::Variant<kbench::Cemd>& variant = kbench::find_variant<kbench::Cemd>(local.variant);
+    char text[320];
+    std::snprintf(text, sizeof text,
+                  "%.4g comparisons in %.4f s (slowest rank and GPU, copies included): %.4g "
+                  "comparisons/s; %d rank(s) x %d GPU(s), distance %s; %.4f s from start to "
+                  "written file",
+                  comparisons, slowest, slowest > 0 ? comparisons / slowest : 0.0, group.size(),
+                  variant.backend == kbench::Backend::cuda ? options.shard.gpus : 0,
+                  kbench::to_string(options.shard.params.distance),
+                  std::chrono::duration<double>(Clock::now() - start).count());
+    kbench::tools::print_variant_line(kProgram, kbench::Cemd::name, variant.name, variant.layer,
+                                      variant.backend, text);
   }
-  std::printf("%s: %d queries, %lld database descriptors, %d accepted matches (ratio %g) -> %s\n",
-              kProgram, queries.count, static_cast<long long>(rows), accepted,
-              double(options.shard.params.ratio), options.output_path.c_str());
+  // The summary goes where no output does.
+  const bool stdout_taken = options.output_path == "-" || options.matrix_path == "-";
+  std::fprintf(stdout_taken ? stderr : stdout,
+               "%s: %d queries, %lld database descriptors, %d accepted matches (ratio %g) -> %s\n",
+               kProgram, queries.count, static_cast<long long>(rows), accepted, double(ratio),
+               kbench::output_name(options.output_path).c_str());
 }
 
 }  // namespace
@@ -140,14 +218,19 @@ int main(int argc, char** argv) {
       "Matches query SIFT descriptors against a database by circular earth mover's distance "
       "(Rabin et al.) or L2 and writes, per query, the nearest two database descriptors and "
       "Lowe's ratio test as CSV (query,index,distance,second_index,second_distance,accepted; "
-      "0-based rows). Descriptor files: .npy (uint8 or float32, N x 128), Lowe's .key, CSV. "
-      "Under mpirun the database is sharded over the ranks.\nKokkos options "
-      "(--kokkos-threads=N, ...) pass through."};
-  app.allow_extras();
-  app.add_option("query", options.query_path, "Query descriptors (.npy, .key, .csv)")->required();
-  app.add_option("database", options.database_path, "Database descriptors (.npy, .key, .csv)")
+      "0-based rows). Descriptor files: .npy (uint8 or float32, N x 128), Lowe's .key, CSV (one "
+      "descriptor of 128 values a line; a first line of names or of the column numbers 0..127 is "
+      "a header). Every value must be a whole number from 0 to 255, float32 ones too (what SIFT "
+      "gives); anything else is refused. Under mpirun the database is sharded over the ranks.\n"
+      "Kokkos options (--kokkos-threads=N, ...) pass through."};
+  app.add_option("query", options.query_path,
+                 "Query descriptors (.npy, .key, .csv; - for standard input)")
       ->required();
-  app.add_option("-o,--output", options.output_path, "Matches CSV to write")->required();
+  app.add_option("database", options.database_path,
+                 "Database descriptors (.npy, .key, .csv; a file, read in parts)")
+      ->required();
+  app.add_option("-o,--output", options.output_path, "Matches CSV to write (- for standard output)")
+      ->required();
   app.add_option("--metric", options.metric, "Distance: circular EMD or Euclidean")
       ->check(CLI::IsMember({"cemd", "l2"}))
       ->capture_default_str();
@@ -156,38 +239,35 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"normalised", "raw"}))
       ->capture_default_str();
   app.add_option("--ratio", options.shard.params.ratio,
-                 "Lowe's ratio test: a match is accepted when best < ratio x second")
+                 "Lowe's ratio test, above 0 and at most 1: a match is accepted when best < ratio "
+                 "x second")
+      ->check(kbench::tools::ratio_range())
       ->capture_default_str();
   app.add_option("--all-pairs", options.matrix_path,
-                 "Also write the queries x database distance matrix as CSV");
-  app.add_option("--backend", options.shard.backend, "Only variants of this backend")
-      ->check(CLI::IsMember({"serial", "openmp", "cuda"}));
-  app.add_option("--variant", options.shard.variant,
-                 "Run this registry variant (compare --list shows them)");
+                 "Also write the queries x database distance matrix as CSV (header "
+                 "query,0,1,...; one line per query); refused before matching when it cannot fit "
+                 "in memory or on disk");
   app.add_option("--gpus-per-rank", options.shard.gpus,
                  "GPUs each process drives, one host thread each (native CUDA variants)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  app.add_flag("--verbose", options.verbose, "Print the variant, sizes, time and rate");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  kbench::tools::add_run_options(app, options.run);
 #if defined(KBENCH_HAVE_MPI)
-    // Every rank parses the same line: one of them says what is wrong.
-    if (kbench::MpiShardGroup::launcher_rank() != 0) return e.get_exit_code();
+  // Every rank parses the same line: one of them says what is wrong.
+  const bool quiet_rank = kbench::MpiShardGroup::launcher_rank() != 0;
+#else
+  const bool quiet_rank = false;
 #endif
-    return app.exit(e);
-  }
-  for (const auto& extra : app.remaining()) {
-    if (extra.rfind("--kokkos-", 0) != 0) {
-      std::cerr << kProgram << ": unknown option '" << extra << "' (see --help)\n";
-      return 2;
-    }
+  if (const auto status = kbench::tools::parse_command_line(app, kProgram, argc, argv,
+                                                            quiet_rank)) {
+    return *status;
   }
   if (options.metric == "l2" && app.count("--mode")) {
-    std::cerr << kProgram << ": --mode applies to --metric cemd only\n";
-    return 2;
+    if (!quiet_rank) std::fprintf(stderr, "%s: --mode applies to --metric cemd only\n", kProgram);
+    return kbench::tools::kExitUsage;
   }
+  options.shard.variant = options.run.variant;
+  options.shard.backend = options.run.backend;
   options.shard.params.distance =
       kbench::parse_descriptor_distance(options.metric == "l2" ? "l2" : options.mode);
   options.shard.params.all_pairs = !options.matrix_path.empty();
@@ -198,22 +278,41 @@ int main(int argc, char** argv) {
     try {
       group = std::make_unique<kbench::MpiShardGroup>(&argc, &argv);
     } catch (const kbench::Error& e) {
-      std::cerr << kProgram << ": rank " << kbench::MpiShardGroup::launcher_rank() << ": "
-                << e.what() << '\n';
-      return 1;
+      std::fprintf(stderr, "%s: rank %d: %s\n", kProgram, kbench::MpiShardGroup::launcher_rank(),
+                   e.what());
+      return kbench::tools::kExitFailure;
     }
   }
 #endif
   if (!group) group = std::make_unique<kbench::ShardGroup>();
+  if (group->rank() == 0) kbench::tools::enable_progress(options.run);
   // One line naming the rank; under MPI it ends every rank.
-  const auto fail = [&](const std::string& message) {
+  const auto fail = [&](const std::string& message, int status) {
 #if defined(KBENCH_HAVE_MPI)
     if (auto* mpi = dynamic_cast<kbench::MpiShardGroup*>(group.get()))
       mpi->abort(kProgram, message);
 #endif
-    std::cerr << kProgram << ": " << message << '\n';
-    return 1;
+    std::fprintf(stderr, "%s: %s\n", kProgram, message.c_str());
+    return status;
   };
+
+  // Rank 0 checks and opens its outputs before any work.
+  Outputs outputs;
+  try {
+    if (group->rank() == 0) {
+      kbench::check_distinct_paths(
+          {{options.query_path, "the query file"}, {options.database_path, "the database file"}},
+          {{options.output_path, "the matches file (-o)"}, {options.matrix_path, "--all-pairs"}});
+      outputs.matches = std::make_unique<kbench::OutputFile>(options.output_path);
+      if (!options.matrix_path.empty()) {
+        outputs.matrix = std::make_unique<kbench::OutputFile>(options.matrix_path);
+      }
+    }
+  } catch (const kbench::UsageError& e) {
+    return fail(e.what(), kbench::tools::kExitUsage);
+  } catch (const kbench::Error& e) {
+    return fail(e.what(), kbench::tools::kExitFailure);
+  }
 
   // The GPU is chosen before Kokkos starts, and Kokkos is told to use it.
   std::vector<std::string> kokkos_args(argv, argv + argc);
@@ -226,19 +325,19 @@ int main(int argc, char** argv) {
       kokkos_args.push_back("--kokkos-device-id=" + std::to_string(device));
     }
   } catch (const kbench::Error& e) {
-    return fail(e.what());
+    return fail(e.what(), kbench::tools::kExitFailure);
   }
   std::vector<char*> kokkos_argv;
   for (auto& a : kokkos_args) kokkos_argv.push_back(a.data());
   int kokkos_argc = int(kokkos_argv.size());
   kokkos_argv.push_back(nullptr);
   const kbench::KokkosRuntime kokkos(kProgram, kokkos_argc, kokkos_argv.data());
-  try {
-    run(*group, options);
-  } catch (const std::bad_alloc&) {
-    return fail("out of host memory");
-  } catch (const std::exception& e) {
-    return fail(e.what());
-  }
-  return 0;
+  std::string message;
+  const int status = kbench::tools::run_guarded_message(
+      [&] {
+        run(*group, options, outputs);
+        return 0;
+      },
+      &message);
+  return status == 0 ? 0 : fail(message, status);
 }

@@ -4,24 +4,25 @@
 // positions kept apart (non-maximum suppression, which needs the whole SAD map) from full search.
 //
 //   match target.png query.png [--top 5] [--separation N] [--method auto|full|pruned]
-//         [--backend B] [--variant NAME] [--verbose] [-o annotated.png]
+//         [--backend B] [--variant NAME] [--verbose] [--quiet] [-o annotated.png]
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <iostream>
 
-#include "kbench/error.hpp"
-#include "kbench/harness.hpp"
+#include "kbench/file_io.hpp"
 #include "kbench/image_io.hpp"
+#include "kbench/image_write.hpp"
 #include "kbench/kokkos_runtime.hpp"
 #include "kbench/sad.hpp"
 #include "kbench/sad_pruned.hpp"
-#include "variant_options.hpp"
+#include "tool_support.hpp"
 
 namespace {
 
+constexpr const char* kProgram = "match";
+
 // The target as RGB with a 2-pixel box outline of the query's size at every match: the best in
-// red, the others in yellow.
+// red, the others in yellow (the colours match --help).
 kbench::ImageU8 annotate(const kbench::ImageU8& target, int box_width, int box_height,
                          const std::vector<kbench::SadMatch>& matches) {
   kbench::ImageU8 out(target.width, target.height, 3);
@@ -59,17 +60,21 @@ int main(int argc, char** argv) {
   kbench::SadParams params;
   CLI::App app{
       "Finds a query image in a target image (sum of absolute differences over every position, "
-      "in gray) and prints the best positions: row and column of the query's top-left corner, "
-      "and the SAD score (lower is better)."};
-  app.add_option("target", target_path, "Image to search (PNG, JPEG, BMP, PPM, PGM)")->required();
+      "in gray; colour images are converted with BT.601 luma, alpha ignored) and prints the best "
+      "positions: rank, row and column of the query's top-left corner, the SAD score (lower is "
+      "better; 0 is an exact copy) and the mean absolute difference per query pixel (score / "
+      "query pixels, 0..255)."};
+  app.add_option("target", target_path,
+                 "Image to search (PNG, JPEG, BMP, PPM, PGM; - for standard input)")
+      ->required();
   app.add_option("query", query_path, "Image to find; not larger than the target")->required();
   app.add_option("--top", params.top_k, "Number of best positions to report")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   app.add_option("--separation", params.min_separation,
                  "Minimum distance in pixels between reported positions (0: the query's size, "
-                 "so boxes do not overlap)")
-      ->check(CLI::NonNegativeNumber)
+                 "so boxes do not overlap; 1: no separation)")
+      ->check(CLI::Range(0, int(kbench::max_image_dimension)))
       ->capture_default_str();
   std::string method = "auto";
   app.add_option("--method", method,
@@ -79,24 +84,32 @@ int main(int argc, char** argv) {
                  "method too")
       ->check(CLI::IsMember({"auto", "full", "pruned"}))
       ->capture_default_str();
-  kbench::tools::VariantOptions run;
-  kbench::tools::add_variant_options(app, run);
-  app.add_option("-o,--output", out_path, "Write the target with boxes drawn (.png, .ppm)");
-  app.allow_extras();
-  CLI11_PARSE(app, argc, argv);
+  kbench::tools::RunOptions run;
+  kbench::tools::add_run_options(app, run);
+  app.add_option("-o,--output", out_path,
+                 "Write the target with a 2-pixel box around each position: red for the best, "
+                 "yellow for the others (.png, .ppm; - writes PPM to standard output, and the "
+                 "table then goes to stderr)");
+  if (const auto status = kbench::tools::parse_command_line(app, kProgram, argc, argv)) {
+    return *status;
+  }
+  kbench::tools::enable_progress(run);
 
-  const kbench::KokkosRuntime kokkos("match", argc, argv);
-  try {
-    const kbench::ImageU8 target = kbench::read_image(target_path);
-    const kbench::ImageU8 query = kbench::read_image(query_path);
+  return kbench::tools::run_guarded(kProgram, [&] {
+    kbench::check_distinct_paths({{target_path, "the target image"}, {query_path, "the query image"}},
+                                 {{out_path, "the output image (-o)"}});
+    if (!out_path.empty()) kbench::output_image_format(out_path, 3);
+    std::unique_ptr<kbench::OutputFile> out;
+    if (!out_path.empty()) out = std::make_unique<kbench::OutputFile>(out_path);
     // A variant named chooses its algorithm, and so the method.
     bool pruned_variant = false;
     for (const auto& v : kbench::variants<kbench::SadPruned>()) {
       pruned_variant = pruned_variant || v.name == run.variant;
     }
     if (!run.variant.empty() && method != "auto" && pruned_variant != (method == "pruned")) {
-      throw kbench::Error("--variant " + run.variant + " is not a " + method +
-                          (method == "pruned" ? " (sad-pruned)" : " search (sad)") + " variant");
+      throw kbench::UsageError("--variant " + run.variant + " is not a " + method +
+                               (method == "pruned" ? " (sad-pruned)" : " search (sad)") +
+                               " variant");
     }
     // Pruning answers the best position and the best several without separation; several kept
     // apart need the whole map's non-maximum suppression.
@@ -104,18 +117,29 @@ int main(int argc, char** argv) {
     const bool pruned = method == "pruned" || pruned_variant ||
                         (method == "auto" && run.variant.empty() && prunable);
     if (pruned && !prunable) {
-      throw kbench::Error(
+      throw kbench::UsageError(
           "pruned matching finds several positions only without separation (--separation 1); "
           "use --method full");
+    }
+    kbench::ImageU8 target, query;
+    {
+      kbench::tools::Progress reading(kProgram, "reading the images");
+      target = kbench::read_image(target_path);
+      query = kbench::read_image(query_path);
     }
     // Full search: one position needs only the argmin (fused); several need the map.
     params.want_map = !pruned && params.top_k > 1;
     const kbench::SadInput input{kbench::to_gray(target), kbench::to_gray(query), params};
+    const std::string what = "searching " + std::to_string(input.target.width) + "x" +
+                             std::to_string(input.target.height) + " for " +
+                             std::to_string(input.query.width) + "x" +
+                             std::to_string(input.query.height);
+    const kbench::KokkosRuntime kokkos(kProgram, argc, argv);
     std::vector<kbench::SadMatch> matches;
     if (pruned) {
       kbench::validate_sad_pruned_input(input);
       const kbench::SadPrunedResult result =
-          kbench::tools::run_call<kbench::SadPruned>("match", input, run);
+          kbench::tools::run_call<kbench::SadPruned>(kProgram, input, run, what);
       matches = params.top_k > 1 ? result.top : std::vector<kbench::SadMatch>{result.best};
       if (run.verbose) {
         const kbench::PruneStats& st = result.stats;
@@ -126,20 +150,24 @@ int main(int argc, char** argv) {
       }
     } else {
       kbench::validate_sad_input(input);
-      const kbench::SadResult result = kbench::tools::run_call<kbench::Sad>("match", input, run);
+      const kbench::SadResult result =
+          kbench::tools::run_call<kbench::Sad>(kProgram, input, run, what);
       matches = {result.best};
       if (params.top_k > 1) matches = kbench::top_matches(result, input);
     }
-    std::printf("%-5s %6s %6s %12s\n", "rank", "row", "col", "score");
+    if (out) {
+      kbench::tools::Progress writing(kProgram, "writing " + kbench::output_name(out_path));
+      const kbench::ImageU8 boxes = annotate(target, query.width, query.height, matches);
+      kbench::write_and_commit({{out.get(), [&](kbench::OutputFile& f) { kbench::write_image(f, boxes); }}});
+    }
+    // The table goes where the image does not.
+    std::FILE* table = out && out_path == "-" ? stderr : stdout;
+    const double pixels = double(input.query.width) * double(input.query.height);
+    std::fprintf(table, "%-5s %6s %6s %12s %10s\n", "rank", "row", "col", "score", "mean_diff");
     for (std::size_t m = 0; m < matches.size(); ++m) {
-      std::printf("%-5zu %6d %6d %12d\n", m + 1, matches[m].row, matches[m].col, matches[m].score);
+      std::fprintf(table, "%-5zu %6d %6d %12d %10.3f\n", m + 1, matches[m].row, matches[m].col,
+                   matches[m].score, double(matches[m].score) / pixels);
     }
-    if (!out_path.empty()) {
-      kbench::write_image(out_path, annotate(target, query.width, query.height, matches));
-    }
-  } catch (const kbench::Error& e) {
-    std::cerr << "match: " << e.what() << '\n';
-    return 1;
-  }
-  return 0;
+    return 0;
+  });
 }

@@ -2,11 +2,11 @@
 //
 // Cases: NxM = N queries against M database descriptors, with Ki (×1024) and Mi (×1024²)
 // suffixes (e.g. 1Kix64Ki); 4Mi is the paper's 4·2^20 comparisons (1Ki queries × 4Ki database)
-// and 64Kix1Mi a large one. A case may end in -raw, -l2 (the distance; default --distance) and
+// and 64Kix1Mi a large one. A case may end in -raw, -l2 (the distance; default --metric and --mode) and
 // -all (the all-pairs matrix; default the nearest two per query), e.g. 4Mi-raw. The database is
 // generated SIFT-like and the queries are perturbed copies of its rows plus unrelated ones, all
 // seeded by --seed. --query q.npy --database d.npy (.npy, .key or CSV files) compare on those
-// sets instead; the distance and all-pairs then come from --distance and --all-pairs.
+// sets instead; the distance and all-pairs then come from --metric, --mode and --all-pairs.
 //
 // The reference costs about a microsecond per comparison on one core. Above
 // --max-sequential-gcmp the single-core variants (the sequential layer and the Serial backend)
@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "compare/compare_impl.hpp"
+#include "tool_support.hpp"
 #include "compare/inputs.hpp"
 #include "kbench/cemd.hpp"
 #include "kbench/cpu_features.hpp"
@@ -27,7 +28,7 @@ namespace {
 
 struct CemdOptions {
   std::string database_path;
-  std::string distance = "normalised";
+  std::string metric = "cemd", mode = "normalised";
   bool all_pairs = false;
   float ratio = 0.8f;
   double max_sequential_gcmp = 0.02;
@@ -38,13 +39,18 @@ struct CemdOptions {
 void add_cemd_options(CLI::App& app) {
   app.add_option("--database", cemd_options.database_path,
                  "cemd: database descriptor file (.npy, .key, .csv; with --query)");
-  app.add_option("--distance", cemd_options.distance,
-                 "cemd: normalised (each cell as a distribution), raw (exact integers) or l2")
-      ->check(CLI::IsMember({"normalised", "raw", "l2"}))
+  // The same names as cemd-match's.
+  app.add_option("--metric", cemd_options.metric, "cemd: circular EMD or Euclidean (l2)")
+      ->check(CLI::IsMember({"cemd", "l2"}))
+      ->capture_default_str();
+  app.add_option("--mode", cemd_options.mode,
+                 "cemd: CEMD cells as distributions (normalised) or raw values (raw)")
+      ->check(CLI::IsMember({"normalised", "raw"}))
       ->capture_default_str();
   app.add_flag("--all-pairs", cemd_options.all_pairs,
                "cemd: the all-pairs distance matrix instead of the nearest two per query");
   app.add_option("--ratio", cemd_options.ratio, "cemd: Lowe's ratio test, in (0, 1]")
+      ->check(tools::ratio_range())
       ->capture_default_str();
   app.add_option("--max-sequential-gcmp", cemd_options.max_sequential_gcmp,
                  "cemd: skip the single-core variants above this many G comparisons and take "
@@ -186,7 +192,8 @@ constexpr double kVerifiedComparisons = 4.0 * (1 << 20);
 int run_cemd(const Options& options) {
   const CemdOptions& opt = cemd_options;
   std::string size = options.size;
-  DescriptorDistance distance = parse_descriptor_distance(opt.distance);
+  DescriptorDistance distance =
+      parse_descriptor_distance(opt.metric == "l2" ? "l2" : opt.mode);
   bool all_pairs = opt.all_pairs;
   // Suffixes in any order.
   for (bool stripped = true; stripped;) {

@@ -33,6 +33,7 @@ struct Options {
   std::string json_path;
   std::uint64_t seed = 1;
   bool check_only = false;  // check every variant, time none
+  bool quiet = false;       // no progress line
   // conv, lbp: check outputs on this many sampled rows instead of against the whole reference
   // (0: the whole reference), for images whose reference is too large to hold.
   int check_rows = 0;

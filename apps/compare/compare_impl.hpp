@@ -9,6 +9,7 @@
 #include "compare/compare.hpp"
 #include "compare/json.hpp"
 #include "kbench/system_info.hpp"
+#include "progress.hpp"
 
 namespace kbench::compare {
 
@@ -65,7 +66,11 @@ int run(const Options& options, const Case<Algorithm>& problem) {
   std::vector<Row> rows;
   double reference_ms = 0;
   int failures = 0;
+  tools::Progress progress("compare", "checking and timing", std::int64_t(all.size()),
+                           "variants");
+  std::int64_t started = 0;
   for (const auto& v : all) {
+    progress.set_done(started++);
     const bool is_reference = &v == &reference_variant;
     if (!is_reference && (!selected(options.variants, v.name) ||
                           !selected(options.backends, to_string(v.backend)))) {

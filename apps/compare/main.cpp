@@ -5,18 +5,23 @@
 //           [--json results.jsonl] [--list]
 //   compare --algo conv --size 30000x30000 --check-rows 64 --backend cuda   (images > 2^31 bytes)
 //   compare --algo sad --size test3 [--no-map] [--image target.png [--query query.png]]
-//   compare --algo cemd --size 4Mi|64Kix1Mi|NxM [--distance raw] [--all-pairs] [--ratio 0.8]
-//   compare --algo cemd --query q.npy --database d.npy [--distance raw] [--all-pairs]
+//   compare --algo cemd --size 4Mi|64Kix1Mi|NxM [--mode raw | --metric l2] [--all-pairs]
+//           [--ratio 0.8]
+//   compare --algo cemd --query q.npy --database d.npy [--mode raw | --metric l2] [--all-pairs]
 #include <CLI/CLI.hpp>
+
+#include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
 
 #include "compare/inputs.hpp"
 #include "kbench/error.hpp"
+#include "kbench/file_io.hpp"
 #include "kbench/image_io.hpp"
 #include "kbench/kokkos_runtime.hpp"
 #include "kbench/registry.hpp"
+#include "tool_support.hpp"
 
 namespace kbench::compare {
 
@@ -69,7 +74,6 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Checks every variant of an algorithm against the sequential reference, then times "
       "the correct ones.\nKokkos options (--kokkos-threads=N, ...) pass through."};
-  app.allow_extras();
   app.add_option("--algo", options.algorithm, "Algorithm")
       ->check(CLI::IsMember(kbench::algorithm_names()))
       ->capture_default_str();
@@ -107,19 +111,21 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1000000));
   app.add_flag("--list", list, "Print the variant registry and exit");
   app.add_flag("--list-cases", list_cases, "Print the algorithm's standard cases and exit");
+  app.add_flag("-q,--quiet", options.quiet,
+               "No progress line (on stderr, shown when stderr is a terminal and stdout is not)");
   const auto entries = algorithm_entries();
   for (const auto& entry : entries) entry.add_options(app);
-  CLI11_PARSE(app, argc, argv);
-  for (const auto& extra : app.remaining()) {
-    if (extra.rfind("--kokkos-", 0) != 0) {
-      std::cerr << "compare: unknown option '" << extra << "' (see --help)\n";
-      return 2;
-    }
+  if (const auto status = kbench::tools::parse_command_line(app, "compare", argc, argv)) {
+    return *status;
   }
+  // The table and the per-variant lines go to stdout; a progress line on the same terminal would
+  // overwrite them, so it is drawn only when stdout goes elsewhere.
+  kbench::tools::Progress::enabled() =
+      !options.quiet && kbench::tools::Progress::terminal() && ::isatty(STDOUT_FILENO) == 0;
 
   if (options.check_rows > 0 && options.algorithm != "conv" && options.algorithm != "lbp") {
     std::cerr << "compare: --check-rows applies to conv and lbp, not " << options.algorithm << '\n';
-    return 2;
+    return kbench::tools::kExitUsage;
   }
 
   // Listings need no execution space, so they work where a backend cannot start.
@@ -135,13 +141,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   const kbench::KokkosRuntime kokkos("compare", argc, argv);
-  try {
+  return kbench::tools::run_guarded("compare", [&] {
+    kbench::check_distinct_paths({{options.image_path, "--image"}, {options.query_path, "--query"}},
+                                 {{options.json_path, "--json"}});
     for (const auto& entry : entries) {
       if (options.algorithm == entry.name) return entry.run(options);
     }
-    throw kbench::Error("compare does not know the algorithm '" + options.algorithm + "'");
-  } catch (const kbench::Error& e) {
-    std::cerr << "compare: " << e.what() << '\n';
-    return 1;
-  }
+    throw kbench::UsageError("compare does not know the algorithm '" + options.algorithm + "'");
+  });
 }

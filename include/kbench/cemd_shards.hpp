@@ -32,6 +32,10 @@ struct ShardOptions {
   // thread each, every one running a native CUDA variant (Kokkos drives one GPU per process).
   int gpus = 1;
   int first_gpu = 0;
+  // When set, told of every `progress_rows` database rows matched (the variant then runs on the
+  // rows a piece at a time, each piece's candidates merged as shards' are: the same result).
+  std::function<void(std::int64_t rows)> progress;
+  int progress_rows = 0;
 };
 
 struct ShardResult {

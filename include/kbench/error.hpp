@@ -19,4 +19,11 @@ class OutOfMemory : public Error {
   using Error::Error;
 };
 
+// A request that is wrong in itself, whatever the data (an output equal to an input, options that
+// exclude each other): the tools end with their usage status for it.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace kbench

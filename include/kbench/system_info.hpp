@@ -19,6 +19,8 @@ GpuMemory gpu_memory();
 // Why gpu_available() is false ("" when it is true).
 std::string gpu_unavailable_reason();
 int host_threads();
+// Host memory that can be had without swapping (Linux MemAvailable), 0 when unknown.
+std::size_t available_host_memory();
 // Current UTC time as 2026-11-21T21:00:00Z.
 std::string utc_timestamp();
 

@@ -47,7 +47,17 @@ std::vector<Top2> shard_top2(const CemdResult& out, std::int64_t first, bool all
   return top2;
 }
 
-// One variant run on rows `part` (all of them on this thread's device).
+// Rows [first, first + count) of `set`.
+DescriptorSet rows_of(const DescriptorSet& set, int first, int count) {
+  DescriptorSet rows;
+  rows.count = count;
+  const auto begin = set.values.begin() + std::ptrdiff_t(first) * kDescriptorBytes;
+  rows.values.assign(begin, begin + std::ptrdiff_t(count) * kDescriptorBytes);
+  return rows;
+}
+
+// One variant run on rows `part` (all of them on this thread's device); with a progress callback,
+// one run per piece of options.progress_rows rows, on the variant chosen for the whole part.
 ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowReader& read_rows,
                        const ShardOptions& options, bool native_cuda_only) {
   ShardResult result;
@@ -61,12 +71,34 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowRea
   validate_cemd_input(input);
   const Variant<Cemd>& variant =
       select_cemd_variant(input, options.variant, options.backend, native_cuda_only);
-  const Clock::time_point start = Clock::now();
-  CemdResult out = run_once(variant, input);
-  result.seconds = seconds_since(start);
   result.variant = variant.name;
-  result.top2 = shard_top2(out, part.first, options.params.all_pairs);
-  if (options.params.all_pairs) result.matrix = std::move(out.matrix);
+  const bool all_pairs = options.params.all_pairs;
+  const int piece_rows = options.progress && options.progress_rows > 0 ? options.progress_rows
+                                                                       : part.count;
+  if (piece_rows >= part.count) {
+    const Clock::time_point start = Clock::now();
+    CemdResult out = run_once(variant, input);
+    result.seconds = seconds_since(start);
+    result.top2 = shard_top2(out, part.first, all_pairs);
+    if (all_pairs) result.matrix = std::move(out.matrix);
+    if (options.progress) options.progress(part.count);
+    return result;
+  }
+  if (all_pairs) result.matrix.resize(std::size_t(queries.count) * std::size_t(part.count));
+  for (int first = 0; first < part.count; first += piece_rows) {
+    const int count = std::min(piece_rows, part.count - first);
+    const CemdInput piece{queries, rows_of(input.database, first, count), options.params};
+    const Clock::time_point start = Clock::now();
+    CemdResult out = run_once(variant, piece);
+    result.seconds += seconds_since(start);
+    const std::vector<Top2> top2 = shard_top2(out, part.first + first, all_pairs);
+    merge_top2_lists(result.top2.data(), top2.data(), top2.size());
+    for (int q = 0; all_pairs && q < queries.count; ++q) {
+      std::copy_n(out.matrix.data() + std::size_t(q) * count, count,
+                  result.matrix.data() + std::size_t(q) * part.count + first);
+    }
+    options.progress(count);
+  }
   return result;
 }
 

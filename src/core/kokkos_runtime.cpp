@@ -6,6 +6,8 @@
 #include <exception>
 #include <iostream>
 #include <string>
+#include <vector>
+#include <algorithm>
 
 #include "kbench/system_info.hpp"
 
@@ -23,8 +25,18 @@ KokkosRuntime::KokkosRuntime(const char* program, int& argc, char* argv[]) {
          no_gpu + "); the host build runs here (scripts/dev.sh build host)");
   }
 #endif
+  // Kokkos' start-up advice (OMP_PROC_BIND) is for developers, not for the tools' users: it is
+  // turned off, and the caller's arguments are given back without the ones Kokkos took.
+  std::vector<char*> arguments(argv, argv + argc);
+  static char disable_warnings[] = "--kokkos-disable-warnings";
+  arguments.insert(arguments.begin() + (argc > 0 ? 1 : 0), disable_warnings);
+  int count = int(arguments.size());
+  arguments.push_back(nullptr);
   try {
-    Kokkos::initialize(argc, argv);
+    Kokkos::initialize(count, arguments.data());
+    std::copy(arguments.begin(), arguments.begin() + count, argv);
+    argc = count;
+    argv[argc] = nullptr;
   } catch (const std::exception& e) {
     fail(std::string("Kokkos could not start: ") + e.what());
   }

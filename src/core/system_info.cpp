@@ -65,6 +65,17 @@ int host_threads() {
 #endif
 }
 
+std::size_t available_host_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::size_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
 std::string utc_timestamp() {
   const std::time_t now = std::time(nullptr);
   std::tm utc{};

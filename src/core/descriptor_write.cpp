@@ -1,0 +1,114 @@
+#include "kbench/descriptor_write.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kbench/error.hpp"
+
+namespace kbench {
+namespace {
+
+constexpr char kNpyMagic[] = "\x93NUMPY";
+constexpr std::size_t kNpyMagicBytes = 6;
+
+std::string npy_header(const char* descr, int rows) {
+  std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" +
+                     std::to_string(rows) + ", " + std::to_string(kDescriptorBytes) + "), }";
+  // Padded with spaces and a newline so the data starts on a 64-byte boundary, as NumPy does.
+  constexpr std::size_t kAlignment = 64;
+  constexpr std::size_t kPrefixBytes = kNpyMagicBytes + 2 + 2;
+  const std::size_t unpadded = kPrefixBytes + dict.size() + 1;
+  dict.append((kAlignment - unpadded % kAlignment) % kAlignment, ' ');
+  dict += '\n';
+  std::string header(kNpyMagic, kNpyMagicBytes);
+  header += char(1);  // version 1.0
+  header += char(0);
+  header += char(dict.size() & 0xff);
+  header += char(dict.size() >> 8);
+  return header + dict;
+}
+
+void check_result_shape(const CemdResult& result, bool matrix) {
+  if (result.queries < 0 || result.database < 0) throw Error("a result with negative sizes");
+  if (matrix ? result.matrix.size() != std::size_t(result.queries) * std::size_t(result.database)
+             : result.neighbours.size() != std::size_t(result.queries)) {
+    throw Error(matrix ? "the result holds no all-pairs matrix of its size"
+                       : "the result holds no neighbours for every query");
+  }
+}
+
+void append_distance(std::string& line, float value) {
+  char text[32];
+  const int length = std::snprintf(text, sizeof text, "%.9g", double(value));
+  line.append(text, std::size_t(length));
+}
+
+}  // namespace
+
+void write_descriptors_npy(OutputFile& out, const DescriptorSet& set, NpyValueType type) {
+  if (set.count < 0 || set.values.size() != std::size_t(set.count) * kDescriptorBytes) {
+    throw Error("cannot write " + output_name(out.path()) +
+                ": the set's value count is not count x 128");
+  }
+  out.write(npy_header(type == NpyValueType::u8 ? "|u1" : "<f4", set.count));
+  if (type == NpyValueType::u8) {
+    out.write(set.values.data(), set.values.size());
+    return;
+  }
+  constexpr std::size_t kChunkValues = 1 << 16;
+  std::vector<unsigned char> bytes;
+  for (std::size_t start = 0; start < set.values.size(); start += kChunkValues) {
+    const std::size_t n = std::min(kChunkValues, set.values.size() - start);
+    bytes.resize(n * 4);
+    for (std::size_t i = 0; i < n; ++i) {
+      const float value = set.values[start + i];
+      std::uint32_t bits;
+      std::memcpy(&bits, &value, sizeof bits);
+      for (int b = 0; b < 4; ++b) bytes[i * 4 + b] = static_cast<unsigned char>(bits >> (8 * b));
+    }
+    out.write(bytes.data(), bytes.size());
+  }
+}
+
+void write_matches_csv(OutputFile& out, const CemdResult& result, float ratio) {
+  check_result_shape(result, false);
+  out.write("query,index,distance,second_index,second_distance,accepted\n");
+  std::string line;
+  for (int q = 0; q < result.queries; ++q) {
+    const CemdNeighbours& n = result.neighbours[q];
+    line = std::to_string(q) + ',' + std::to_string(n.best_index) + ',';
+    append_distance(line, n.best_distance);
+    line += ',' + std::to_string(n.second_index) + ',';
+    if (n.second_index >= 0) append_distance(line, n.second_distance);
+    line += ratio_accepted(n, ratio) ? ",1\n" : ",0\n";
+    out.write(line);
+  }
+}
+
+void write_distance_matrix_csv(OutputFile& out, const CemdResult& result,
+                               const std::function<void(int)>& on_rows) {
+  check_result_shape(result, true);
+  std::string line = "query";
+  for (int d = 0; d < result.database; ++d) line += ',' + std::to_string(d);
+  line += '\n';
+  out.write(line);
+  for (int q = 0; q < result.queries; ++q) {
+    line = std::to_string(q);
+    for (int d = 0; d < result.database; ++d) {
+      line += ',';
+      append_distance(line, result.matrix[std::size_t(q) * result.database + d]);
+    }
+    line += '\n';
+    out.write(line);
+    if (on_rows) on_rows(1);
+  }
+}
+
+std::uint64_t least_matrix_csv_bytes(std::int64_t queries, std::int64_t database) {
+  return std::uint64_t(queries) * std::uint64_t(database) * 2;
+}
+
+}  // namespace kbench
