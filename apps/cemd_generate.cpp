@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "kbench/cemd.hpp"
-#include "kbench/descriptor_io.hpp"
+#include "kbench/descriptor_write.hpp"
 #include "kbench/file_io.hpp"
 #include "kbench/random.hpp"
 #include "tool_support.hpp"
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
       kbench::write_and_commit(outputs);
     }
     std::FILE* to = database_out.in_place() && database_path == "-" ? stderr
-                    : query_out && query_path == "-"               ? stderr
+                    : query_out && query_path == "-"                ? stderr
                                                                     : stdout;
     if (query_out) report(to, query_path, queries, f32);
     report(to, database_path, database, f32);

@@ -97,15 +97,14 @@ void check_matrix_fits(const Options& options, std::int64_t queries, std::int64_
   const std::uint64_t least_file = kbench::least_matrix_csv_bytes(queries, rows);
   const std::uint64_t free_space = kbench::free_bytes_for(options.matrix_path);
   if (least_file > free_space) {
-    throw kbench::Error("--all-pairs: the " + shape + " matrix takes at least " +
-                        gib(least_file) + " as CSV, and " + kbench::output_name(options.matrix_path) +
+    throw kbench::Error("--all-pairs: the " + shape + " matrix takes at least " + gib(least_file) +
+                        " as CSV, and " + kbench::output_name(options.matrix_path) +
                         "'s file system has " + gib(free_space) + " free");
   }
 }
 
-// What the readers did with a text file (a header line, a byte-order mark), for --verbose.
-void print_reader_notes(const std::string& path) {
-  const kbench::DescriptorFileNotes notes = kbench::describe_descriptor_file(path);
+// What the reader did with a text file (a header line, a byte-order mark), for --verbose.
+void print_reader_notes(const std::string& path, const kbench::DescriptorFileNotes& notes) {
   if (notes.bom_skipped) {
     std::fprintf(stderr, "%s: %s: skipped a UTF-8 byte-order mark\n", kProgram,
                  kbench::output_name(path).c_str());
@@ -117,22 +116,19 @@ void print_reader_notes(const std::string& path) {
   }
 }
 
-// The outputs rank 0 writes, opened before any work.
-struct Outputs {
-  std::unique_ptr<kbench::OutputFile> matches, matrix;
-};
-
-void run(kbench::ShardGroup& group, Options& options, Outputs& outputs) {
+void run(kbench::ShardGroup& group, Options& options) {
   const Clock::time_point start = Clock::now();
   kbench::DescriptorSet queries;
   std::int64_t rows = 0;
   if (group.rank() == 0) {
-    if (options.run.verbose) {
-      print_reader_notes(options.query_path);
-      print_reader_notes(options.database_path);
-    }
-    queries = kbench::read_descriptors(options.query_path);
+    kbench::DescriptorFileNotes query_notes;
+    queries = kbench::read_descriptors(options.query_path, &query_notes);
     rows = kbench::count_descriptors(options.database_path);
+    if (options.run.verbose) {
+      print_reader_notes(options.query_path, query_notes);
+      print_reader_notes(options.database_path,
+                         kbench::describe_descriptor_file(options.database_path));
+    }
     if (options.shard.params.all_pairs) check_matrix_fits(options, queries.count, rows);
   }
   group.broadcast(queries);
@@ -172,12 +168,18 @@ void run(kbench::ShardGroup& group, Options& options, Outputs& outputs) {
 
   kbench::CemdResult result = kbench::result_from_top2(local.top2, int(rows));
   result.matrix = std::move(matrix);
+  // The outputs are opened only now, so that no rank's failure before this point (which ends
+  // every rank, this one perhaps by SIGKILL) can leave a temporary file.
+  kbench::OutputFile matches_out(options.output_path);
+  std::unique_ptr<kbench::OutputFile> matrix_out;
+  if (!options.matrix_path.empty()) {
+    matrix_out = std::make_unique<kbench::OutputFile>(options.matrix_path);
+  }
   const float ratio = options.shard.params.ratio;
   std::vector<kbench::PendingOutput> pending{
-      {outputs.matches.get(),
-       [&](kbench::OutputFile& f) { kbench::write_matches_csv(f, result, ratio); }}};
-  if (outputs.matrix) {
-    pending.push_back({outputs.matrix.get(), [&](kbench::OutputFile& f) {
+      {&matches_out, [&](kbench::OutputFile& f) { kbench::write_matches_csv(f, result, ratio); }}};
+  if (matrix_out) {
+    pending.push_back({matrix_out.get(), [&](kbench::OutputFile& f) {
                          kbench::tools::Progress writing(kProgram, "writing the matrix",
                                                          queries.count, "queries");
                          kbench::write_distance_matrix_csv(
@@ -189,7 +191,8 @@ void run(kbench::ShardGroup& group, Options& options, Outputs& outputs) {
   for (const auto& n : result.neighbours) accepted += kbench::ratio_accepted(n, ratio);
   if (options.run.verbose) {
     const double comparisons = double(queries.count) * double(rows);
-    const kbench::Variant<kbench::Cemd>& variant = kbench::find_variant<kbench::Cemd>(local.variant);
+    const kbench::Variant<kbench::Cemd>& variant =
+        kbench::find_variant<kbench::Cemd>(local.variant);
     char text[320];
     std::snprintf(text, sizeof text,
                   "%.4g comparisons in %.4f s (slowest rank and GPU, copies included): %.4g "
@@ -258,8 +261,8 @@ int main(int argc, char** argv) {
 #else
   const bool quiet_rank = false;
 #endif
-  if (const auto status = kbench::tools::parse_command_line(app, kProgram, argc, argv,
-                                                            quiet_rank)) {
+  if (const auto status =
+          kbench::tools::parse_command_line(app, kProgram, argc, argv, quiet_rank)) {
     return *status;
   }
   if (options.metric == "l2" && app.count("--mode")) {
@@ -296,17 +299,14 @@ int main(int argc, char** argv) {
     return status;
   };
 
-  // Rank 0 checks and opens its outputs before any work.
-  Outputs outputs;
+  // Rank 0 checks its outputs before any work.
   try {
     if (group->rank() == 0) {
       kbench::check_distinct_paths(
           {{options.query_path, "the query file"}, {options.database_path, "the database file"}},
           {{options.output_path, "the matches file (-o)"}, {options.matrix_path, "--all-pairs"}});
-      outputs.matches = std::make_unique<kbench::OutputFile>(options.output_path);
-      if (!options.matrix_path.empty()) {
-        outputs.matrix = std::make_unique<kbench::OutputFile>(options.matrix_path);
-      }
+      kbench::OutputFile::check_writable(options.output_path);
+      if (!options.matrix_path.empty()) kbench::OutputFile::check_writable(options.matrix_path);
     }
   } catch (const kbench::UsageError& e) {
     return fail(e.what(), kbench::tools::kExitUsage);
@@ -335,7 +335,7 @@ int main(int argc, char** argv) {
   std::string message;
   const int status = kbench::tools::run_guarded_message(
       [&] {
-        run(*group, options, outputs);
+        run(*group, options);
         return 0;
       },
       &message);

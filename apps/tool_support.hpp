@@ -12,8 +12,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -76,8 +76,13 @@ inline std::optional<int> parse_command_line(CLI::App& app, const char* program,
     if (is_kokkos_option(extra)) continue;
     const bool option = extra.size() > 1 && extra[0] == '-';
     if (!silent) {
+      const bool kokkos = extra.rfind("--kokkos-", 0) == 0;
       std::cerr << program << ": " << (option ? "unknown option '" : "unexpected argument '")
-                << extra << "' (see --help)\n";
+                << extra << "' ("
+                << (kokkos ? "Kokkos options take their value after '=', e.g. "
+                             "--kokkos-threads=4"
+                           : "see --help")
+                << ")\n";
     }
     return kExitUsage;
   }
@@ -108,9 +113,9 @@ int run_guarded_message(const Body& body, std::string* message) {
     return kExitFailure;
   } catch (const std::bad_alloc&) {
     const std::size_t bytes = failed_allocation_bytes();
-    *message = "out of memory" +
-               (bytes ? ": could not allocate " + byte_text(bytes) + " of host memory"
-                      : std::string());
+    *message =
+        "out of memory" +
+        (bytes ? ": could not allocate " + byte_text(bytes) + " of host memory" : std::string());
     return kExitFailure;
   } catch (const std::exception& e) {
     *message = e.what();

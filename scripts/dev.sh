@@ -59,7 +59,7 @@ fuzz() {
     exit 2
   }
   build fuzz
-  for target in image_reader descriptor_reader; do
+  for target in image_reader descriptor_reader mask_reader; do
     local work="$repo/build/fuzz/corpus/$target" findings="$repo/build/fuzz/findings/$target"
     mkdir -p "$work" "$findings"
     cp "$repo/tests/fuzz/corpus/$target/"* "$work/"

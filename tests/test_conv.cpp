@@ -277,6 +277,66 @@ TEST_CASE("masks load from built-in names and from files", "[conv]") {
   CHECK_THROWS_WITH(load_mask("/no/such/mask.txt"), Catch::Contains("unknown mask"));
 }
 
+TEST_CASE("mask files are read within a byte limit, with a BOM and CRLF line ends", "[conv]") {
+  char pattern[] = "/tmp/kbench-mask-XXXXXX";
+  const std::filesystem::path dir = mkdtemp(pattern);
+  const std::string limit = "the mask reader's limit of 1048576 bytes (1 MiB)";
+  // A BOM and CRLF line ends, as Windows editors write them.
+  const std::string crlf = (dir / "crlf.txt").string();
+  std::ofstream(crlf, std::ios::binary) << "\xEF\xBB\xBF# 3x3\r\n1 2 3\r\n4, 5, 6\r\n7 8 9\r\n";
+  const Mask m = load_mask(crlf);
+  CHECK(m.size == 3);
+  CHECK(m.weights == std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9});
+  // A file of 2 MiB is refused by its size, unread.
+  const std::string big = (dir / "big.txt").string();
+  std::ofstream(big, std::ios::binary) << std::string(std::size_t(2) << 20, ' ');
+  CHECK_THROWS_WITH(load_mask(big), Catch::Contains("mask file '" + big + "' is larger than " +
+                                                    limit + ": it has 2097152 bytes"));
+  // A stream that goes on is refused once it passes the limit.
+  CHECK_THROWS_WITH(load_mask("/dev/zero"),
+                    Catch::Contains("mask file '/dev/zero' is larger than " + limit));
+  CHECK_THROWS_WITH(load_mask(dir.string()),
+                    Catch::Contains("'" + dir.string() + "' is a folder, not a mask file"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("mask text past the largest mask or with odd bytes is refused clearly", "[conv]") {
+  // 63 x 63 numbers are the most; the next one is refused as it is read.
+  std::string most;
+  for (int i = 0; i < 63 * 63; ++i) most += "0.5 ";
+  CHECK(parse_mask(most, "most.txt").size == 63);
+  CHECK_THROWS_WITH(parse_mask(most + "1", "more.txt"),
+                    Catch::Contains("more.txt: more than 3969 numbers, which exceeds"));
+  // Bytes that are no text are shown escaped, and long fields cut.
+  CHECK_THROWS_WITH(parse_mask(std::string("1 \x01\xFFz", 5), "bin.txt"),
+                    Catch::Contains("bin.txt:1: '\\x01\\xFFz' is not a finite number"));
+  CHECK_THROWS_WITH(parse_mask(std::string(5000, '7') + "x", "long.txt"),
+                    Catch::Contains("'" + std::string(40, '7') + "...' is not"));
+  // Weights beyond float's range, NaN and a BOM anywhere but the start.
+  CHECK_THROWS_WITH(parse_mask("1e39", "range.txt"), Catch::Contains("'1e39' is not a finite"));
+  CHECK_THROWS_WITH(parse_mask("nan", "nan.txt"), Catch::Contains("'nan' is not a finite"));
+  CHECK_THROWS_WITH(parse_mask("1 \xEF\xBB\xBF"
+                               "2 3 4 5 6 7 8 9",
+                               "bom.txt"),
+                    Catch::Contains("bom.txt:1"));
+  CHECK(parse_mask("0x1p-2", "hex.txt").weights == std::vector<float>{0.25f});
+}
+
+TEST_CASE("the mask fuzzer's seeds load, but for the even one", "[conv]") {
+  int seeds = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(KBENCH_FUZZ_CORPUS "/mask_reader")) {
+    const std::string name = entry.path().filename().string();
+    INFO(name);
+    if (name == "even.txt") {
+      CHECK_THROWS_WITH(load_mask(entry.path().string()), Catch::Contains("is even"));
+    } else {
+      CHECK(load_mask(entry.path().string()).size % 2 == 1);
+      ++seeds;
+    }
+  }
+  CHECK(seeds >= 10);
+}
+
 TEST_CASE("the sampled-row check accepts a right output and finds a wrong sample", "[conv]") {
   for (const Border border : {Border::clamp, Border::crop}) {
     INFO(to_string(border));

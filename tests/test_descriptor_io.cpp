@@ -1,15 +1,23 @@
 // Descriptor files (.npy, .key, CSV) read from hand-written bytes, every kind of bad input, row
 // ranges, the .npy writer and the atomic writing of match results.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <sstream>
+#include <thread>
 
 #include "kbench/descriptor_io.hpp"
+#include "kbench/descriptor_write.hpp"
 #include "kbench/error.hpp"
 
 using namespace kbench;
@@ -43,9 +51,10 @@ void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
-// Value (row, column) of the small sets below: every value 0..255 appears.
+// Value (row, column) of the small sets below: every value 0..255 appears, and row 0 is not
+// 0,1,...,127, which a CSV reader takes as pandas' header line.
 std::uint8_t pattern_value(int row, int column) {
-  return std::uint8_t((row * 131 + column) % 256);
+  return std::uint8_t((row * 131 + column + 7) % 256);
 }
 
 DescriptorSet pattern_set(int rows) {
@@ -418,15 +427,26 @@ TEST_CASE("match and matrix CSV files hold exact, round-tripping values", "[desc
 
   result.matrix = {0.1f, 2.0f, third, 1e-20f, 123456.789f, 0.0f};
   write_distance_matrix_csv(dir.file("d.csv"), result);
+  CHECK(read_bytes(dir.file("d.csv")) ==
+        "query,0,1\n"
+        "0,0.100000001,2\n"
+        "1,0.333333343,9.99999968e-21\n"
+        "2,123456.789,0\n");
+  // Read back as a reader of the file would: the header names the database rows, the first
+  // column the query rows.
   std::ifstream in(dir.file("d.csv"));
   std::string line;
+  std::getline(in, line);
+  CHECK(line == "query,0,1");
   std::vector<float> back;
   int lines = 0;
   while (std::getline(in, line)) {
-    ++lines;
     std::stringstream fields(line);
     std::string field;
+    std::getline(fields, field, ',');
+    CHECK(field == std::to_string(lines));
     while (std::getline(fields, field, ',')) back.push_back(std::strtof(field.c_str(), nullptr));
+    ++lines;
   }
   CHECK(lines == 3);
   CHECK(back == result.matrix);
@@ -440,13 +460,12 @@ TEST_CASE("failed writes leave no file and keep an older one", "[descriptor_io]"
   result.neighbours = {{0, 1.0f, -1, INFINITY}};
   // A missing folder: nothing can be created.
   CHECK_THROWS_WITH(write_matches_csv(dir.file("missing/m.csv"), result, 0.8f),
-                    Catch::Contains("cannot create") && Catch::Contains("missing/m.csv"));
+                    Catch::Contains("cannot write") && Catch::Contains("missing/m.csv"));
   CHECK_THROWS_AS(write_descriptors_npy(dir.file("missing/a.npy"), pattern_set(1)), Error);
-  // A folder in the way: the temporary file is written, the rename fails, and the temporary
-  // file is removed.
+  // A folder in the way: refused before anything is written.
   fs::create_directory(dir.file("taken.csv"));
   CHECK_THROWS_WITH(write_matches_csv(dir.file("taken.csv"), result, 0.8f),
-                    Catch::Contains("cannot rename"));
+                    Catch::Contains("is a folder"));
   CHECK(dir.entries() == std::vector<std::string>{"taken.csv"});
   // A result that does not hold what it claims: refused before anything is written, and an
   // older file of that name stays as it was.
@@ -482,4 +501,420 @@ TEST_CASE("the fuzzer's descriptor findings stay refused", "[descriptor_io]") {
     ++findings;
   }
   CHECK(findings >= 1);
+}
+
+namespace {
+
+// What pandas.DataFrame(d).to_csv(index=False) writes: the column numbers as a header line.
+std::string pandas_header(const char* line_end = "\n") {
+  std::string line;
+  for (int c = 0; c < kDescriptorBytes; ++c) line += (c ? "," : "") + std::to_string(c);
+  return line + line_end;
+}
+
+std::string csv_rows(const DescriptorSet& set, const char* line_end = "\n") {
+  std::string text;
+  for (int r = 0; r < set.count; ++r) text += csv_line(set, r) + line_end;
+  return text;
+}
+
+const std::string kBom = "\xEF\xBB\xBF";
+
+// Writes `bytes` into `fd` from another thread and closes it, so a reader of the other end sees
+// a pipe filled while it reads. SIGPIPE is ignored meanwhile: a reader that stops early makes
+// the write fail instead of ending the test.
+class PipeWriter {
+ public:
+  PipeWriter(std::string bytes, std::function<int()> open_fd)
+      : old_(std::signal(SIGPIPE, SIG_IGN)), thread_([bytes = std::move(bytes), open_fd] {
+          const int fd = open_fd();
+          if (fd < 0) return;
+          for (std::size_t at = 0; at < bytes.size();) {
+            const ssize_t done = ::write(fd, bytes.data() + at, bytes.size() - at);
+            if (done <= 0) break;
+            at += std::size_t(done);
+          }
+          ::close(fd);
+        }) {}
+  ~PipeWriter() {
+    thread_.join();
+    std::signal(SIGPIPE, old_);
+  }
+
+ private:
+  void (*old_)(int);
+  std::thread thread_;
+};
+
+// A FIFO at `path` holding `bytes`, written while it is read.
+struct FifoWriter : PipeWriter {
+  FifoWriter(const std::string& path, std::string bytes)
+      : PipeWriter(std::move(bytes), [path] { return ::open(path.c_str(), O_WRONLY); }) {}
+};
+
+std::string make_fifo(const TempDir& dir, const std::string& name) {
+  const std::string path = dir.file(name);
+  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+  return path;
+}
+
+// Standard input replaced by a pipe holding `bytes` for the object's life.
+class StandardInputFrom {
+ public:
+  explicit StandardInputFrom(std::string bytes) : saved_(::dup(STDIN_FILENO)) {
+    int ends[2];
+    REQUIRE(::pipe(ends) == 0);
+    ::dup2(ends[0], STDIN_FILENO);
+    ::close(ends[0]);
+    writer_ = std::make_unique<PipeWriter>(std::move(bytes), [fd = ends[1]] { return fd; });
+  }
+  ~StandardInputFrom() {
+    ::close(STDIN_FILENO);  // a reader that stopped early: the writer's next write fails
+    writer_.reset();
+    ::dup2(saved_, STDIN_FILENO);
+    ::close(saved_);
+  }
+
+ private:
+  int saved_;
+  std::unique_ptr<PipeWriter> writer_;
+};
+
+}  // namespace
+
+TEST_CASE("a pandas header of column numbers is skipped and the rows keep their indices",
+          "[descriptor_io]") {
+  TempDir dir;
+  const DescriptorSet set = pattern_set(5);
+  const std::string path = dir.file("pandas.csv");
+  write_bytes(path, pandas_header() + csv_rows(set));
+  CHECK(count_descriptors(path) == 5);
+  CHECK(same(read_descriptors(path), set));
+  CHECK(same(read_descriptor_rows(path, 0, 1), rows_of(set, 0, 1)));
+  CHECK(same(read_descriptor_rows(path, 3, 2), rows_of(set, 3, 2)));
+  // A value error names the row counted without the header, and the file's line.
+  write_bytes(path, pandas_header() + csv_line(set, 0) + "\n" +
+                        csv_line(set, 1, ",", {1, 4, "300"}) + "\n");
+  CHECK_THROWS_WITH(read_descriptors(path), Catch::Contains("row 1, column 4 (0-based) holds 300"));
+  write_bytes(
+      path, pandas_header() + csv_line(set, 0) + "\n" + csv_line(set, 1, ",", {1, 4, "x"}) + "\n");
+  CHECK_THROWS_WITH(read_descriptors(path), Catch::Contains("row 1, column 4 (0-based, line 3)"));
+  // The same numbers written as floats are the column numbers too.
+  std::string floats;
+  for (int c = 0; c < kDescriptorBytes; ++c) floats += (c ? "," : "") + std::to_string(c) + ".0";
+  write_bytes(path, floats + "\n" + csv_rows(set));
+  CHECK(same(read_descriptors(path), set));
+  // A first row that differs from the column numbers anywhere is data.
+  DescriptorSet almost;
+  almost.count = 1;
+  for (int c = 0; c < kDescriptorBytes; ++c) almost.values.push_back(std::uint8_t(c));
+  almost.values.back() = 0;
+  write_bytes(path, csv_rows(almost) + csv_rows(set));
+  CHECK(count_descriptors(path) == 6);
+  CHECK(same(read_descriptor_rows(path, 0, 1), almost));
+  // As documented, a first row that is exactly 0..127 is taken as a header.
+  almost.values.back() = 127;
+  write_bytes(path, csv_rows(almost) + csv_rows(set));
+  CHECK(same(read_descriptors(path), set));
+  write_bytes(path, csv_rows(almost));
+  CHECK_THROWS_WITH(read_descriptors(path), Catch::Contains("holds no descriptors"));
+}
+
+TEST_CASE("named headers, byte order marks and CRLF line ends are read right", "[descriptor_io]") {
+  TempDir dir;
+  const DescriptorSet set = pattern_set(4);
+  const struct {
+    const char* name;
+    std::string text;
+  } cases[] = {
+      {"named.csv", csv_text(set, true)},
+      {"bom.csv", kBom + csv_rows(set)},
+      {"bom-named.csv", kBom + csv_text(set, true)},
+      {"bom-pandas.csv", kBom + pandas_header() + csv_rows(set)},
+      {"crlf.csv", csv_rows(set, "\r\n")},
+      {"crlf-pandas.csv", pandas_header("\r\n") + csv_rows(set, "\r\n")},
+      {"bom-crlf-pandas.txt", kBom + "\r\n" + pandas_header("\r\n") + csv_rows(set, "\r\n")},
+      {"bom.key", kBom + key_text(set)},
+  };
+  for (const auto& file : cases) {
+    INFO(file.name);
+    const std::string path = dir.file(file.name);
+    write_bytes(path, file.text);
+    CHECK(count_descriptors(path) == 4);
+    CHECK(same(read_descriptors(path), set));
+    CHECK(same(read_descriptor_rows(path, 2, 2), rows_of(set, 2, 2)));
+  }
+  std::string crlf_key = key_text(set);
+  for (std::size_t at = 0; (at = crlf_key.find('\n', at)) != std::string::npos; at += 2) {
+    crlf_key.insert(at, "\r");
+  }
+  // A first line of numbers with one word among them (a typo in the first row, or a header
+  // beside numbers) is neither a header nor a row: refused, naming the word.
+  std::string mixed = pandas_header();
+  mixed.replace(mixed.find(",3,"), 3, ",x,");
+  write_bytes(dir.file("mixed.csv"), mixed + csv_rows(set));
+  CHECK_THROWS_WITH(
+      read_descriptors(dir.file("mixed.csv")),
+      Catch::Contains("line 1 mixes numbers and text (field 3, 'x', is not a number)"));
+  CHECK_THROWS_WITH(count_descriptors(dir.file("mixed.csv")), Catch::Contains("mixes numbers"));
+  std::string typo = csv_rows(set);
+  typo.replace(typo.find(','), 1, "x,");
+  write_bytes(dir.file("typo.csv"), typo);
+  CHECK_THROWS_WITH(read_descriptors(dir.file("typo.csv")), Catch::Contains("mixes numbers"));
+  write_bytes(dir.file("crlf.key"), kBom + crlf_key);
+  CHECK(same(read_descriptors(dir.file("crlf.key")), set));
+  // A byte order mark is skipped only at the start of the file.
+  write_bytes(dir.file("late-bom.csv"), csv_line(set, 0) + "\n" + kBom + csv_line(set, 1) + "\n");
+  CHECK_THROWS_WITH(read_descriptors(dir.file("late-bom.csv")),
+                    Catch::Contains("row 1, column 0 (0-based, line 2) is '\\xef\\xbb\\xbf138'"));
+}
+
+TEST_CASE("messages show control bytes and invalid UTF-8 as \\xNN and cut long fields",
+          "[descriptor_io]") {
+  TempDir dir;
+  const DescriptorSet set = pattern_set(2);
+  const auto with = [&](const std::string& text) {
+    return csv_line(set, 0) + "\n" + csv_line(set, 1, ",", {1, 2, text}) + "\n";
+  };
+  const struct {
+    const char* name;
+    std::string text;
+    std::string shown;
+  } cases[] = {
+      {"control.csv", with(std::string("1\x01") + '\0' + "\x7f"), "is '1\\x01\\x00\\x7f', not"},
+      {"latin1.csv", with("caf\xe9"), "is 'caf\\xe9', not"},
+      {"utf8.csv", with("caf\xc3\xa9"), "is 'caf\xc3\xa9', not"},
+      {"c1.csv", with("\xc2\x85x"), "is '\\xc2\\x85x', not"},
+      {"overlong.csv", with("\xc0\xaf"), "is '\\xc0\\xaf', not"},
+      {"cut-utf8.csv", with("\xe2\x82"), "is '\\xe2\\x82', not"},
+      {"long.csv", with(std::string(39, 'a') + "bcdefgh"),
+       "is '" + std::string(39, 'a') + "b...', not"},
+      {"exact.csv", with(std::string(40, 'a')), "is '" + std::string(40, 'a') + "', not"},
+  };
+  for (const auto& bad : cases) {
+    INFO(bad.name);
+    write_bytes(dir.file(bad.name), bad.text);
+    CHECK_THROWS_WITH(read_descriptors(dir.file(bad.name)),
+                      Catch::Contains("row 1, column 2 (0-based, line 2) " + bad.shown));
+  }
+  write_bytes(dir.file("bad.key"), key_text(set, {1, 7, "\x1b[31m"}));
+  CHECK_THROWS_WITH(read_descriptors(dir.file("bad.key")),
+                    Catch::Contains("holds '\\x1b[31m', not a number"));
+  // The word a refused first line names is printable too.
+  std::string header = pandas_header();
+  header.replace(0, 1, "\x02");
+  write_bytes(dir.file("header.csv"), header + csv_rows(set));
+  CHECK_THROWS_WITH(describe_descriptor_file(dir.file("header.csv")),
+                    Catch::Contains("(field 0, '\\x02', is not a number)"));
+}
+
+TEST_CASE("endless lines and devices are refused at once, by a stated limit", "[descriptor_io]") {
+  TempDir dir;
+  const auto started = std::chrono::steady_clock::now();
+  for (const char* name : {"zero.csv", "zero.txt", "zero.key", "zero.npy"}) {
+    fs::create_symlink("/dev/zero", dir.file(name));
+  }
+  CHECK_THROWS_WITH(read_descriptors(dir.file("zero.csv")),
+                    Catch::Contains("'" + dir.file("zero.csv") + "': line 1 is longer than 65536 " +
+                                    "bytes, the most a line of a descriptor file may hold"));
+  CHECK_THROWS_WITH(read_descriptors(dir.file("zero.txt")),
+                    Catch::Contains("line 1 is longer than 65536 bytes"));
+  CHECK_THROWS_WITH(read_descriptors(dir.file("zero.key")),
+                    Catch::Contains("zero.key': line 1 holds a value longer than 1024 bytes"));
+  CHECK_THROWS_WITH(read_descriptors(dir.file("zero.npy")),
+                    Catch::Contains("zero.npy' is not a .npy file (no NumPy magic bytes)"));
+  // Devices cannot be read in parts.
+  for (const char* name : {"zero.csv", "zero.key", "zero.npy"}) {
+    INFO(name);
+    CHECK_THROWS_WITH(count_descriptors(dir.file(name)), Catch::Contains("is not a regular file"));
+    CHECK_THROWS_WITH(read_descriptor_rows(dir.file(name), 0, 1),
+                      Catch::Contains("is not a regular file"));
+  }
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+
+  // The same limits in regular files: the line or value that is too long is named.
+  const DescriptorSet set = pattern_set(2);
+  write_bytes(dir.file("long-line.csv"),
+              csv_text(set, true) + std::string(65537, ' ') + "\n" + csv_line(set, 1) + "\n");
+  CHECK_THROWS_WITH(read_descriptors(dir.file("long-line.csv")),
+                    Catch::Contains("long-line.csv': line 4 is longer than 65536 bytes"));
+  CHECK_THROWS_WITH(count_descriptors(dir.file("long-line.csv")),
+                    Catch::Contains("line 4 is longer than 65536 bytes"));
+  write_bytes(dir.file("fits.csv"), std::string(65536 - 1, ' ') + "\n" + csv_rows(set));
+  CHECK(same(read_descriptors(dir.file("fits.csv")), set));
+  std::string long_value = key_text(set);
+  long_value.insert(long_value.find("20.25"), std::string(1025, '7'));
+  write_bytes(dir.file("long-value.key"), long_value);
+  CHECK_THROWS_WITH(read_descriptors(dir.file("long-value.key")),
+                    Catch::Contains("line 2 holds a value longer than 1024 bytes"));
+  // A .key file with every value on one line is fine: values are bounded, not lines.
+  std::string one_line = key_text(pattern_set(300));
+  std::replace(one_line.begin() + one_line.find('\n') + 1, one_line.end(), '\n', ' ');
+  REQUIRE(one_line.size() > 65536 * 2);
+  write_bytes(dir.file("one-line.key"), one_line);
+  CHECK(same(read_descriptors(dir.file("one-line.key")), pattern_set(300)));
+}
+
+TEST_CASE("pipes are read in one pass in every format", "[descriptor_io]") {
+  TempDir dir;
+  const DescriptorSet set = pattern_set(4100);  // more than one chunk of .npy rows
+  // by_name: what descriptor_file_format says without reading, as reading would consume bytes;
+  // read_descriptors tells .npy by its magic bytes.
+  const struct {
+    const char* name;
+    std::string bytes;
+    DescriptorFileFormat by_name, read;
+  } cases[] = {
+      {"u8.npy", npy_bytes(dict("|u1", "(4100, 128)"), u8_data(set)), DescriptorFileFormat::npy,
+       DescriptorFileFormat::npy},
+      {"f32.npy", npy_bytes(dict("<f4", "(4100, 128)"), f32_data(as_floats(set)), 2),
+       DescriptorFileFormat::npy, DescriptorFileFormat::npy},
+      {"npy-named.csv", npy_bytes(dict("|u1", "(4100, 128)"), u8_data(set)),
+       DescriptorFileFormat::csv, DescriptorFileFormat::npy},
+      {"a.key", kBom + key_text(set), DescriptorFileFormat::key, DescriptorFileFormat::key},
+      {"a.csv", kBom + pandas_header("\r\n") + csv_rows(set, "\r\n"), DescriptorFileFormat::csv,
+       DescriptorFileFormat::csv},
+  };
+  for (const auto& file : cases) {
+    INFO(file.name);
+    const std::string path = make_fifo(dir, file.name);
+    CHECK(descriptor_file_format(path) == file.by_name);  // returns without a writer
+    DescriptorFileNotes notes;
+    {
+      FifoWriter writer(path, file.bytes);
+      CHECK(same(read_descriptors(path, &notes), set));
+    }
+    CHECK(notes.format == file.read);
+    CHECK(notes.bom_skipped == (file.bytes.compare(0, 3, kBom) == 0));
+    CHECK(notes.header_skipped == (std::string(file.name) == "a.csv"));
+    // Read in parts, a pipe is refused before it is opened (no writer needed).
+    CHECK_THROWS_WITH(count_descriptors(path),
+                      Catch::Contains("'" + path + "' is not a regular file") &&
+                          Catch::Contains("must be a regular file"));
+    CHECK_THROWS_WITH(read_descriptor_rows(path, 0, 1), Catch::Contains("is not a regular file"));
+    CHECK_THROWS_WITH(describe_descriptor_file(path), Catch::Contains("is not a regular file"));
+    fs::remove(path);
+  }
+}
+
+TEST_CASE("a .npy stream is checked against its header as it is read", "[descriptor_io]") {
+  TempDir dir;
+  const DescriptorSet set = pattern_set(3);
+  const std::string floats = f32_data(as_floats(set));
+  const struct {
+    const char* name;
+    std::string bytes;
+    const char* message;
+  } cases[] = {
+      {"short.npy", npy_bytes(dict("|u1", "(3, 128)"), u8_data(set).substr(0, 300)),
+       "is truncated: its header promises 3 descriptors (384 bytes of data), the file holds 300"},
+      {"short-f32.npy", npy_bytes(dict("<f4", "(3, 128)"), floats.substr(0, 1535)),
+       "(1536 bytes of data), the file holds 1535 bytes"},
+      {"long.npy", npy_bytes(dict("|u1", "(3, 128)"), u8_data(set) + "x"),
+       "has bytes after the data its header describes"},
+      {"huge.npy", npy_bytes(dict("|u1", "(2000000000, 128)"), u8_data(set)),
+       "promises 2000000000 descriptors"},
+      {"header.npy", npy_bytes(dict("|u1", "(3, 128)"), "").substr(0, 40),
+       "is truncated (its header is incomplete)"},
+      {"empty.npy", "", "is empty"},
+  };
+  for (const auto& bad : cases) {
+    INFO(bad.name);
+    const std::string path = make_fifo(dir, bad.name);
+    {
+      FifoWriter writer(path, bad.bytes);
+      CHECK_THROWS_WITH(read_descriptors(path),
+                        Catch::Contains(bad.message) && Catch::Contains(bad.name));
+    }
+    fs::remove(path);
+  }
+}
+
+TEST_CASE("standard input is read as \"-\", its format told from its content", "[descriptor_io]") {
+  const DescriptorSet set = pattern_set(3);
+  const struct {
+    const char* name;
+    std::string bytes;
+    DescriptorFileFormat format;
+  } cases[] = {
+      {"npy", npy_bytes(dict("<f4", "(3, 128)"), f32_data(as_floats(set))),
+       DescriptorFileFormat::npy},
+      {"csv", csv_rows(set), DescriptorFileFormat::csv},
+      {"csv after a BOM, blank lines and a header",
+       kBom + "\r\n  \n" + pandas_header("\r\n") + csv_rows(set, "\r\n"),
+       DescriptorFileFormat::csv},
+      {"key", key_text(set), DescriptorFileFormat::key},
+      {"key after a BOM", kBom + "\n" + key_text(set), DescriptorFileFormat::key},
+  };
+  for (const auto& input : cases) {
+    INFO(input.name);
+    DescriptorFileNotes notes;
+    {
+      StandardInputFrom in(input.bytes);
+      CHECK(same(read_descriptors("-", &notes), set));
+    }
+    CHECK(notes.format == input.format);
+  }
+  {
+    StandardInputFrom in(csv_line(set, 0, ",", {0, 5, "-1"}) + "\n");
+    CHECK_THROWS_WITH(read_descriptors("-"),
+                      Catch::StartsWith("standard input: row 0, column 5 (0-based) holds -1"));
+  }
+  {
+    StandardInputFrom in("");
+    CHECK_THROWS_WITH(read_descriptors("-"), Catch::Equals("standard input holds no descriptors"));
+  }
+  CHECK_THROWS_WITH(count_descriptors("-"),
+                    Catch::StartsWith("standard input is not a regular file"));
+  CHECK_THROWS_WITH(read_descriptor_rows("-", 0, 1),
+                    Catch::StartsWith("standard input is not a regular file"));
+  CHECK_THROWS_WITH(describe_descriptor_file("-"), Catch::Contains("standard input"));
+  CHECK_THROWS_WITH(descriptor_file_format("-"), Catch::Contains("standard input"));
+}
+
+TEST_CASE("describe_descriptor_file says what the reader skipped", "[descriptor_io]") {
+  TempDir dir;
+  const DescriptorSet set = pattern_set(2);
+  write_bytes(dir.file("a.npy"), npy_bytes(dict("|u1", "(2, 128)"), u8_data(set)));
+  write_bytes(dir.file("a.key"), kBom + key_text(set));
+  write_bytes(dir.file("plain.csv"), csv_rows(set));
+  write_bytes(dir.file("named.csv"), csv_text(set, true));
+  write_bytes(dir.file("pandas.csv"), kBom + "\n\n" + pandas_header() + csv_rows(set));
+
+  const DescriptorFileNotes npy = describe_descriptor_file(dir.file("a.npy"));
+  CHECK(npy.format == DescriptorFileFormat::npy);
+  CHECK_FALSE(npy.bom_skipped);
+  CHECK_FALSE(npy.header_skipped);
+  CHECK(to_string(npy) == "npy");
+
+  const DescriptorFileNotes key = describe_descriptor_file(dir.file("a.key"));
+  CHECK(key.format == DescriptorFileFormat::key);
+  CHECK(key.bom_skipped);
+  CHECK(to_string(key) == "key, UTF-8 byte order mark skipped");
+
+  const DescriptorFileNotes plain = describe_descriptor_file(dir.file("plain.csv"));
+  CHECK(plain.format == DescriptorFileFormat::csv);
+  CHECK_FALSE(plain.header_skipped);
+  CHECK(plain.header_line == 0);
+  CHECK(plain.header_reason.empty());
+
+  const DescriptorFileNotes named = describe_descriptor_file(dir.file("named.csv"));
+  CHECK(named.header_skipped);
+  CHECK(named.header_line == 1);
+  CHECK(named.header_reason == "none of its fields is a number");
+
+  const DescriptorFileNotes pandas = describe_descriptor_file(dir.file("pandas.csv"));
+  CHECK(pandas.bom_skipped);
+  CHECK(pandas.header_skipped);
+  CHECK(pandas.header_line == 3);
+  CHECK(pandas.header_reason == "its fields are the column numbers 0..127");
+  CHECK(to_string(pandas) ==
+        "csv, UTF-8 byte order mark skipped, line 3 skipped as a header (its fields are the "
+        "column numbers 0..127)");
+  // read_descriptors gives the same notes.
+  DescriptorFileNotes read_notes;
+  read_descriptors(dir.file("pandas.csv"), &read_notes);
+  CHECK(read_notes.header_line == 3);
+  CHECK(read_notes.header_reason == pandas.header_reason);
+  CHECK(read_notes.bom_skipped);
 }

@@ -10,6 +10,7 @@
 // Tolerance: every variant is within ±1 grey level of the rounded double-precision result.
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -31,13 +32,18 @@ struct Mask {
 };
 
 constexpr int kMaxMaskSize = 63;
+// The largest mask file load_mask reads: 63² numbers with room for comments and long numerals.
+// A larger file, or a stream that goes on past it, is refused.
+constexpr std::size_t max_mask_file_bytes = std::size_t(1) << 20;
 
 // identity, box, gaussian, sharpen, edge, emboss (3×3).
 Mask builtin_mask(const std::string& name);
 std::vector<std::string> builtin_mask_names();
-// A built-in name or a mask file: N×N numbers separated by white space or commas, '#' comments.
+// A built-in name or a mask file: N×N numbers separated by white space, commas or semicolons,
+// '#' comments, LF or CRLF line ends, an optional UTF-8 byte order mark.
 Mask load_mask(const std::string& name_or_path);
-// Parses mask text; `source` names it in error messages.
+// Parses mask text; `source` names it in error messages. The mask is an odd N×N square, N <=
+// kMaxMaskSize, of finite weights.
 Mask parse_mask(const std::string& text, const std::string& source);
 
 Border parse_border(const std::string& text);

@@ -5,13 +5,30 @@
 // - NumPy .npy (format versions 1.0, 2.0 and 3.0): dtype uint8 or little-endian float32, shape
 //   (N, 128), C order. The format is recognised by its magic bytes, whatever the file's name.
 // - Lowe's / VLFeat text .key: a header line "N 128", then per keypoint 4 numbers (row, column,
-//   scale, orientation) and 128 integers, separated by any white space.
-// - CSV (.csv, .txt): one descriptor per line, 128 comma-separated values; a first line none of
-//   whose fields is a number is a header and is skipped; blank lines are skipped.
+//   scale, orientation) and 128 integers, separated by any white space (a value may be at most
+//   1 KiB long).
+// - CSV (.csv, .txt): one descriptor per line, 128 comma-separated values; blank lines are
+//   skipped. The first non-blank line is a header, and skipped, when none of its fields is a
+//   number (names), or when every field equals its own 0-based column number (0,1,...,n-1:
+//   pandas' to_csv(index=False) writes 0,1,...,127); so a first descriptor row that is literally
+//   0,1,...,127 is taken as a header. A first line that mixes numbers and text is refused (a
+//   typo in the first row must not turn it into a header). CRLF line ends are accepted; a line may
+//   be at most 64 KiB.
+// Text files may begin with a UTF-8 byte order mark, which is skipped. Longer lines or values are
+// refused at once (naming the file, the line and the limit), so a device or binary file given as
+// text cannot fill memory.
 // Every value must be a whole number from 0 to 255 (what OpenCV's and VLFeat's SIFT give, also
 // as float32); anything else (NaN, negative, over 255, fractional) is refused with a message that
 // names the file, the row and the column (both 0-based). Rows are counted from 0 in the file's
-// descriptor order, headers and blank lines not counted. Empty sets are refused.
+// descriptor order, headers and blank lines not counted. Empty sets are refused. Messages show
+// text from the file with control bytes and bytes that are not UTF-8 as \xNN, cut after 40
+// characters.
+//
+// read_descriptors reads a file once, front to back, so it also reads pipes, devices and
+// standard input (the path "-", called "standard input" in messages). Standard input is .npy
+// when it begins with the magic bytes, else a CSV when its first non-blank line holds a comma,
+// else a .key file. count_descriptors and read_descriptor_rows open a file more than once and
+// refuse anything but a regular file.
 //
 // Output files are written through a temporary name in the same folder and renamed when
 // complete, so a failed write leaves no partial file (and an older file of that name intact).
@@ -23,42 +40,49 @@
 
 namespace kbench {
 
+// The value types of .npy descriptor files.
+enum class NpyValueType { u8, f32 };
+
 enum class DescriptorFileFormat { npy, key, csv };
 const char* to_string(DescriptorFileFormat format);
 
-// The format of `path`: .npy by its magic bytes, else by the extension (.key; .csv or .txt).
-// Throws Error for an unreadable file or an unknown extension.
+// The format of `path`: .npy by its magic bytes, else by the extension (.key; .csv or .txt). A
+// pipe or device is judged by its extension only, as looking at its bytes would consume them.
+// Throws Error for an unreadable file, an unknown extension or standard input ("-").
 DescriptorFileFormat descriptor_file_format(const std::string& path);
 
-// The number of descriptors in `path`, cheaply: .npy from its header (and the file's size
-// checked against it), .key from its header line, CSV by scanning the lines.
+// What a reader found at the start of a descriptor file, for tools that explain their input
+// (e.g. cemd-match --verbose).
+struct DescriptorFileNotes {
+  DescriptorFileFormat format = DescriptorFileFormat::npy;
+  bool bom_skipped = false;     // a UTF-8 byte order mark began the text file
+  bool header_skipped = false;  // a CSV header line was skipped
+  // Why that line is a header: "its fields are the column numbers 0..127" or
+  // "none of its fields is a number".
+  std::string header_reason;
+  std::int64_t header_line = 0;  // the header's 1-based line number, 0 when none
+};
+
+// The notes as one line, e.g. "csv, line 1 skipped as a header (its fields are the column
+// numbers 0..127)".
+std::string to_string(const DescriptorFileNotes& notes);
+
+// The notes of a regular file, cheaply: .npy and .key from their first bytes, CSV up to its
+// first data row. A pipe, a device or standard input is refused (reading it consumes it); pass
+// `notes` to read_descriptors instead.
+DescriptorFileNotes describe_descriptor_file(const std::string& path);
+
+// The number of descriptors in `path`, a regular file, cheaply: .npy from its header (and the
+// file's size checked against it), .key from its header line, CSV by scanning the lines.
 std::int64_t count_descriptors(const std::string& path);
 
-// Every descriptor of `path`, checked as above.
-DescriptorSet read_descriptors(const std::string& path);
+// Every descriptor of `path` ("-": standard input), checked as above, in one pass; `notes`, when
+// given, gets what the reader found.
+DescriptorSet read_descriptors(const std::string& path, DescriptorFileNotes* notes = nullptr);
 
-// Rows [first, first + count) of `path` (first + count ≤ count_descriptors(path); count 0 gives
-// an empty set). .npy seeks to the rows and reads only them; text formats scan past the rows
-// before. The rows' values are checked as in read_descriptors.
+// Rows [first, first + count) of `path`, a regular file (first + count ≤
+// count_descriptors(path); count 0 gives an empty set). .npy seeks to the rows and reads only them;
+// text formats scan past the rows before. The rows' values are checked as in read_descriptors.
 DescriptorSet read_descriptor_rows(const std::string& path, std::int64_t first, int count);
-
-enum class NpyValueType { u8, f32 };
-
-// Writes `set` as a version 1.0 .npy file of shape (count, 128): uint8 ('|u1') or
-// little-endian float32 ('<f4').
-void write_descriptors_npy(const std::string& path, const DescriptorSet& set,
-                           NpyValueType type = NpyValueType::u8);
-
-// The matches of a nearest-two result as CSV: the header line
-//   query,index,distance,second_index,second_distance,accepted
-// then one line per query in query order. Indices are 0-based rows of the query and database
-// files; distances are printed with 9 significant digits, so they read back as the same float;
-// a query without a second neighbour (a one-row database) has second_index -1 and an empty
-// second_distance; accepted is 1 when Lowe's ratio test with `ratio` passes, else 0.
-void write_matches_csv(const std::string& path, const CemdResult& result, float ratio);
-
-// The all-pairs distance matrix as CSV: one line per query, one column per database row, no
-// header; values as in write_matches_csv.
-void write_distance_matrix_csv(const std::string& path, const CemdResult& result);
 
 }  // namespace kbench

@@ -1,14 +1,15 @@
 #pragma once
 // Writing descriptor sets and match results to an OutputFile (committed by the caller).
 
+#include <cstdint>
 #include <functional>
+#include <string>
 
 #include "kbench/cemd.hpp"
+#include "kbench/descriptor_io.hpp"
 #include "kbench/file_io.hpp"
 
 namespace kbench {
-
-enum class NpyValueType { u8, f32 };
 
 // `set` as a version 1.0 .npy file of shape (count, 128): uint8 ('|u1') or little-endian
 // float32 ('<f4').
@@ -28,6 +29,12 @@ void write_matches_csv(OutputFile& out, const CemdResult& result, float ratio);
 // write_matches_csv. `on_rows`, when set, is told of every query line written.
 void write_distance_matrix_csv(OutputFile& out, const CemdResult& result,
                                const std::function<void(int)>& on_rows = {});
+
+// The same, each to a file of its own, committed when complete.
+void write_descriptors_npy(const std::string& path, const DescriptorSet& set,
+                           NpyValueType type = NpyValueType::u8);
+void write_matches_csv(const std::string& path, const CemdResult& result, float ratio);
+void write_distance_matrix_csv(const std::string& path, const CemdResult& result);
 
 // The bytes write_distance_matrix_csv writes at least: every value takes a digit and a comma.
 std::uint64_t least_matrix_csv_bytes(std::int64_t queries, std::int64_t database);

@@ -33,7 +33,9 @@ struct NamedPath {
 // Refuses (UsageError, before any work) an output that is a folder, equal to an input, or equal
 // to another output. Two paths are equal when they name the same file (device and inode, so hard
 // and symbolic links count) or, where one does not exist yet, the same absolute path; "-" is
-// standard output among the outputs and standard input among the inputs. Empty paths are skipped.
+// standard output among the outputs and standard input among the inputs. An input that is a
+// stream (a terminal, a FIFO, a device) is not clobbered by writing it, and /dev/null may take
+// any number of outputs. Empty paths are skipped.
 void check_distinct_paths(const std::vector<NamedPath>& inputs,
                           const std::vector<NamedPath>& outputs);
 
@@ -52,6 +54,11 @@ class OutputFile {
   ~OutputFile();
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
+
+  // Checks that `path` can be written (its folder exists and takes a new file) without keeping
+  // anything there: for a run that opens its outputs only when their contents are ready (an MPI
+  // job, whose ranks can be killed by another rank's failure). Streams and devices are not opened.
+  static void check_writable(const std::string& path);
 
   const std::string& path() const { return path_; }
   bool in_place() const { return in_place_; }
@@ -75,6 +82,9 @@ class OutputFile {
   bool in_place_ = false;
   bool committed_ = false;
 };
+
+// Writes `text` to `path` through an OutputFile, committed when complete.
+void write_file(const std::string& path, const std::string& text);
 
 // An output and what writes it.
 struct PendingOutput {

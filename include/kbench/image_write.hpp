@@ -23,4 +23,7 @@ std::string encode_image(const ImageU8& image, ImageFileFormat format, const std
 // Encodes `image` in `out`'s format and writes it to `out` (committed by the caller).
 void write_image(OutputFile& out, const ImageU8& image);
 
+// The same to a file of its own, committed when complete.
+void write_image(const std::string& path, const ImageU8& image);
+
 }  // namespace kbench

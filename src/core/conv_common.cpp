@@ -1,8 +1,7 @@
-// What every conv variant shares: masks, validation, output shapes and the double reference.
+// What every conv variant shares: validation, output shapes and the double reference (masks are
+// in mask_io.cpp).
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "kbench/conv.hpp"
 #include "kbench/error.hpp"
@@ -10,84 +9,6 @@
 #include "kbench/system_info.hpp"
 
 namespace kbench {
-
-std::vector<std::string> builtin_mask_names() {
-  return {"identity", "box", "gaussian", "sharpen", "edge", "emboss"};
-}
-
-Mask builtin_mask(const std::string& name) {
-  const auto mask3 = [](std::vector<float> w) { return Mask{3, std::move(w)}; };
-  if (name == "identity") return mask3({0, 0, 0, 0, 1, 0, 0, 0, 0});
-  if (name == "box") return mask3(std::vector<float>(9, 1.f / 9.f));
-  if (name == "gaussian") {
-    return mask3(
-        {1 / 16.f, 2 / 16.f, 1 / 16.f, 2 / 16.f, 4 / 16.f, 2 / 16.f, 1 / 16.f, 2 / 16.f, 1 / 16.f});
-  }
-  if (name == "sharpen") return mask3({0, -1, 0, -1, 5, -1, 0, -1, 0});
-  if (name == "edge") return mask3({-1, -1, -1, -1, 8, -1, -1, -1, -1});
-  if (name == "emboss") return mask3({-2, -1, 0, -1, 1, 1, 0, 1, 2});
-  std::string known;
-  for (const auto& n : builtin_mask_names()) known += " " + n;
-  throw Error("unknown mask '" + name + "' (built-in masks:" + known + ", or a mask file)");
-}
-
-Mask parse_mask(const std::string& text, const std::string& source) {
-  std::vector<float> weights;
-  std::istringstream lines(text);
-  std::string line;
-  int line_number = 0;
-  while (std::getline(lines, line)) {
-    ++line_number;
-    line = line.substr(0, line.find('#'));
-    for (char& ch : line) {
-      if (ch == ',' || ch == ';') ch = ' ';
-    }
-    std::istringstream fields(line);
-    std::string field;
-    while (fields >> field) {
-      std::size_t used = 0;
-      float value = 0.f;
-      try {
-        value = std::stof(field, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != field.size() || !std::isfinite(value)) {
-        throw Error(source + ":" + std::to_string(line_number) + ": '" + field +
-                    "' is not a finite number");
-      }
-      weights.push_back(value);
-    }
-  }
-  const int count = int(weights.size());
-  const int n = int(std::lround(std::sqrt(double(count))));
-  if (count == 0 || n * n != count) {
-    throw Error(source + ": a mask has N×N weights for an odd N; found " + std::to_string(count) +
-                " numbers, which is not a square");
-  }
-  if (n % 2 == 0) {
-    throw Error(source + ": mask size " + std::to_string(n) + "x" + std::to_string(n) +
-                " is even; masks have an odd size so they have a centre");
-  }
-  if (n > kMaxMaskSize) {
-    throw Error(source + ": mask size " + std::to_string(n) + " exceeds the largest supported, " +
-                std::to_string(kMaxMaskSize));
-  }
-  return Mask{n, std::move(weights)};
-}
-
-Mask load_mask(const std::string& name_or_path) {
-  for (const auto& n : builtin_mask_names()) {
-    if (n == name_or_path) return builtin_mask(n);
-  }
-  std::ifstream file(name_or_path);
-  if (!file) {
-    builtin_mask(name_or_path);  // throws, naming the built-in masks
-  }
-  std::stringstream text;
-  text << file.rdbuf();
-  return parse_mask(text.str(), name_or_path);
-}
 
 Border parse_border(const std::string& text) {
   if (text == "crop") return Border::crop;

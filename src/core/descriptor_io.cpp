@@ -12,118 +12,173 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
-#include <memory>
+#include <string_view>
 #include <vector>
 
 #include "kbench/error.hpp"
+#include "kbench/file_io.hpp"
 
 namespace kbench {
 namespace {
 
 // --- Files ----------------------------------------------------------------------------------
 
-using FileHandle = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
-
 std::string quoted(const std::string& path) {
   return "'" + path + "'";
 }
 
-FileHandle open_for_reading(const std::string& path) {
+// The path that names standard input (read_descriptors only).
+constexpr const char* kStandardInput = "-";
+
+bool is_standard_input(const std::string& path) {
+  return path == kStandardInput;
+}
+
+// How messages name an input: its quoted path, or "standard input".
+std::string shown(const std::string& path) {
+  return is_standard_input(path) ? "standard input" : quoted(path);
+}
+
+// stat() of `path`, refusing a folder; false when it cannot be stat'ed (opening it then says why).
+bool stat_input(const std::string& path, struct stat* info) {
+  if (::stat(path.c_str(), info) != 0) return false;
+  if (S_ISDIR(info->st_mode)) throw Error(quoted(path) + " is a folder, not a descriptor file");
+  return true;
+}
+
+// Whether `path` is standard input or a file that is not regular (a pipe, a device): such an
+// input can be read only once, front to back.
+bool read_once_only(const std::string& path) {
   struct stat info;
-  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
-    throw Error(quoted(path) + " is a folder, not a descriptor file");
+  return is_standard_input(path) || (stat_input(path, &info) && !S_ISREG(info.st_mode));
+}
+
+// A file counted and then read by row ranges is opened more than once.
+void require_regular_file(const std::string& path) {
+  if (read_once_only(path)) {
+    throw Error(shown(path) + " is not a regular file; a descriptor file read in parts (such as " +
+                "a database) must be a regular file, not a pipe, a device or standard input");
   }
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (!file) throw Error("cannot open " + quoted(path) + ": " + std::strerror(errno));
-  return FileHandle(file, &std::fclose);
 }
 
-std::int64_t file_size(const std::string& path, std::FILE* file) {
-  struct stat info;
-  if (::fstat(::fileno(file), &info) != 0) {
-    throw Error("cannot read " + quoted(path) + ": " + std::strerror(errno));
-  }
-  return std::int64_t(info.st_size);
-}
-
-// Reads exactly `bytes` bytes; a short read is a truncated file.
-void read_exactly(const std::string& path, std::FILE* file, void* into, std::size_t bytes) {
-  if (std::fread(into, 1, bytes, file) == bytes) return;
-  if (std::ferror(file)) throw Error("cannot read " + quoted(path) + ": " + std::strerror(errno));
-  throw Error(quoted(path) + " is truncated");
-}
-
-std::string lower_extension(const std::string& path) {
-  const auto dot = path.find_last_of('.');
-  if (dot == std::string::npos || path.find('/', dot) != std::string::npos) return "";
-  std::string ext = path.substr(dot + 1);
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return char(std::tolower(c)); });
-  return ext;
-}
-
-// A file written under a temporary name in the target's folder (so the rename cannot cross file
-// systems) and renamed over the target by commit(); destroyed uncommitted, it removes the
-// temporary file.
-class AtomicOutputFile {
+// A file or standard input read front to back through a buffer, whose next bytes can be looked
+// at before they are read: the format is told from the same bytes that are then parsed, as a
+// pipe cannot be opened twice. A regular file opened by name also has a size and can seek.
+class InputFile {
  public:
-  explicit AtomicOutputFile(const std::string& path) : path_(path) {
-    // The process id keeps concurrent writers (e.g. two jobs) apart; O_EXCL never reuses a file.
-    constexpr int kAttempts = 100;
-    for (int attempt = 0; attempt < kAttempts && !file_; ++attempt) {
-      temporary_ = path + ".partial-" + std::to_string(::getpid()) +
-                   (attempt ? "-" + std::to_string(attempt) : "");
-      const int fd = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      if (fd < 0 && errno == EEXIST) continue;
-      if (fd < 0) throw Error("cannot create " + quoted(temporary_) + ": " + std::strerror(errno));
-      file_ = ::fdopen(fd, "wb");
-      if (!file_) {
-        const std::string reason = std::strerror(errno);
-        ::close(fd);
-        std::remove(temporary_.c_str());
-        throw Error("cannot write " + quoted(temporary_) + ": " + reason);
-      }
+  explicit InputFile(const std::string& path) : path_(path) {
+    struct stat info;
+    if (is_standard_input(path)) {
+      fd_ = STDIN_FILENO;
+    } else {
+      stat_input(path, &info);
+      fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd_ < 0) throw Error("cannot open " + quoted(path) + ": " + std::strerror(errno));
+      owned_ = true;
     }
-    if (!file_) throw Error("cannot find a free temporary name next to " + quoted(path));
+    if (::fstat(fd_, &info) != 0) {
+      const std::string reason = std::strerror(errno);
+      if (owned_) ::close(fd_);
+      throw Error("cannot read " + name() + ": " + reason);
+    }
+    sized_ = owned_ && S_ISREG(info.st_mode);
+    size_ = std::int64_t(info.st_size);
   }
-  AtomicOutputFile(const AtomicOutputFile&) = delete;
-  AtomicOutputFile& operator=(const AtomicOutputFile&) = delete;
-  ~AtomicOutputFile() {
-    if (file_) std::fclose(file_);
-    if (!committed_) std::remove(temporary_.c_str());
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  ~InputFile() {
+    if (owned_) ::close(fd_);
   }
 
-  void write(const void* data, std::size_t bytes) {
-    if (std::fwrite(data, 1, bytes, file_) != bytes) fail();
-  }
-  void write(const std::string& text) { write(text.data(), text.size()); }
+  const std::string& path() const { return path_; }
+  std::string name() const { return shown(path_); }
+  // Whether size() is known and seek() works.
+  bool sized() const { return sized_; }
+  std::int64_t size() const { return size_; }
 
-  // Flushes and closes the temporary file, then renames it to the target.
-  void commit() {
-    if (std::fflush(file_) != 0 || std::ferror(file_)) fail();
-    std::FILE* file = file_;
-    file_ = nullptr;
-    if (std::fclose(file) != 0) fail();
-    if (std::rename(temporary_.c_str(), path_.c_str()) != 0) {
-      throw Error("cannot rename " + quoted(temporary_) + " to " + quoted(path_) + ": " +
-                  std::strerror(errno));
+  // Up to `bytes` next bytes (fewer only at the end), left unread.
+  std::string_view peek(std::size_t bytes) {
+    fill(bytes);
+    return std::string_view(buffer_.data() + begin_, std::min(bytes, end_ - begin_));
+  }
+  // Skips a UTF-8 byte order mark (EF BB BF) at the current place; true when there was one.
+  bool skip_bom() {
+    if (peek(3) != "\xEF\xBB\xBF") return false;
+    begin_ += 3;
+    return true;
+  }
+  // The buffered unread bytes; refill() adds some when there are none, false at the end.
+  const char* buffered_data() const { return buffer_.data() + begin_; }
+  std::size_t buffered() const { return end_ - begin_; }
+  void consume(std::size_t bytes) { begin_ += bytes; }
+  bool refill() { return fill(buffered() + 1); }
+
+  // The next byte, -1 at the end.
+  int get() {
+    if (begin_ == end_ && !fill(1)) return -1;
+    return static_cast<unsigned char>(buffer_[begin_++]);
+  }
+  // Reads up to `bytes` bytes, fewer only at the end; returns how many.
+  std::size_t read(void* into, std::size_t bytes) {
+    char* out = static_cast<char*>(into);
+    const std::size_t from_buffer = std::min(bytes, buffered());
+    if (from_buffer) std::memcpy(out, buffered_data(), from_buffer);
+    begin_ += from_buffer;
+    std::size_t done = from_buffer;
+    while (done < bytes) {
+      const std::size_t got = read_some(out + done, bytes - done);
+      if (got == 0) break;
+      done += got;
     }
-    committed_ = true;
+    return done;
+  }
+  // Reads exactly `bytes` bytes; a short read is a truncated file.
+  void read_exactly(void* into, std::size_t bytes, const std::string& detail = "") {
+    if (read(into, bytes) != bytes) throw Error(name() + " is truncated" + detail);
+  }
+  void seek(std::int64_t offset) {
+    if (::lseek(fd_, off_t(offset), SEEK_SET) < 0) {
+      throw Error("cannot seek in " + name() + ": " + std::strerror(errno));
+    }
+    begin_ = end_ = 0;
   }
 
  private:
-  [[noreturn]] void fail() const {
-    throw Error("cannot write " + quoted(temporary_) + ": " + std::strerror(errno));
+  std::size_t read_some(char* into, std::size_t bytes) {
+    while (true) {
+      const ssize_t got = ::read(fd_, into, bytes);
+      if (got >= 0) return std::size_t(got);
+      if (errno != EINTR) throw Error("cannot read " + name() + ": " + std::strerror(errno));
+    }
+  }
+  // Buffers at least `bytes` unread bytes; false when the input ends first.
+  bool fill(std::size_t bytes) {
+    if (end_ - begin_ >= bytes) return true;
+    if (begin_ > 0) {
+      std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+      end_ -= begin_;
+      begin_ = 0;
+    }
+    constexpr std::size_t kChunkBytes = 64 * 1024;
+    if (buffer_.size() < bytes) buffer_.resize(std::max(bytes, kChunkBytes));
+    while (end_ < bytes) {
+      const std::size_t got = read_some(buffer_.data() + end_, buffer_.size() - end_);
+      if (got == 0) return false;
+      end_ += got;
+    }
+    return true;
   }
 
-  std::string path_, temporary_;
-  std::FILE* file_ = nullptr;
-  bool committed_ = false;
+  std::string path_;
+  int fd_ = -1;
+  bool owned_ = false, sized_ = false;
+  std::int64_t size_ = 0;
+  std::vector<char> buffer_;
+  std::size_t begin_ = 0, end_ = 0;
 };
 
-// --- Values ---------------------------------------------------------------------------------
+// --- Values and messages --------------------------------------------------------------------
 
 std::string number_text(double value) {
   if (std::isnan(value)) return "NaN";
@@ -132,8 +187,74 @@ std::string number_text(double value) {
   return text;
 }
 
+// The length of the valid UTF-8 sequence of 2 to 4 bytes at text[at], 0 when there is none.
+std::size_t utf8_sequence_length(const std::string& text, std::size_t at) {
+  const auto byte = [&](std::size_t i) {
+    return i < text.size() ? static_cast<unsigned char>(text[i]) : 0u;
+  };
+  const unsigned lead = byte(at);
+  std::size_t length = 0;
+  unsigned low = 0x80, high = 0xBF;  // the second byte's range: no overlong forms, no surrogates
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+  } else {
+    return 0;
+  }
+  if (byte(at + 1) < low || byte(at + 1) > high) return 0;
+  for (std::size_t i = 2; i < length; ++i) {
+    if (byte(at + i) < 0x80 || byte(at + i) > 0xBF) return 0;
+  }
+  return length;
+}
+
+// Whether the valid UTF-8 sequence at text[at] shows nothing: a C1 control (U+0080 to U+009F)
+// or a byte order mark (U+FEFF) away from the start of a file.
+bool invisible_utf8(const std::string& text, std::size_t at) {
+  return (text[at] == '\xC2' && static_cast<unsigned char>(text[at + 1]) < 0xA0) ||
+         text.compare(at, 3, "\xEF\xBB\xBF") == 0;
+}
+
+// `text` fit to quote in a one-line message: control bytes (C1 controls and byte order marks
+// too) and bytes that are not valid UTF-8 as \xNN, and cut after its first 40 characters with
+// "...".
+std::string printable(const std::string& text) {
+  constexpr int kShownCharacters = 40;
+  std::string shown_text;
+  int characters = 0;
+  for (std::size_t at = 0; at < text.size(); ++characters) {
+    if (characters == kShownCharacters) return shown_text + "...";
+    const unsigned char c = static_cast<unsigned char>(text[at]);
+    const std::size_t length = c >= 0x20 && c < 0x7F ? 1 : utf8_sequence_length(text, at);
+    if (length == 1 || (length > 1 && !invisible_utf8(text, at))) {
+      shown_text.append(text, at, length);
+      at += length;
+      continue;
+    }
+    // Escaped: an invisible sequence whole, else the one byte.
+    for (const std::size_t end = at + std::max<std::size_t>(length, 1); at < end; ++at) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned char>(text[at]));
+      shown_text += escaped;
+    }
+  }
+  return shown_text;
+}
+
+// A field of a text file as a message shows it: quoted and printable, or "empty".
+std::string shown_field(const std::string& field) {
+  return field.empty() ? "empty" : "'" + printable(field) + "'";
+}
+
 std::string place(const std::string& path, std::int64_t row, int column) {
-  return quoted(path) + ": row " + std::to_string(row) + ", column " + std::to_string(column);
+  return shown(path) + ": row " + std::to_string(row) + ", column " + std::to_string(column);
 }
 
 // A descriptor value from a number read as float or text.
@@ -162,23 +283,16 @@ std::string trimmed(const std::string& text) {
 
 void check_row_range(const std::string& path, std::int64_t first, int count, std::int64_t rows) {
   if (first < 0 || count < 0 || first > rows - count) {
-    throw Error(quoted(path) + " has " + std::to_string(rows) + " descriptors; rows " +
+    throw Error(shown(path) + " has " + std::to_string(rows) + " descriptors; rows " +
                 std::to_string(first) + " to " + std::to_string(first + count) +
                 " (exclusive) are out of range");
   }
 }
 
-DescriptorSet empty_rows(int count) {
-  DescriptorSet set;
-  set.count = count;
-  set.values.resize(std::size_t(count) * kDescriptorBytes);
-  return set;
-}
-
 std::int64_t checked_count(const std::string& path, std::int64_t rows) {
-  if (rows == 0) throw Error(quoted(path) + " holds no descriptors");
+  if (rows == 0) throw Error(shown(path) + " holds no descriptors");
   if (rows > INT_MAX) {
-    throw Error(quoted(path) + " holds " + std::to_string(rows) + " descriptors; at most " +
+    throw Error(shown(path) + " holds " + std::to_string(rows) + " descriptors; at most " +
                 std::to_string(INT_MAX) + " are supported");
   }
   return rows;
@@ -229,7 +343,7 @@ class NpyDictParser {
         fields.shape = tuple();
         fields.has_shape = true;
       } else {
-        throw corrupt("unknown header key '" + key + "'");
+        throw corrupt("unknown header key '" + printable(key) + "'");
       }
       skip_space();
       if (peek() == ',') ++at_;
@@ -245,7 +359,7 @@ class NpyDictParser {
 
  private:
   Error corrupt(const std::string& why) const {
-    return Error(quoted(path_) + " is not a valid .npy file (" + why + ")");
+    return Error(shown(path_) + " is not a valid .npy file (" + why + ")");
   }
   char peek() const { return at_ < text_.size() ? text_[at_] : '\0'; }
   void skip_space() {
@@ -315,40 +429,48 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return text + (shape.size() == 1 ? ",)" : ")");
 }
 
-bool has_npy_magic(const std::string& path) {
-  FileHandle file = open_for_reading(path);
-  char magic[kNpyMagicBytes];
-  return std::fread(magic, 1, kNpyMagicBytes, file.get()) == kNpyMagicBytes &&
-         std::memcmp(magic, kNpyMagic, kNpyMagicBytes) == 0;
+bool has_npy_magic(InputFile& input) {
+  return input.peek(kNpyMagicBytes) == std::string_view(kNpyMagic, kNpyMagicBytes);
 }
 
-// Reads and checks the header; the file is left positioned at the data. The file's size must
-// match the header's shape.
-NpyHeader read_npy_header(const std::string& path, std::FILE* file) {
-  const std::int64_t size = file_size(path, file);
-  if (size == 0) throw Error(quoted(path) + " is empty");
+// Reads and checks the header; the input is left at the data. A regular file's size must match
+// the header's shape; a stream is checked against it while its data is read.
+NpyHeader read_npy_header(InputFile& input) {
+  const std::string& path = input.path();
+  const std::string name = input.name();
+  if (input.sized() && input.size() == 0) throw Error(name + " is empty");
   constexpr std::size_t kPrefixBytes = kNpyMagicBytes + 2;  // magic, major and minor version
   unsigned char prefix[kPrefixBytes];
-  read_exactly(path, file, prefix, kPrefixBytes);
+  const std::size_t prefix_read = input.read(prefix, kPrefixBytes);
+  if (prefix_read == 0) throw Error(name + " is empty");
+  if (prefix_read < kPrefixBytes) throw Error(name + " is truncated");
   if (std::memcmp(prefix, kNpyMagic, kNpyMagicBytes) != 0) {
-    throw Error(quoted(path) + " is not a .npy file (no NumPy magic bytes)");
+    throw Error(name + " is not a .npy file (no NumPy magic bytes)");
   }
   const int major = prefix[kNpyMagicBytes], minor = prefix[kNpyMagicBytes + 1];
   if (major < 1 || major > 3 || minor != 0) {
-    throw Error(quoted(path) + " has .npy format version " + std::to_string(major) + "." +
+    throw Error(name + " has .npy format version " + std::to_string(major) + "." +
                 std::to_string(minor) + "; versions 1.0, 2.0 and 3.0 are supported");
   }
   // Version 1.0 stores the header's length in 2 bytes, later versions in 4 (little-endian).
   const std::size_t length_bytes = major == 1 ? 2 : 4;
   unsigned char length_field[4] = {0, 0, 0, 0};
-  read_exactly(path, file, length_field, length_bytes);
+  input.read_exactly(length_field, length_bytes);
   std::size_t header_length = 0;
   for (std::size_t i = length_bytes; i-- > 0;) header_length = header_length << 8 | length_field[i];
-  if (std::int64_t(kPrefixBytes + length_bytes + header_length) > size) {
-    throw Error(quoted(path) + " is truncated (its header is incomplete)");
+  if (input.sized() && std::int64_t(kPrefixBytes + length_bytes + header_length) > input.size()) {
+    throw Error(name + " is truncated (its header is incomplete)");
+  }
+  // A descriptor file's header needs about a hundred bytes; a longer one (up to 4 GiB in
+  // versions 2.0 and 3.0) is not read into memory.
+  constexpr std::size_t kMaxHeaderBytes = 64 * 1024;
+  if (header_length > kMaxHeaderBytes) {
+    throw Error(name + " has a .npy header of " + std::to_string(header_length) +
+                " bytes; descriptor files' headers are at most " + std::to_string(kMaxHeaderBytes) +
+                " bytes");
   }
   std::string text(header_length, '\0');
-  read_exactly(path, file, text.data(), header_length);
+  input.read_exactly(text.data(), header_length, " (its header is incomplete)");
 
   const NpyDictParser::Fields fields = NpyDictParser(path, text).parse();
   NpyHeader header;
@@ -359,53 +481,62 @@ NpyHeader read_npy_header(const std::string& path, std::FILE* file) {
   } else if (descr == "<f4") {
     header.type = NpyValueType::f32;
   } else if (descr == ">f4") {
-    throw Error(quoted(path) + " holds big-endian float32 values; save them little-endian " +
+    throw Error(name + " holds big-endian float32 values; save them little-endian " +
                 "(numpy: a.astype('<f4'))");
   } else {
-    throw Error(quoted(path) + " holds values of NumPy type '" + descr +
+    throw Error(name + " holds values of NumPy type '" + printable(descr) +
                 "'; descriptors must be uint8 ('|u1') or little-endian float32 ('<f4')");
   }
   if (fields.fortran_order) {
-    throw Error(quoted(path) + " is stored in Fortran (column-major) order; save it in C order " +
+    throw Error(name + " is stored in Fortran (column-major) order; save it in C order " +
                 "(numpy: np.ascontiguousarray(a))");
   }
   if (fields.shape.size() != 2 || fields.shape[1] != kDescriptorBytes) {
-    throw Error(quoted(path) + " has shape " + shape_text(fields.shape) +
+    throw Error(name + " has shape " + shape_text(fields.shape) +
                 "; descriptor files need shape (N, 128)");
   }
   header.rows = checked_count(path, fields.shape[0]);
   header.data_offset = std::int64_t(kPrefixBytes + length_bytes + header_length);
-  const std::int64_t data_bytes = header.rows * header.row_bytes();
-  const std::int64_t present = size - header.data_offset;
-  if (present < data_bytes) {
-    throw Error(quoted(path) + " is truncated: its header promises " + std::to_string(header.rows) +
-                " descriptors (" + std::to_string(data_bytes) + " bytes of data), the file holds " +
-                std::to_string(present) + " bytes");
-  }
-  if (present > data_bytes) {
-    throw Error(quoted(path) + " has " + std::to_string(present - data_bytes) +
-                " bytes after the data its header describes; it is not a valid .npy file");
+  if (input.sized()) {
+    const std::int64_t data_bytes = header.rows * header.row_bytes();
+    const std::int64_t present = input.size() - header.data_offset;
+    if (present < data_bytes) {
+      throw Error(name + " is truncated: its header promises " + std::to_string(header.rows) +
+                  " descriptors (" + std::to_string(data_bytes) + " bytes of data), the file " +
+                  "holds " + std::to_string(present) + " bytes");
+    }
+    if (present > data_bytes) {
+      throw Error(name + " has " + std::to_string(present - data_bytes) +
+                  " bytes after the data its header describes; it is not a valid .npy file");
+    }
   }
   return header;
 }
 
-DescriptorSet read_npy_rows(const std::string& path, std::FILE* file, const NpyHeader& header,
-                            std::int64_t first, int count) {
-  DescriptorSet set = empty_rows(count);
-  if (count == 0) return set;
-  if (::fseeko(file, off_t(header.data_offset + first * header.row_bytes()), SEEK_SET) != 0) {
-    throw Error("cannot seek in " + quoted(path) + ": " + std::strerror(errno));
-  }
-  if (header.type == NpyValueType::u8) {
-    read_exactly(path, file, set.values.data(), set.values.size());
-    return set;
-  }
-  // float32 in bounded chunks, so a large file needs no second full-size buffer.
+// Rows [first, first + count) from the input placed at row `first`, read in bounded chunks so a
+// stream that ends early never has its promised size allocated. A stream read to its last row
+// must end there.
+DescriptorSet read_npy_rows(InputFile& input, const NpyHeader& header, std::int64_t first,
+                            int count) {
   constexpr int kChunkRows = 4096;
-  std::vector<unsigned char> chunk(std::size_t(kChunkRows) * header.row_bytes());
+  const std::size_t row_bytes = std::size_t(header.row_bytes());
+  DescriptorSet set;
+  if (input.sized()) set.values.reserve(std::size_t(count) * kDescriptorBytes);
+  std::vector<unsigned char> chunk(header.type == NpyValueType::f32 ? kChunkRows * row_bytes : 0);
   for (int done = 0; done < count; done += kChunkRows) {
     const int rows = std::min(kChunkRows, count - done);
-    read_exactly(path, file, chunk.data(), std::size_t(rows) * header.row_bytes());
+    const std::size_t at = set.values.size();
+    set.values.resize(at + std::size_t(rows) * kDescriptorBytes);
+    unsigned char* into = header.type == NpyValueType::u8 ? set.values.data() + at : chunk.data();
+    const std::size_t got = input.read(into, std::size_t(rows) * row_bytes);
+    if (got != std::size_t(rows) * row_bytes) {
+      const std::int64_t data_bytes = header.rows * header.row_bytes();
+      const std::int64_t present = (first + done) * header.row_bytes() + std::int64_t(got);
+      throw Error(input.name() + " is truncated: its header promises " +
+                  std::to_string(header.rows) + " descriptors (" + std::to_string(data_bytes) +
+                  " bytes of data), the file holds " + std::to_string(present) + " bytes");
+    }
+    if (header.type == NpyValueType::u8) continue;
     for (int r = 0; r < rows; ++r) {
       for (int c = 0; c < kDescriptorBytes; ++c) {
         const unsigned char* p = &chunk[(std::size_t(r) * kDescriptorBytes + c) * 4];
@@ -413,28 +544,51 @@ DescriptorSet read_npy_rows(const std::string& path, std::FILE* file, const NpyH
                                    std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
         float value;
         std::memcpy(&value, &bits, sizeof value);
-        set.values[(std::size_t(done) + r) * kDescriptorBytes + c] =
-            checked_value(value, path, first + done + r, c);
+        set.values[at + std::size_t(r) * kDescriptorBytes + c] =
+            checked_value(value, input.path(), first + done + r, c);
       }
     }
+  }
+  set.count = count;
+  unsigned char extra;
+  if (!input.sized() && first + count == header.rows && input.read(&extra, 1) == 1) {
+    throw Error(input.name() + " has bytes after the data its header describes; it is not a " +
+                "valid .npy file");
   }
   return set;
 }
 
 // --- Text formats ---------------------------------------------------------------------------
 
+// The longest line a text descriptor file may hold: a CSV line of 128 values needs under 2 KiB
+// and a .key line less, so a longer one is not descriptor data (a binary file, a device) and
+// reading stops there instead of filling memory.
+constexpr std::size_t kMaxLineBytes = 64 * 1024;
+// The longest value of a .key file, which may hold any number of values on one line.
+constexpr std::size_t kMaxTokenBytes = 1024;
+
 class LineReader {
  public:
-  explicit LineReader(const std::string& path) : path_(path), in_(path, std::ios::binary) {
-    open_for_reading(path);  // a clear message for folders and missing files
-    if (!in_) throw Error("cannot open " + quoted(path) + ": " + std::strerror(errno));
-  }
-  // The next line, false at the end of the file.
+  explicit LineReader(InputFile& input) : input_(input) {}
+  // The next line without its '\n', false at the end of the input.
   bool next(std::string* line) {
-    if (!std::getline(in_, *line)) {
-      if (in_.bad()) throw Error("cannot read " + quoted(path_) + ": " + std::strerror(errno));
-      return false;
+    line->clear();
+    bool any = false;
+    while (input_.buffered() > 0 || input_.refill()) {
+      any = true;
+      const char* data = input_.buffered_data();
+      const char* newline = static_cast<const char*>(std::memchr(data, '\n', input_.buffered()));
+      const std::size_t length = newline ? std::size_t(newline - data) : input_.buffered();
+      if (line->size() + length > kMaxLineBytes) {
+        throw Error(input_.name() + ": line " + std::to_string(number_ + 1) + " is longer than " +
+                    std::to_string(kMaxLineBytes) +
+                    " bytes, the most a line of a descriptor file may hold");
+      }
+      line->append(data, length);
+      input_.consume(newline ? length + 1 : length);
+      if (newline) break;
     }
+    if (!any) return false;
     ++number_;
     return true;
   }
@@ -442,8 +596,7 @@ class LineReader {
   std::int64_t line_number() const { return number_; }
 
  private:
-  std::string path_;
-  std::ifstream in_;
+  InputFile& input_;
   std::int64_t number_ = 0;
 };
 
@@ -462,9 +615,43 @@ bool is_blank(const std::string& line) {
   return trimmed(line).empty();
 }
 
-// Calls visit(row, line) for every data row of a CSV file, in order, until it returns false.
-void for_each_csv_row(LineReader& reader,
-                      const std::function<bool(std::int64_t, const std::string&)>& visit) {
+// Whether `line`, the first non-blank line of a CSV file, is a header, and why: fields none of
+// which is a number (names), or fields that are all their own 0-based column numbers (pandas'
+// default). A line that mixes numbers and text is neither, and is refused: taking a first row
+// with a typo for a header would shift every index by one without a word.
+bool is_csv_header(const InputFile& input, const std::string& line, std::int64_t line_number,
+                   std::string* reason) {
+  const auto fields = split_fields(line);
+  std::vector<double> values(fields.size());
+  std::size_t text_fields = 0, first_text = 0;
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (!parse_number(fields[i], &values[i]) && text_fields++ == 0) first_text = i;
+  }
+  if (text_fields == fields.size()) {
+    *reason = "none of its fields is a number";
+    return true;
+  }
+  if (text_fields > 0) {
+    throw Error(input.name() + ": line " + std::to_string(line_number) +
+                " mixes numbers and text (field " + std::to_string(first_text) + ", " +
+                shown_field(fields[first_text]) +
+                ", is not a number): it is neither a header of names nor a descriptor");
+  }
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (values[i] != double(i)) return false;
+  }
+  *reason = "its fields are the column numbers 0.." + std::to_string(fields.size() - 1);
+  return true;
+}
+
+// Calls visit(row, line) for every data row of a CSV input, in order, until it returns false;
+// `notes` gets the byte order mark and the header skipped.
+void for_each_csv_row(
+    InputFile& input, DescriptorFileNotes& notes,
+    const std::function<bool(std::int64_t, const std::string&, std::int64_t line_number)>& visit) {
+  notes.format = DescriptorFileFormat::csv;
+  notes.bom_skipped = input.skip_bom();
+  LineReader reader(input);
   std::string line;
   std::int64_t row = 0;
   bool first_content = true;
@@ -472,14 +659,13 @@ void for_each_csv_row(LineReader& reader,
     if (is_blank(line)) continue;
     if (first_content) {
       first_content = false;
-      const auto fields = split_fields(line);
-      double value;
-      if (std::none_of(fields.begin(), fields.end(),
-                       [&](const std::string& f) { return parse_number(f, &value); })) {
-        continue;  // a header line
+      if (is_csv_header(input, line, reader.line_number(), &notes.header_reason)) {
+        notes.header_skipped = true;
+        notes.header_line = reader.line_number();
+        continue;
       }
     }
-    if (!visit(row++, line)) return;
+    if (!visit(row++, line, reader.line_number())) return;
   }
 }
 
@@ -487,7 +673,7 @@ void parse_csv_row(const std::string& path, const std::string& line, std::int64_
                    std::int64_t line_number, std::uint8_t* out) {
   const auto fields = split_fields(line);
   if (fields.size() != std::size_t(kDescriptorBytes)) {
-    throw Error(quoted(path) + ": line " + std::to_string(line_number) + " (row " +
+    throw Error(shown(path) + ": line " + std::to_string(line_number) + " (row " +
                 std::to_string(row) + ") has " + std::to_string(fields.size()) +
                 " values; a descriptor has 128");
   }
@@ -495,172 +681,194 @@ void parse_csv_row(const std::string& path, const std::string& line, std::int64_
     double value;
     if (!parse_number(fields[c], &value)) {
       throw Error(place(path, row, c) + " (0-based, line " + std::to_string(line_number) + ") is " +
-                  (fields[c].empty() ? "empty" : "'" + fields[c] + "'") + ", not a number");
+                  shown_field(fields[c]) + ", not a number");
     }
     out[c] = checked_value(value, path, row, c);
   }
 }
 
-std::int64_t count_csv_rows(const std::string& path) {
-  LineReader reader(path);
+std::int64_t count_csv_rows(InputFile& input) {
+  DescriptorFileNotes notes;
   std::int64_t rows = 0;
-  for_each_csv_row(reader, [&](std::int64_t, const std::string&) {
+  for_each_csv_row(input, notes, [&](std::int64_t, const std::string&, std::int64_t) {
     ++rows;
     return true;
   });
   return rows;
 }
 
-// Rows [first, first + count) of a CSV file, every row from `first` on when count < 0. The
-// file's rows must reach the range's end.
-DescriptorSet read_csv_rows(const std::string& path, std::int64_t first, std::int64_t count) {
-  LineReader reader(path);
+// Rows [first, first + count) of a CSV input, every row from `first` on when count < 0. The
+// input's rows must reach the range's end.
+DescriptorSet read_csv_rows(InputFile& input, std::int64_t first, std::int64_t count,
+                            DescriptorFileNotes& notes) {
   DescriptorSet set;
   const bool to_end = count < 0;
   std::int64_t rows_seen = 0;
-  for_each_csv_row(reader, [&](std::int64_t row, const std::string& line) {
-    rows_seen = row + 1;
-    if (row < first) return true;
-    if (!to_end && row >= first + count) return false;
-    set.values.resize(set.values.size() + kDescriptorBytes);
-    parse_csv_row(path, line, row, reader.line_number(),
-                  set.values.data() + set.values.size() - kDescriptorBytes);
-    ++set.count;
-    return true;
-  });
-  if (!to_end) check_row_range(path, first, int(count), rows_seen);
+  for_each_csv_row(input, notes,
+                   [&](std::int64_t row, const std::string& line, std::int64_t line_number) {
+                     rows_seen = row + 1;
+                     if (row < first) return true;
+                     if (!to_end && row >= first + count) return false;
+                     set.values.resize(set.values.size() + kDescriptorBytes);
+                     parse_csv_row(input.path(), line, row, line_number,
+                                   set.values.data() + set.values.size() - kDescriptorBytes);
+                     ++set.count;
+                     return true;
+                   });
+  if (!to_end) check_row_range(input.path(), first, int(count), rows_seen);
   return set;
 }
 
-// White-space separated tokens of a text file, with the line each came from.
+// White-space separated tokens of a .key input, with the line each is on. Tokens, not lines,
+// are bounded, as a .key file may hold all its values on one line.
 class TokenReader {
  public:
-  explicit TokenReader(const std::string& path) : path_(path), lines_(path) {}
+  explicit TokenReader(InputFile& input) : input_(input) {}
   bool next(std::string* token) {
-    while (true) {
-      while (at_ < line_.size() && std::isspace(static_cast<unsigned char>(line_[at_]))) ++at_;
-      if (at_ < line_.size()) {
-        const std::size_t start = at_;
-        while (at_ < line_.size() && !std::isspace(static_cast<unsigned char>(line_[at_]))) ++at_;
-        *token = line_.substr(start, at_ - start);
-        return true;
-      }
-      if (!lines_.next(&line_)) return false;
-      at_ = 0;
+    int c = input_.get();
+    for (; c >= 0 && std::isspace(c); c = input_.get()) {
+      if (c == '\n') ++line_;
     }
+    if (c < 0) return false;
+    token->clear();
+    token_line_ = line_;
+    for (; c >= 0 && !std::isspace(c); c = input_.get()) {
+      if (token->size() == kMaxTokenBytes) {
+        throw Error(input_.name() + ": line " + std::to_string(line_) +
+                    " holds a value longer than " + std::to_string(kMaxTokenBytes) +
+                    " bytes, the most a value of a .key file may hold");
+      }
+      token->push_back(char(c));
+    }
+    if (c == '\n') ++line_;
+    return true;
   }
-  std::int64_t line_number() const { return lines_.line_number(); }
+  // 1-based number of the line of the token last returned.
+  std::int64_t line_number() const { return token_line_; }
 
  private:
-  std::string path_;
-  LineReader lines_;
-  std::string line_;
-  std::size_t at_ = 0;
+  InputFile& input_;
+  std::int64_t line_ = 1, token_line_ = 0;
 };
 
 // Lowe's keypoint geometry: row, column, scale, orientation.
 constexpr int kKeyGeometryFields = 4;
 
-std::int64_t read_key_header(const std::string& path, TokenReader& tokens) {
+std::int64_t read_key_header(InputFile& input, TokenReader& tokens) {
   std::string count_token, length_token;
   double count, length;
   if (!tokens.next(&count_token) || !tokens.next(&length_token) ||
       !parse_number(count_token, &count) || !parse_number(length_token, &length) ||
       count != std::floor(count) || count < 0 || length != std::floor(length)) {
-    throw Error(quoted(path) + " is not a .key file: it must begin with the line \"N 128\" " +
+    throw Error(input.name() + " is not a .key file: it must begin with the line \"N 128\" " +
                 "(keypoint count and descriptor length)");
   }
   if (length != kDescriptorBytes) {
-    throw Error(quoted(path) + " holds descriptors of length " + number_text(length) +
+    throw Error(input.name() + " holds descriptors of length " + number_text(length) +
                 "; only 128 (SIFT) is supported");
   }
-  if (count > double(INT64_MAX / 2)) throw Error(quoted(path) + ": keypoint count too large");
-  return checked_count(path, std::int64_t(count));
+  if (count > double(INT64_MAX / 2)) throw Error(input.name() + ": keypoint count too large");
+  return checked_count(input.path(), std::int64_t(count));
 }
 
-// Rows [first, first + count) of a .key file, every row from `first` on when count < 0; values
+// Rows [first, first + count) of a .key input, every row from `first` on when count < 0; values
 // after the last keypoint are refused when the range reaches it.
-DescriptorSet read_key_rows(const std::string& path, std::int64_t first, std::int64_t count) {
-  TokenReader tokens(path);
-  const std::int64_t rows = read_key_header(path, tokens);
+DescriptorSet read_key_rows(InputFile& input, std::int64_t first, std::int64_t count,
+                            DescriptorFileNotes& notes) {
+  notes.format = DescriptorFileFormat::key;
+  notes.bom_skipped = input.skip_bom();
+  TokenReader tokens(input);
+  const std::string name = input.name();
+  const std::int64_t rows = read_key_header(input, tokens);
   if (count < 0) count = rows - first;
-  check_row_range(path, first, int(count), rows);
+  check_row_range(input.path(), first, int(count), rows);
   constexpr int kTokensPerRow = kKeyGeometryFields + kDescriptorBytes;
   // Each keypoint takes at least 132 one-character numbers, each followed by a separator, so a
-  // header that promises more keypoints than the file can hold is refused before the rows are
-  // allocated (fuzz_descriptor_reader: a 24-byte file promising 532 million keypoints asked for
-  // 68 GB).
-  struct stat info;
-  const std::int64_t least_bytes = (first + count) * kTokensPerRow * 2;
-  if (::stat(path.c_str(), &info) == 0 && std::int64_t(info.st_size) < least_bytes) {
-    throw Error(quoted(path) + " is truncated: its header promises " + std::to_string(rows) +
-                " keypoints, which need at least " + std::to_string(least_bytes) +
-                " bytes, but the file has " + std::to_string(info.st_size));
+  // header that promises more keypoints than a file can hold is refused before the rows are
+  // allocated; a stream's rows grow as they are read.
+  DescriptorSet set;
+  if (input.sized()) {
+    const std::int64_t least_bytes = (first + count) * kTokensPerRow * 2;
+    if (input.size() < least_bytes) {
+      throw Error(name + " is truncated: its header promises " + std::to_string(rows) +
+                  " keypoints, which need at least " + std::to_string(least_bytes) +
+                  " bytes, but the file has " + std::to_string(input.size()));
+    }
+    set.values.reserve(std::size_t(count) * kDescriptorBytes);
   }
-  DescriptorSet set = empty_rows(count);
   std::string token;
   const auto truncated = [&](std::int64_t row) {
-    return Error(quoted(path) + " is truncated: its header promises " + std::to_string(rows) +
+    return Error(name + " is truncated: its header promises " + std::to_string(rows) +
                  " keypoints, the file ends inside keypoint " + std::to_string(row) + " (0-based)");
   };
   for (std::int64_t row = 0; row < first + count; ++row) {
+    if (row >= first) set.values.resize(set.values.size() + kDescriptorBytes);
     for (int t = 0; t < kTokensPerRow; ++t) {
       if (!tokens.next(&token)) throw truncated(row);
       if (row < first) continue;
       double value;
       if (!parse_number(token, &value)) {
-        throw Error(quoted(path) + ": line " + std::to_string(tokens.line_number()) + " (row " +
-                    std::to_string(row) + ") holds '" + token + "', not a number");
+        throw Error(name + ": line " + std::to_string(tokens.line_number()) + " (row " +
+                    std::to_string(row) + ") holds " + shown_field(token) + ", not a number");
       }
       if (t >= kKeyGeometryFields) {
         const int column = t - kKeyGeometryFields;
         set.values[std::size_t(row - first) * kDescriptorBytes + column] =
-            checked_value(value, path, row, column);
+            checked_value(value, input.path(), row, column);
       }
     }
   }
+  set.count = int(count);
   if (first + count == rows && tokens.next(&token)) {
-    throw Error(quoted(path) + ": line " + std::to_string(tokens.line_number()) +
+    throw Error(name + ": line " + std::to_string(tokens.line_number()) +
                 " holds values after the " + std::to_string(rows) +
                 " keypoints its header announces");
   }
   return set;
 }
 
-// --- Writing --------------------------------------------------------------------------------
+// --- Formats --------------------------------------------------------------------------------
 
-std::string npy_header(const char* descr, int rows) {
-  std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" +
-                     std::to_string(rows) + ", " + std::to_string(kDescriptorBytes) + "), }";
-  // Padded with spaces and a newline so the data starts on a 64-byte boundary, as NumPy does.
-  constexpr std::size_t kAlignment = 64;
-  constexpr std::size_t kPrefixBytes = kNpyMagicBytes + 2 + 2;
-  const std::size_t unpadded = kPrefixBytes + dict.size() + 1;
-  dict.append((kAlignment - unpadded % kAlignment) % kAlignment, ' ');
-  dict += '\n';
-  std::string header(kNpyMagic, kNpyMagicBytes);
-  header += char(1);  // version 1.0
-  header += char(0);
-  header += char(dict.size() & 0xff);
-  header += char(dict.size() >> 8);
-  return header + dict;
+DescriptorFileFormat format_by_extension(const std::string& path) {
+  const std::string ext = lower_extension(path);
+  if (ext == "npy") return DescriptorFileFormat::npy;  // its header check gives the reason
+  if (ext == "key") return DescriptorFileFormat::key;
+  if (ext == "csv" || ext == "txt") return DescriptorFileFormat::csv;
+  throw Error(quoted(path) + ": unknown descriptor file type; use .npy, .key or .csv");
 }
 
-void check_result_shape(const CemdResult& result, bool matrix) {
-  if (result.queries < 0 || result.database < 0) throw Error("a result with negative sizes");
-  if (matrix ? result.matrix.size() != std::size_t(result.queries) * std::size_t(result.database)
-             : result.neighbours.size() != std::size_t(result.queries)) {
-    throw Error(matrix ? "the result holds no all-pairs matrix of its size"
-                       : "the result holds no neighbours for every query");
+// Standard input without the .npy magic: a CSV when its first non-blank line (after a byte order
+// mark) holds a comma, else a .key file. Looks at no more than two lines' limit.
+DescriptorFileFormat standard_input_text_format(InputFile& input) {
+  constexpr std::size_t kMostLookedAt = 2 * kMaxLineBytes;
+  for (std::size_t want = 4096;; want *= 2) {
+    const std::string_view start = input.peek(want);
+    const bool all_seen = start.size() < want || want >= kMostLookedAt;
+    std::size_t at = start.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
+    while (true) {
+      const std::size_t end = start.find('\n', at);
+      if (end == std::string_view::npos && !all_seen) break;  // the line goes on: look further
+      const std::string_view line =
+          start.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
+      if (line.find_first_not_of(" \t\r\v\f") != std::string_view::npos) {
+        return line.find(',') != std::string_view::npos ? DescriptorFileFormat::csv
+                                                        : DescriptorFileFormat::key;
+      }
+      if (end == std::string_view::npos) return DescriptorFileFormat::csv;  // nothing but blanks
+      at = end + 1;
+    }
   }
 }
 
-// Appends `value` to `line` so that it reads back as the same float.
-void append_distance(std::string& line, float value) {
-  char text[32];
-  const int length = std::snprintf(text, sizeof text, "%.9g", double(value));
-  line.append(text, std::size_t(length));
+// The format of an opened input: .npy by its magic bytes, else by the extension (standard input:
+// by its first line).
+DescriptorFileFormat detect_format(InputFile& input) {
+  if (has_npy_magic(input)) return DescriptorFileFormat::npy;
+  if (is_standard_input(input.path())) return standard_input_text_format(input);
+  return format_by_extension(input.path());
 }
+
+// --- Writing --------------------------------------------------------------------------------
 
 }  // namespace
 
@@ -676,122 +884,100 @@ const char* to_string(DescriptorFileFormat format) {
   return "?";
 }
 
+std::string to_string(const DescriptorFileNotes& notes) {
+  std::string text = to_string(notes.format);
+  if (notes.bom_skipped) text += ", UTF-8 byte order mark skipped";
+  if (notes.header_skipped) {
+    text += ", line " + std::to_string(notes.header_line) + " skipped as a header (" +
+            notes.header_reason + ")";
+  }
+  return text;
+}
+
 DescriptorFileFormat descriptor_file_format(const std::string& path) {
-  if (has_npy_magic(path)) return DescriptorFileFormat::npy;
-  const std::string ext = lower_extension(path);
-  if (ext == "npy") return DescriptorFileFormat::npy;  // its header check gives the reason
-  if (ext == "key") return DescriptorFileFormat::key;
-  if (ext == "csv" || ext == "txt") return DescriptorFileFormat::csv;
-  throw Error(quoted(path) + ": unknown descriptor file type; use .npy, .key or .csv");
+  if (is_standard_input(path)) {
+    throw Error("the format of standard input is known only once it is read");
+  }
+  // Looking at a pipe's or a device's first bytes would take them from the reader.
+  if (read_once_only(path)) return format_by_extension(path);
+  InputFile input(path);
+  return detect_format(input);
+}
+
+DescriptorFileNotes describe_descriptor_file(const std::string& path) {
+  if (read_once_only(path)) {
+    throw Error(shown(path) + " is not a regular file, so it cannot be looked at before it is " +
+                "read; its notes come from reading it");
+  }
+  InputFile input(path);
+  DescriptorFileNotes notes;
+  notes.format = detect_format(input);
+  if (notes.format == DescriptorFileFormat::key) notes.bom_skipped = input.skip_bom();
+  if (notes.format == DescriptorFileFormat::csv) {
+    for_each_csv_row(input, notes, [](std::int64_t, const std::string&, std::int64_t) {
+      return false;  // the first data row: the header, if any, is behind
+    });
+  }
+  return notes;
 }
 
 std::int64_t count_descriptors(const std::string& path) {
-  switch (descriptor_file_format(path)) {
-    case DescriptorFileFormat::npy: {
-      FileHandle file = open_for_reading(path);
-      return read_npy_header(path, file.get()).rows;
-    }
+  require_regular_file(path);
+  InputFile input(path);
+  switch (detect_format(input)) {
+    case DescriptorFileFormat::npy:
+      return read_npy_header(input).rows;
     case DescriptorFileFormat::key: {
-      TokenReader tokens(path);
-      return read_key_header(path, tokens);
+      input.skip_bom();
+      TokenReader tokens(input);
+      return read_key_header(input, tokens);
     }
     case DescriptorFileFormat::csv:
-      return checked_count(path, count_csv_rows(path));
+      return checked_count(path, count_csv_rows(input));
   }
   return 0;
 }
 
-DescriptorSet read_descriptors(const std::string& path) {
-  switch (descriptor_file_format(path)) {
+DescriptorSet read_descriptors(const std::string& path, DescriptorFileNotes* notes) {
+  InputFile input(path);
+  DescriptorFileNotes found;
+  found.format = detect_format(input);
+  DescriptorSet set;
+  switch (found.format) {
     case DescriptorFileFormat::npy: {
-      FileHandle file = open_for_reading(path);
-      const NpyHeader header = read_npy_header(path, file.get());
-      return read_npy_rows(path, file.get(), header, 0, int(header.rows));
+      const NpyHeader header = read_npy_header(input);
+      set = read_npy_rows(input, header, 0, int(header.rows));
+      break;
     }
     case DescriptorFileFormat::key:
-      return read_key_rows(path, 0, -1);
-    case DescriptorFileFormat::csv: {
-      DescriptorSet set = read_csv_rows(path, 0, -1);
+      set = read_key_rows(input, 0, -1, found);
+      break;
+    case DescriptorFileFormat::csv:
+      set = read_csv_rows(input, 0, -1, found);
       checked_count(path, set.count);
-      return set;
-    }
+      break;
   }
-  return {};
+  if (notes) *notes = found;
+  return set;
 }
 
 DescriptorSet read_descriptor_rows(const std::string& path, std::int64_t first, int count) {
-  switch (descriptor_file_format(path)) {
+  require_regular_file(path);
+  InputFile input(path);
+  DescriptorFileNotes notes;
+  switch (detect_format(input)) {
     case DescriptorFileFormat::npy: {
-      FileHandle file = open_for_reading(path);
-      const NpyHeader header = read_npy_header(path, file.get());
+      const NpyHeader header = read_npy_header(input);
       check_row_range(path, first, count, header.rows);
-      return read_npy_rows(path, file.get(), header, first, count);
+      input.seek(header.data_offset + first * header.row_bytes());
+      return read_npy_rows(input, header, first, count);
     }
     case DescriptorFileFormat::key:
-      return read_key_rows(path, first, count);
+      return read_key_rows(input, first, count, notes);
     case DescriptorFileFormat::csv:
-      return read_csv_rows(path, first, count);
+      return read_csv_rows(input, first, count, notes);
   }
   return {};
-}
-
-void write_descriptors_npy(const std::string& path, const DescriptorSet& set, NpyValueType type) {
-  if (set.count < 0 || set.values.size() != std::size_t(set.count) * kDescriptorBytes) {
-    throw Error("cannot write " + quoted(path) + ": the set's value count is not count x 128");
-  }
-  AtomicOutputFile out(path);
-  out.write(npy_header(type == NpyValueType::u8 ? "|u1" : "<f4", set.count));
-  if (type == NpyValueType::u8) {
-    out.write(set.values.data(), set.values.size());
-  } else {
-    constexpr std::size_t kChunkValues = 1 << 16;
-    std::vector<unsigned char> bytes;
-    for (std::size_t start = 0; start < set.values.size(); start += kChunkValues) {
-      const std::size_t n = std::min(kChunkValues, set.values.size() - start);
-      bytes.resize(n * 4);
-      for (std::size_t i = 0; i < n; ++i) {
-        const float value = set.values[start + i];
-        std::uint32_t bits;
-        std::memcpy(&bits, &value, sizeof bits);
-        for (int b = 0; b < 4; ++b) bytes[i * 4 + b] = static_cast<unsigned char>(bits >> (8 * b));
-      }
-      out.write(bytes.data(), bytes.size());
-    }
-  }
-  out.commit();
-}
-
-void write_matches_csv(const std::string& path, const CemdResult& result, float ratio) {
-  check_result_shape(result, false);
-  AtomicOutputFile out(path);
-  out.write("query,index,distance,second_index,second_distance,accepted\n");
-  std::string line;
-  for (int q = 0; q < result.queries; ++q) {
-    const CemdNeighbours& n = result.neighbours[q];
-    line = std::to_string(q) + ',' + std::to_string(n.best_index) + ',';
-    append_distance(line, n.best_distance);
-    line += ',' + std::to_string(n.second_index) + ',';
-    if (n.second_index >= 0) append_distance(line, n.second_distance);
-    line += ratio_accepted(n, ratio) ? ",1\n" : ",0\n";
-    out.write(line);
-  }
-  out.commit();
-}
-
-void write_distance_matrix_csv(const std::string& path, const CemdResult& result) {
-  check_result_shape(result, true);
-  AtomicOutputFile out(path);
-  std::string line;
-  for (int q = 0; q < result.queries; ++q) {
-    line.clear();
-    for (int d = 0; d < result.database; ++d) {
-      if (d) line += ',';
-      append_distance(line, result.matrix[std::size_t(q) * result.database + d]);
-    }
-    line += '\n';
-    out.write(line);
-  }
-  out.commit();
 }
 
 }  // namespace kbench

@@ -107,6 +107,24 @@ void write_distance_matrix_csv(OutputFile& out, const CemdResult& result,
   }
 }
 
+void write_descriptors_npy(const std::string& path, const DescriptorSet& set, NpyValueType type) {
+  OutputFile out(path);
+  write_descriptors_npy(out, set, type);
+  out.commit();
+}
+
+void write_matches_csv(const std::string& path, const CemdResult& result, float ratio) {
+  OutputFile out(path);
+  write_matches_csv(out, result, ratio);
+  out.commit();
+}
+
+void write_distance_matrix_csv(const std::string& path, const CemdResult& result) {
+  OutputFile out(path);
+  write_distance_matrix_csv(out, result);
+  out.commit();
+}
+
 std::uint64_t least_matrix_csv_bytes(std::int64_t queries, std::int64_t database) {
   return std::uint64_t(queries) * std::uint64_t(database) * 2;
 }

@@ -9,8 +9,8 @@
 #include <cctype>
 #include <cerrno>
 #include <csignal>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -93,6 +93,8 @@ struct Identity {
   ino_t inode = 0;
   std::string absolute;
   bool folder = false;
+  bool stream = false;       // a character device, FIFO or socket: nothing there to clobber
+  bool null_device = false;  // /dev/null, which any number of outputs may share
 
   bool operator==(const Identity& other) const {
     if (exists && other.exists) return device == other.device && inode == other.inode;
@@ -104,13 +106,17 @@ Identity identity_of(const std::string& path, bool input) {
   Identity id;
   struct stat info {};
   const bool standard = path == "-";
-  const int found = standard ? ::fstat(input ? STDIN_FILENO : STDOUT_FILENO, &info)
-                             : ::stat(path.c_str(), &info);
+  const int found =
+      standard ? ::fstat(input ? STDIN_FILENO : STDOUT_FILENO, &info) : ::stat(path.c_str(), &info);
   if (found == 0) {
     id.exists = true;
     id.device = info.st_dev;
     id.inode = info.st_ino;
     id.folder = S_ISDIR(info.st_mode);
+    id.stream = S_ISCHR(info.st_mode) || S_ISFIFO(info.st_mode) || S_ISSOCK(info.st_mode);
+    struct stat null_info {};
+    id.null_device = S_ISCHR(info.st_mode) && ::stat("/dev/null", &null_info) == 0 &&
+                     info.st_rdev == null_info.st_rdev;
     return id;
   }
   std::error_code error;
@@ -150,8 +156,11 @@ void check_distinct_paths(const std::vector<NamedPath>& inputs,
     const Identity id = identity_of(output.path, false);
     if (id.folder) throw UsageError(describe(output) + " is a folder, not a file to write");
     for (std::size_t k = 0; k < seen.size(); ++k) {
-      if (!(seen[k].second == id)) continue;
-      throw UsageError(describe(output) + (k < input_count ? " is " : " is also ") +
+      // Reading a stream does not clobber it (standard input and output may be one terminal);
+      // two outputs into one stream would mix, unless it discards them.
+      const bool input = k < input_count;
+      if (!(seen[k].second == id) || (input && id.stream) || id.null_device) continue;
+      throw UsageError(describe(output) + (input ? " is " : " is also ") +
                        describe(*seen[k].first) + "; write it to another file");
     }
     seen.emplace_back(&output, id);
@@ -221,6 +230,10 @@ OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
   }
 }
 
+void OutputFile::check_writable(const std::string& path) {
+  if (!writes_in_place(path)) OutputFile probe(path);
+}
+
 OutputFile::~OutputFile() {
   auto* file = static_cast<std::FILE*>(file_);
   if (file && file != stdout) std::fclose(file);
@@ -262,6 +275,12 @@ void OutputFile::commit() {
   committed_ = true;
   release_temporary(slot_);
   slot_ = -1;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  OutputFile out(path);
+  out.write(text);
+  out.commit();
 }
 
 void write_and_commit(const std::vector<PendingOutput>& outputs) {

@@ -20,15 +20,14 @@ ImageFileFormat output_image_format(const std::string& path, int channels) {
     const int wanted = ext == "ppm" ? 3 : ext == "pgm" ? 1 : channels;
     if (channels != wanted || (channels != 1 && channels != 3)) {
       refuse(ext.empty() ? " takes PGM (gray) or PPM (RGB), which cannot hold a " +
-                               std::to_string(channels) +
-                               "-channel image; write it to a .png file"
+                               std::to_string(channels) + "-channel image; write it to a .png file"
                          : ": ." + ext + " holds " + std::to_string(wanted) +
                                "-channel images, this one has " + std::to_string(channels));
     }
     return ImageFileFormat::pnm;
   }
-  refuse(": cannot write " + (ext.empty() ? std::string("files without an extension")
-                                          : "." + ext + " files") +
+  refuse(": cannot write " +
+         (ext.empty() ? std::string("files without an extension") : "." + ext + " files") +
          " (use .png, .ppm or .pgm, or - for standard output)");
   return ImageFileFormat::png;  // not reached
 }
@@ -45,8 +44,8 @@ std::string encode_image(const ImageU8& image, ImageFileFormat format, const std
   // stb_image_write sizes its filtered copy of the rows, (width × channels + 1) × height bytes,
   // and the compressed stream, which can be larger, in int: the reader's limit keeps both far
   // from 2^31.
-  const std::uint64_t filtered =
-      (std::uint64_t(image.width) * std::uint64_t(image.channels) + 1) * std::uint64_t(image.height);
+  const std::uint64_t filtered = (std::uint64_t(image.width) * std::uint64_t(image.channels) + 1) *
+                                 std::uint64_t(image.height);
   if (filtered > max_image_bytes) {
     throw Error(output_name(path) + ": a " + std::to_string(image.width) + " x " +
                 std::to_string(image.height) + " x " + std::to_string(image.channels) +
@@ -65,6 +64,12 @@ std::string encode_image(const ImageU8& image, ImageFileFormat format, const std
 
 void write_image(OutputFile& out, const ImageU8& image) {
   out.write(encode_image(image, output_image_format(out.path(), image.channels), out.path()));
+}
+
+void write_image(const std::string& path, const ImageU8& image) {
+  OutputFile out(path);
+  write_image(out, image);
+  out.commit();
 }
 
 }  // namespace kbench

@@ -334,6 +334,24 @@ def csv_file(count, header):
     return ("\n".join(lines) + "\n").encode()
 
 
+# --- Mask files ----------------------------------------------------------------------------------
+
+def mask_text(n, seed, separator=" ", newline="\n", comment=None, bom=False):
+    """An n x n mask of varied numerals: integers, decimals, exponents, signs."""
+    forms = ["%d", "%.3f", "%.2e", "%+.1f", "%g"]
+    lines = ["# " + comment] if comment else []
+    state = seed
+    for y in range(n):
+        row = []
+        for x in range(n):
+            state = (state * 1103515245 + 12345) & 0x7FFFFFFF
+            value = ((state >> 8) % 2001 - 1000) / 250.0
+            row.append(forms[(x + y + seed) % len(forms)] % value)
+        lines.append(separator.join(row))
+    text = newline.join(lines) + newline
+    return (b"\xef\xbb\xbf" if bom else b"") + text.encode()
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "corpus")
@@ -371,7 +389,22 @@ def main():
         "two.csv": b"\x02" + csv_file(2, False),
         "header.csv": b"\x02" + csv_file(1, True),
     }
-    for folder, files in (("image_reader", images), ("descriptor_reader", descriptors)):
+    masks = {
+        "identity.txt": b"0 0 0\n0 1 0\n0 0 0\n",
+        "one.txt": b"1\n",
+        "sharpen-commas.txt": b"0, -1, 0\n-1, 5, -1\n0, -1, 0\n",
+        "semicolons.txt": mask_text(3, 2, separator="; "),
+        "comments.txt": b"# a box blur\n" + b"".join(b"1 1 1 1 1  # row %d\n" % i for i in range(5)),
+        "crlf-bom.txt": mask_text(5, 3, newline="\r\n", bom=True),
+        "tabs.txt": mask_text(7, 4, separator="\t"),
+        "exponents.txt": b"1e-3 -2.5E+1 .5\n+4 0x1p-2 -0\n1e2 6. 7.25e0\n",
+        "one-line.txt": b" ".join(b"%d" % (i % 7 - 3) for i in range(81)) + b"\n",
+        "no-final-newline.txt": mask_text(3, 5).rstrip(b"\n"),
+        "largest.txt": mask_text(63, 6),
+        "even.txt": b"1 2\n3 4\n",
+    }
+    for folder, files in (("image_reader", images), ("descriptor_reader", descriptors),
+                          ("mask_reader", masks)):
         directory = os.path.join(out, folder)
         os.makedirs(directory, exist_ok=True)
         for name in os.listdir(directory):
@@ -380,7 +413,8 @@ def main():
         for name, data in files.items():
             with open(os.path.join(directory, name), "wb") as f:
                 f.write(data)
-    print("wrote %d image and %d descriptor seeds under %s" % (len(images), len(descriptors), out))
+    print("wrote %d image, %d descriptor and %d mask seeds under %s" %
+          (len(images), len(descriptors), len(masks), out))
 
 
 if __name__ == "__main__":

@@ -59,12 +59,17 @@ case "$mode" in
     [[ $(head -1 m.csv) == query,index,distance,second_index,second_distance,accepted ]] ||
       fail "matches header"
     [[ $(wc -l <m.csv) -eq 41 ]] || fail "matches: 40 rows expected"
-    [[ $(wc -l <d.csv) -eq 40 && $(head -1 d.csv | tr ',' '\n' | wc -l) -eq 37 ]] ||
-      fail "matrix: 40 x 37 expected"
-    # The matrix's row minimum is the match's distance (same bits, same printing).
-    awk -F, 'NR == FNR { best = $1; for (i = 2; i <= NF; ++i) if ($i + 0 < best + 0) best = $i;
-                         min[FNR] = best; next }
-             FNR > 1 && $3 != min[FNR - 1] { bad = 1 } END { exit bad }' d.csv m.csv ||
+    # A header line naming the database rows, then one line per query led by its row.
+    [[ $(head -1 d.csv) == "query,$(seq -s, 0 36)" ]] || fail "matrix header: $(head -1 d.csv)"
+    [[ $(tail -n +2 d.csv | cut -d, -f1 | paste -sd,) == "$(seq -s, 0 39)" ]] ||
+      fail "matrix: query rows 0 to 39 expected"
+    # Each query's line holds 37 distances, whose minimum is the match's distance (same bits,
+    # same printing).
+    awk -F, 'NR == FNR { if (FNR == 1) next
+                         if (NF != 38) bad = 1
+                         best = $2; for (i = 3; i <= NF; ++i) if ($i + 0 < best + 0) best = $i
+                         min[$1] = best; next }
+             FNR > 1 && $3 != min[$1] { bad = 1 } END { exit bad }' d.csv m.csv ||
       fail "matrix minima differ from the matched distances"
     "$match" q.npy db.npy -o m2.csv >/dev/null
     cmp -s m.csv m2.csv || fail "matches with and without --all-pairs differ"

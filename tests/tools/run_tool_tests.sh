@@ -49,10 +49,10 @@ pass "lbp --variant, --verbose"
 # match: the variant's algorithm chooses the method; the answer is the cut position.
 "$bin/match" target.pgm query.pgm --variant seq-strips --verbose >out.txt 2>err.txt
 grep -q "^match: sad-pruned variant seq-strips" err.txt || fail "match pruned --verbose line"
-grep -q "^1 *20 *30 *0$" out.txt || fail "match seq-strips: $(cat out.txt)"
+grep -q "^1 *20 *30 *0 *0.000$" out.txt || fail "match seq-strips: $(cat out.txt)"
 "$bin/match" target.pgm query.pgm --variant seq --verbose >out.txt 2>err.txt
 grep -q "^match: sad variant seq " err.txt || fail "match full --verbose line"
-grep -q "^1 *20 *30 *0$" out.txt || fail "match seq: $(cat out.txt)"
+grep -q "^1 *20 *30 *0 *0.000$" out.txt || fail "match seq: $(cat out.txt)"
 pass "match --variant chooses the method"
 
 # match --top without separation: auto prunes and prints what full search prints.
@@ -71,13 +71,15 @@ grep -q "^kokkos-pruned-serial .* checked, max error 0$" out.txt || fail "compar
 grep -q "^seq-strips .*n/a: does not handle" out.txt || fail "compare --top 7: seq-strips"
 pass "compare --algo sad-pruned --top"
 
-# Choices that cannot run: one line, status 1, no output file.
+# Choices that cannot run: one line, status 1 (2 for options that exclude each other), no output
+# file.
 expect_refusal() {
-  local what=$1 pattern=$2 output=$3
+  local what=$1 pattern=$2 output=$3 expected=1
   shift 3
+  [[ $1 == --usage ]] && expected=2 && shift
   local status=0
   "$@" >/dev/null 2>err.txt || status=$?
-  [[ $status -eq 1 ]] || fail "$what: exit status $status, expected 1"
+  [[ $status -eq $expected ]] || fail "$what: exit status $status, expected $expected"
   grep -q "$pattern" err.txt || fail "$what: message"
   [[ ! -e $output ]] || fail "$what: $output was written"
 }
@@ -86,9 +88,9 @@ expect_refusal "unknown variant" "^filter: no conv variant named 'nope'" bad.pgm
 expect_refusal "variant of another backend" "runs on the serial backend, not openmp" bad.pgm \
   "$bin/filter" target.pgm bad.pgm --variant seq-aos --backend openmp
 expect_refusal "pruned method with a full-search variant" "is not a pruned" /dev/null/none \
-  "$bin/match" target.pgm query.pgm --method pruned --variant seq
+  --usage "$bin/match" target.pgm query.pgm --method pruned --variant seq
 expect_refusal "pruned top-k kept apart" "without separation (--separation 1)" /dev/null/none \
-  "$bin/match" target.pgm query.pgm --method pruned --top 3
+  --usage "$bin/match" target.pgm query.pgm --method pruned --top 3
 pass "refused choices: one line, status 1, no file"
 
 # Hostile images: a PNG whose header claims 60000 × 60000 pixels and holds 20 bytes of data, and
