@@ -42,7 +42,7 @@ constexpr int kLeastProgressPieceRows = 1 << 16;
 
 struct Options {
   std::string query_path, database_path, output_path, matrix_path;
-  std::string metric = "cemd", mode = "normalised";
+  kbench::tools::DistanceOptions distance;
   kbench::ShardOptions shard;
   kbench::tools::RunOptions run;
 };
@@ -193,13 +193,15 @@ void run(kbench::ShardGroup& group, Options& options) {
     const double comparisons = double(queries.count) * double(rows);
     const kbench::Variant<kbench::Cemd>& variant =
         kbench::find_variant<kbench::Cemd>(local.variant);
+    const std::string where = std::to_string(group.size()) + " rank(s)" +
+                              (variant.backend == kbench::Backend::cuda
+                                   ? " x " + std::to_string(options.shard.gpus) + " GPU(s)"
+                                   : std::string());
     char text[320];
     std::snprintf(text, sizeof text,
                   "%.4g comparisons in %.4f s (slowest rank and GPU, copies included): %.4g "
-                  "comparisons/s; %d rank(s) x %d GPU(s), distance %s; %.4f s from start to "
-                  "written file",
-                  comparisons, slowest, slowest > 0 ? comparisons / slowest : 0.0, group.size(),
-                  variant.backend == kbench::Backend::cuda ? options.shard.gpus : 0,
+                  "comparisons/s; %s, distance %s; %.4f s from start to written file",
+                  comparisons, slowest, slowest > 0 ? comparisons / slowest : 0.0, where.c_str(),
                   kbench::to_string(options.shard.params.distance),
                   std::chrono::duration<double>(Clock::now() - start).count());
     kbench::tools::print_variant_line(kProgram, kbench::Cemd::name, variant.name, variant.layer,
@@ -234,13 +236,7 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("-o,--output", options.output_path, "Matches CSV to write (- for standard output)")
       ->required();
-  app.add_option("--metric", options.metric, "Distance: circular EMD or Euclidean")
-      ->check(CLI::IsMember({"cemd", "l2"}))
-      ->capture_default_str();
-  app.add_option("--mode", options.mode,
-                 "CEMD mode: cells as distributions (normalised) or raw values (raw)")
-      ->check(CLI::IsMember({"normalised", "raw"}))
-      ->capture_default_str();
+  kbench::tools::add_distance_options(app, options.distance);
   app.add_option("--ratio", options.shard.params.ratio,
                  "Lowe's ratio test, above 0 and at most 1: a match is accepted when best < ratio "
                  "x second")
@@ -265,14 +261,14 @@ int main(int argc, char** argv) {
           kbench::tools::parse_command_line(app, kProgram, argc, argv, quiet_rank)) {
     return *status;
   }
-  if (options.metric == "l2" && app.count("--mode")) {
+  if (options.distance.metric == "l2" && app.count("--mode")) {
     if (!quiet_rank) std::fprintf(stderr, "%s: --mode applies to --metric cemd only\n", kProgram);
     return kbench::tools::kExitUsage;
   }
   options.shard.variant = options.run.variant;
   options.shard.backend = options.run.backend;
   options.shard.params.distance =
-      kbench::parse_descriptor_distance(options.metric == "l2" ? "l2" : options.mode);
+      kbench::parse_descriptor_distance(options.distance.distance_name());
   options.shard.params.all_pairs = !options.matrix_path.empty();
 
   std::unique_ptr<kbench::ShardGroup> group;
@@ -331,10 +327,11 @@ int main(int argc, char** argv) {
   for (auto& a : kokkos_args) kokkos_argv.push_back(a.data());
   int kokkos_argc = int(kokkos_argv.size());
   kokkos_argv.push_back(nullptr);
-  const kbench::KokkosRuntime kokkos(kProgram, kokkos_argc, kokkos_argv.data());
+  std::unique_ptr<kbench::KokkosRuntime> kokkos;  // finalised before the group
   std::string message;
   const int status = kbench::tools::run_guarded_message(
       [&] {
+        kokkos = std::make_unique<kbench::KokkosRuntime>(kokkos_argc, kokkos_argv.data());
         run(*group, options);
         return 0;
       },

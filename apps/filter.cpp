@@ -23,7 +23,8 @@ bool has_alpha(const kbench::ImageU8& image) {
 kbench::ImageU8 channels_of(const kbench::ImageU8& image, int first, int count) {
   kbench::ImageU8 out(image.width, image.height, count);
   for (std::size_t i = 0; i < image.pixel_count(); ++i) {
-    for (int c = 0; c < count; ++c) out.data[i * count + c] = image.data[i * image.channels + first + c];
+    for (int c = 0; c < count; ++c)
+      out.data[i * count + c] = image.data[i * image.channels + first + c];
   }
   return out;
 }
@@ -94,7 +95,7 @@ int main(int argc, char** argv) {
     const kbench::ConvInput input{alpha ? channels_of(image, 0, image.channels - 1) : image, mask,
                                   kbench::parse_border(border)};
     kbench::validate_conv_input(input);
-    const kbench::KokkosRuntime kokkos(kProgram, argc, argv);
+    const kbench::KokkosRuntime kokkos(argc, argv);
     kbench::ImageU8 result = kbench::tools::run_call<kbench::Conv>(
         kProgram, input, run,
         "convolving " + std::to_string(image.width) + "x" + std::to_string(image.height));
@@ -102,7 +103,8 @@ int main(int argc, char** argv) {
       result = with_alpha(result, image, input.border == kbench::Border::crop ? mask.radius() : 0);
     }
     kbench::tools::Progress writing(kProgram, "writing " + kbench::output_name(out_path));
-    kbench::write_and_commit({{&out, [&](kbench::OutputFile& f) { kbench::write_image(f, result); }}});
+    kbench::write_and_commit(
+        {{&out, [&](kbench::OutputFile& f) { kbench::write_image(f, result); }}});
     return 0;
   });
 }

@@ -93,18 +93,19 @@ int main(int argc, char** argv) {
     }
     const kbench::LbpInput input{std::move(image), params};
     kbench::validate_lbp_input(input);
-    const kbench::KokkosRuntime kokkos(kProgram, argc, argv);
+    const kbench::KokkosRuntime kokkos(argc, argv);
     kbench::LbpResult result = kbench::tools::run_call<kbench::Lbp>(
         kProgram, input, run,
         "coding " + std::to_string(input.gray.width) + "x" + std::to_string(input.gray.height));
-    if (scale) result.codes = spread_labels(std::move(result.codes), kbench::lbp_bin_count(params.mapping));
+    if (scale)
+      result.codes = spread_labels(std::move(result.codes), kbench::lbp_bin_count(params.mapping));
 
     kbench::tools::Progress writing(kProgram, "writing " + kbench::output_name(out_path));
     std::vector<kbench::PendingOutput> outputs{
         {&codes_out, [&](kbench::OutputFile& f) { kbench::write_image(f, result.codes); }}};
     if (hist_out) {
-      outputs.push_back(
-          {hist_out.get(), [&](kbench::OutputFile& f) { f.write(histogram_csv(result.histogram)); }});
+      outputs.push_back({hist_out.get(),
+                         [&](kbench::OutputFile& f) { f.write(histogram_csv(result.histogram)); }});
     }
     kbench::write_and_commit(outputs);
     return 0;

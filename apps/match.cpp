@@ -96,8 +96,9 @@ int main(int argc, char** argv) {
   kbench::tools::enable_progress(run);
 
   return kbench::tools::run_guarded(kProgram, [&] {
-    kbench::check_distinct_paths({{target_path, "the target image"}, {query_path, "the query image"}},
-                                 {{out_path, "the output image (-o)"}});
+    kbench::check_distinct_paths(
+        {{target_path, "the target image"}, {query_path, "the query image"}},
+        {{out_path, "the output image (-o)"}});
     if (!out_path.empty()) kbench::output_image_format(out_path, 3);
     std::unique_ptr<kbench::OutputFile> out;
     if (!out_path.empty()) out = std::make_unique<kbench::OutputFile>(out_path);
@@ -134,7 +135,7 @@ int main(int argc, char** argv) {
                              std::to_string(input.target.height) + " for " +
                              std::to_string(input.query.width) + "x" +
                              std::to_string(input.query.height);
-    const kbench::KokkosRuntime kokkos(kProgram, argc, argv);
+    const kbench::KokkosRuntime kokkos(argc, argv);
     std::vector<kbench::SadMatch> matches;
     if (pruned) {
       kbench::validate_sad_pruned_input(input);
@@ -158,7 +159,8 @@ int main(int argc, char** argv) {
     if (out) {
       kbench::tools::Progress writing(kProgram, "writing " + kbench::output_name(out_path));
       const kbench::ImageU8 boxes = annotate(target, query.width, query.height, matches);
-      kbench::write_and_commit({{out.get(), [&](kbench::OutputFile& f) { kbench::write_image(f, boxes); }}});
+      kbench::write_and_commit(
+          {{out.get(), [&](kbench::OutputFile& f) { kbench::write_image(f, boxes); }}});
     }
     // The table goes where the image does not.
     std::FILE* table = out && out_path == "-" ? stderr : stdout;

@@ -159,6 +159,24 @@ inline CLI::Validator ratio_range() {
       "(0, 1]");
 }
 
+// cemd-match's and compare's choice of descriptor distance: --metric cemd|l2 and, for cemd,
+// --mode normalised|raw. distance_name() turns them into parse_descriptor_distance's name.
+struct DistanceOptions {
+  std::string metric = "cemd", mode = "normalised";
+  std::string distance_name() const { return metric == "l2" ? "l2" : mode; }
+};
+
+inline void add_distance_options(CLI::App& app, DistanceOptions& options,
+                                 const std::string& prefix = "") {
+  app.add_option("--metric", options.metric, prefix + "Distance: circular EMD or Euclidean (l2)")
+      ->check(CLI::IsMember({"cemd", "l2"}))
+      ->capture_default_str();
+  app.add_option("--mode", options.mode,
+                 prefix + "CEMD mode: cells as distributions (normalised) or raw values (raw)")
+      ->check(CLI::IsMember({"normalised", "raw"}))
+      ->capture_default_str();
+}
+
 // The options every tool shares.
 struct RunOptions {
   std::string variant, backend;

@@ -118,8 +118,8 @@ run() {
     return 1
   fi
   local variant backend timing match_s total_s identical=reference
-  variant=$(sed -n 's/^cemd-match: variant \([^ ]*\) (\([a-z]*\)).*/\1/p' "$log")
-  backend=$(sed -n 's/^cemd-match: variant \([^ ]*\) (\([a-z]*\)).*/\2/p' "$log")
+  variant=$(sed -n 's/^cemd-match: cemd variant \([^ ]*\) ([a-z_]*, \([a-z]*\)):.*/\1/p' "$log")
+  backend=$(sed -n 's/^cemd-match: cemd variant \([^ ]*\) ([a-z_]*, \([a-z]*\)):.*/\2/p' "$log")
   timing=$(sed -n 's/^cemd-match: .* comparisons in \([0-9.]*\) s .*; \([0-9.]*\) s from start.*/\1 \2/p' "$log")
   read -r match_s total_s <<<"$timing"
   if [[ -z ${match_s:-} || -z ${total_s:-} ]]; then

@@ -3,6 +3,8 @@
 # into OUTDIR:
 #   device.txt      GPU, driver, date and commit
 #   tests.log       the Catch2 suite on every backend, CUDA included
+#   tools.log       the tools as users run them: tests/tools/ (choices, hostile input) and
+#                   cemd-match's end-to-end test, on this build's default (GPU) variants
 #   sanitizer.log   compute-sanitizer memcheck and racecheck over the CUDA variants
 #   profile.log     ncu's per-kernel summary of the GPU variants on one case per algorithm
 #   compare.jsonl   JSON lines from compare (perf/report.py turns them into tables and plots)
@@ -11,7 +13,7 @@
 #   widths/         throughput against image width (perf/width_sweep.sh: widths.md, *_widths.png)
 #
 #   perf/gpu_check.sh OUTDIR [ALGO...]      (default: every algorithm in the build)
-# KBENCH_STEPS picks steps (default "tests sanitizer compare threads sweep widths noise topk
+# KBENCH_STEPS picks steps (default "tests tools sanitizer compare threads sweep widths noise topk
 # peers": threads is the OpenMP thread sweep, sweep the LBP size sweep, widths throughput against
 # image width (perf/width_sweep.sh into OUTDIR/widths), noise the sad-pruned noise sweep against
 # full search, the paper's Fig. 6, topk sad-pruned's best positions without separation against
@@ -27,7 +29,7 @@ shift
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${KBENCH_BUILD:-$repo/build/cuda}
 bin=$build/bin
-steps=" ${KBENCH_STEPS:-tests sanitizer compare threads sweep widths noise topk peers} "
+steps=" ${KBENCH_STEPS:-tests tools sanitizer compare threads sweep widths noise topk peers} "
 mkdir -p "$out"
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
 # The CUDA runtime the binaries link against, where the toolkit keeps it.
@@ -89,6 +91,20 @@ declare -A sweep_cases=([sad]=test1)
 if [[ $steps == *" tests "* ]]; then
   echo "== tests"
   OMP_PROC_BIND=false "$bin/kbench_tests" 2>&1 | tee -a "$out/tests.log" | tail -3 || status=1
+fi
+
+if [[ $steps == *" tools "* ]]; then
+  echo "== tools"
+  for script in tools/run_tool_tests.sh tools/hostile_inputs.sh "mpi/run_mpi_tests.sh tool"; do
+    read -r file mode <<<"$script"
+    echo "-- $script" >>"$out/tools.log"
+    if [[ -n $mode ]]; then
+      "$repo/tests/$file" "$mode" "$bin" >>"$out/tools.log" 2>&1 || status=1
+    else
+      "$repo/tests/$file" "$bin" >>"$out/tools.log" 2>&1 || status=1
+    fi
+  done
+  grep -E "^(FAIL|hostile inputs:)" "$out/tools.log"
 fi
 
 if [[ $steps == *" sanitizer "* ]]; then

@@ -2,9 +2,17 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+
+#include "kbench/error.hpp"
 #include "kbench/kokkos_runtime.hpp"
 
 int main(int argc, char** argv) {
-  const kbench::KokkosRuntime kokkos("kbench_tests", argc, argv);
-  return Catch::Session().run(argc, argv);
+  try {
+    const kbench::KokkosRuntime kokkos(argc, argv);
+    return Catch::Session().run(argc, argv);
+  } catch (const kbench::Error& e) {
+    std::fprintf(stderr, "kbench_tests: %s\n", e.what());
+    return 1;
+  }
 }

@@ -2,6 +2,7 @@
 // bit: even and uneven cuts, more shards than rows, exact ties across shards.
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <numeric>
 
 #include "kbench/cemd_shards.hpp"
 #include "kbench/error.hpp"
@@ -142,6 +143,38 @@ TEST_CASE("sharded matching equals one process bit for bit, ties and empty shard
           CHECK(result_from_top2(cut.top2, database.count) == result);
           if (all_pairs) CHECK(same_bits(cut.matrix, whole.matrix));
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("a shard matched piece by piece for a progress line gives the same bits",
+          "[cemd_shards]") {
+  const DescriptorSet database = repeated_database(9, 3, 11);  // 27 rows, each row 3 times
+  const DescriptorSet queries = generated_queries(database, 13, 12);
+  for (const bool all_pairs : {false, true}) {
+    ShardOptions options;
+    options.params.all_pairs = all_pairs;
+    for (const auto& v : variants<Cemd>()) {
+      if (!runs_here(v) || !v.handles(CemdInput{queries, database, options.params})) continue;
+      options.variant = v.name;
+      options.progress = nullptr;
+      const RowRange shard{2, 25};
+      const ShardResult whole = match_shard(queries, shard, reader_of(database), options);
+      for (const int piece_rows : {1, 4, 7, 24, 25, 100}) {
+        INFO("variant " << v.name << (all_pairs ? ", all pairs" : "") << ", pieces of "
+                        << piece_rows);
+        std::vector<std::int64_t> told;
+        options.progress = [&](std::int64_t rows) { told.push_back(rows); };
+        options.progress_rows = piece_rows;
+        const ShardResult pieces = match_shard(queries, shard, reader_of(database), options);
+        CHECK(result_from_top2(pieces.top2, database.count) ==
+              result_from_top2(whole.top2, database.count));
+        if (all_pairs) CHECK(same_bits(pieces.matrix, whole.matrix));
+        CHECK(pieces.variant == whole.variant);
+        // Every row is told once, a piece at a time.
+        CHECK(std::accumulate(told.begin(), told.end(), std::int64_t(0)) == shard.count);
+        CHECK(told.size() == std::size_t((shard.count + piece_rows - 1) / piece_rows));
       }
     }
   }

@@ -19,37 +19,13 @@
 #include "kbench/descriptor_io.hpp"
 #include "kbench/descriptor_write.hpp"
 #include "kbench/error.hpp"
+#include "temp_files.hpp"
 
 using namespace kbench;
+using namespace kbench::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char pattern[] = "/tmp/kbench-descriptors-XXXXXX";
-    path = mkdtemp(pattern);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  // Names of the folder's entries, sorted.
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-};
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
 
 // Value (row, column) of the small sets below: every value 0..255 appears, and row 0 is not
 // 0,1,...,127, which a CSV reader takes as pandas' header line.

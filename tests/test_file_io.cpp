@@ -9,39 +9,11 @@
 
 #include "kbench/error.hpp"
 #include "kbench/file_io.hpp"
+#include "temp_files.hpp"
 
 using namespace kbench;
+using namespace kbench::testing;
 namespace fs = std::filesystem;
-
-namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char pattern[] = "/tmp/kbench-files-XXXXXX";
-    path = mkdtemp(pattern);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  // The folder's entries, sorted.
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-};
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-}  // namespace
 
 TEST_CASE("an output replaces its file only when committed", "[file_io]") {
   TempDir dir;

@@ -2,8 +2,8 @@
 //
 // Cases: NxM = N queries against M database descriptors, with Ki (×1024) and Mi (×1024²)
 // suffixes (e.g. 1Kix64Ki); 4Mi is the paper's 4·2^20 comparisons (1Ki queries × 4Ki database)
-// and 64Kix1Mi a large one. A case may end in -raw, -l2 (the distance; default --metric and --mode) and
-// -all (the all-pairs matrix; default the nearest two per query), e.g. 4Mi-raw. The database is
+// and 64Kix1Mi a large one. A case may end in -raw, -l2 (the distance; default --metric and --mode)
+// and -all (the all-pairs matrix; default the nearest two per query), e.g. 4Mi-raw. The database is
 // generated SIFT-like and the queries are perturbed copies of its rows plus unrelated ones, all
 // seeded by --seed. --query q.npy --database d.npy (.npy, .key or CSV files) compare on those
 // sets instead; the distance and all-pairs then come from --metric, --mode and --all-pairs.
@@ -17,18 +17,18 @@
 #include <algorithm>
 
 #include "compare/compare_impl.hpp"
-#include "tool_support.hpp"
 #include "compare/inputs.hpp"
 #include "kbench/cemd.hpp"
 #include "kbench/cpu_features.hpp"
 #include "kbench/descriptor_io.hpp"
+#include "tool_support.hpp"
 
 namespace kbench::compare {
 namespace {
 
 struct CemdOptions {
   std::string database_path;
-  std::string metric = "cemd", mode = "normalised";
+  tools::DistanceOptions distance;
   bool all_pairs = false;
   float ratio = 0.8f;
   double max_sequential_gcmp = 0.02;
@@ -39,14 +39,7 @@ struct CemdOptions {
 void add_cemd_options(CLI::App& app) {
   app.add_option("--database", cemd_options.database_path,
                  "cemd: database descriptor file (.npy, .key, .csv; with --query)");
-  // The same names as cemd-match's.
-  app.add_option("--metric", cemd_options.metric, "cemd: circular EMD or Euclidean (l2)")
-      ->check(CLI::IsMember({"cemd", "l2"}))
-      ->capture_default_str();
-  app.add_option("--mode", cemd_options.mode,
-                 "cemd: CEMD cells as distributions (normalised) or raw values (raw)")
-      ->check(CLI::IsMember({"normalised", "raw"}))
-      ->capture_default_str();
+  tools::add_distance_options(app, cemd_options.distance, "cemd: ");
   app.add_flag("--all-pairs", cemd_options.all_pairs,
                "cemd: the all-pairs distance matrix instead of the nearest two per query");
   app.add_option("--ratio", cemd_options.ratio, "cemd: Lowe's ratio test, in (0, 1]")
@@ -192,8 +185,7 @@ constexpr double kVerifiedComparisons = 4.0 * (1 << 20);
 int run_cemd(const Options& options) {
   const CemdOptions& opt = cemd_options;
   std::string size = options.size;
-  DescriptorDistance distance =
-      parse_descriptor_distance(opt.metric == "l2" ? "l2" : opt.mode);
+  DescriptorDistance distance = parse_descriptor_distance(opt.distance.distance_name());
   bool all_pairs = opt.all_pairs;
   // Suffixes in any order.
   for (bool stripped = true; stripped;) {

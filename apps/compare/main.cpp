@@ -140,8 +140,8 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  const kbench::KokkosRuntime kokkos("compare", argc, argv);
   return kbench::tools::run_guarded("compare", [&] {
+    const kbench::KokkosRuntime kokkos(argc, argv);
     kbench::check_distinct_paths({{options.image_path, "--image"}, {options.query_path, "--query"}},
                                  {{options.json_path, "--json"}});
     for (const auto& entry : entries) {

@@ -2,22 +2,20 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
-#include <algorithm>
 
+#include "kbench/error.hpp"
 #include "kbench/system_info.hpp"
 
 namespace kbench {
 
-KokkosRuntime::KokkosRuntime(const char* program, int& argc, char* argv[]) {
-  const auto fail = [program](const std::string& why) {
-    std::cerr << program << ": " << why << '\n';
-    std::exit(1);
-  };
+KokkosRuntime::KokkosRuntime(int& argc, char* argv[]) {
+  const auto fail = [](const std::string& why) { throw Error(why); };
 #if defined(KOKKOS_ENABLE_CUDA)
   const std::string no_gpu = gpu_unavailable_reason();
   if (!no_gpu.empty()) {
