@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   app.add_flag("--f32", f32, "Write float32 values instead of uint8");
-  kbench::tools::add_quiet_verbose(app, run);
+  kbench::tools::add_quiet(app, run);
   if (const auto status = kbench::tools::parse_command_line(app, kProgram, argc, argv)) {
     return *status;
   }

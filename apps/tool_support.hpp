@@ -184,9 +184,7 @@ struct RunOptions {
   bool quiet = false;
 };
 
-inline void add_quiet_verbose(CLI::App& app, RunOptions& options) {
-  app.add_flag("--verbose", options.verbose,
-               "Print on stderr the variant that ran and its time (and what the readers did)");
+inline void add_quiet(CLI::App& app, RunOptions& options) {
   app.add_flag("-q,--quiet", options.quiet,
                "No progress line (shown only when stderr is a terminal, for work over a second)");
 }
@@ -197,7 +195,9 @@ inline void add_run_options(CLI::App& app, RunOptions& options) {
       ->check(CLI::IsMember({"serial", "openmp", "cuda"}));
   app.add_option("--variant", options.variant,
                  "Run this registry variant (compare --list shows them)");
-  add_quiet_verbose(app, options);
+  app.add_flag("--verbose", options.verbose,
+               "Print on stderr the variant that ran and its time (and what the readers did)");
+  add_quiet(app, options);
 }
 
 // Turns the progress line on where it can be seen and was not silenced.

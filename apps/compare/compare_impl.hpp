@@ -66,8 +66,7 @@ int run(const Options& options, const Case<Algorithm>& problem) {
   std::vector<Row> rows;
   double reference_ms = 0;
   int failures = 0;
-  tools::Progress progress("compare", "checking and timing", std::int64_t(all.size()),
-                           "variants");
+  tools::Progress progress("compare", "checking and timing", std::int64_t(all.size()), "variants");
   std::int64_t started = 0;
   for (const auto& v : all) {
     progress.set_done(started++);
@@ -95,7 +94,8 @@ int run(const Options& options, const Case<Algorithm>& problem) {
       rows.push_back(row);
       continue;
     }
-    std::printf("  %-*s checking...", variant_column(), v.name.c_str());
+    std::printf("  [%2lld/%zu] %-*s checking...", static_cast<long long>(started), all.size(),
+                variant_column(), v.name.c_str());
     std::fflush(stdout);
     try {
       const auto out = run_checked(v, problem.input);
