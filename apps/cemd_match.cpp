@@ -204,8 +204,9 @@ void run(kbench::ShardGroup& group, Options& options) {
                   comparisons, slowest, slowest > 0 ? comparisons / slowest : 0.0, where.c_str(),
                   kbench::to_string(options.shard.params.distance),
                   std::chrono::duration<double>(Clock::now() - start).count());
-    kbench::tools::print_variant_line(kProgram, kbench::Cemd::name, variant.name, variant.layer,
-                                      variant.backend, text);
+    kbench::tools::print_variant_line(kProgram, kbench::Cemd::name, variant.name,
+                                      kbench::to_string(variant.layer),
+                                      kbench::to_string(variant.backend), text);
   }
   // The summary goes where no output does.
   const bool stdout_taken = options.output_path == "-" || options.matrix_path == "-";

@@ -4,6 +4,7 @@
 //          [--variant NAME] [--verbose] [--quiet]
 #include <CLI/CLI.hpp>
 
+#include "kbench/context.hpp"
 #include "kbench/conv.hpp"
 #include "kbench/file_io.hpp"
 #include "kbench/image_io.hpp"
@@ -14,33 +15,6 @@
 namespace {
 
 constexpr const char* kProgram = "filter";
-
-bool has_alpha(const kbench::ImageU8& image) {
-  return image.channels == 2 || image.channels == 4;
-}
-
-// The image's channels [first, first + count).
-kbench::ImageU8 channels_of(const kbench::ImageU8& image, int first, int count) {
-  kbench::ImageU8 out(image.width, image.height, count);
-  for (std::size_t i = 0; i < image.pixel_count(); ++i) {
-    for (int c = 0; c < count; ++c)
-      out.data[i * count + c] = image.data[i * image.channels + first + c];
-  }
-  return out;
-}
-
-// The filtered colour channels with the input's alpha channel beside them, cut to the output's
-// size (the crop border drops the same `inset` pixels on every side).
-kbench::ImageU8 with_alpha(const kbench::ImageU8& colour, const kbench::ImageU8& input, int inset) {
-  kbench::ImageU8 out(colour.width, colour.height, colour.channels + 1);
-  for (int y = 0; y < out.height; ++y) {
-    for (int x = 0; x < out.width; ++x) {
-      for (int c = 0; c < colour.channels; ++c) out.at(x, y, c) = colour.at(x, y, c);
-      out.at(x, y, colour.channels) = input.at(x + inset, y + inset, input.channels - 1);
-    }
-  }
-  return out;
-}
 
 bool is_builtin_mask(const std::string& name) {
   for (const auto& n : kbench::builtin_mask_names()) {
@@ -90,18 +64,19 @@ int main(int argc, char** argv) {
       kbench::tools::Progress reading(kProgram, "reading " + kbench::output_name(in_path));
       image = kbench::read_image(in_path);
     }
-    const bool alpha = has_alpha(image);
     kbench::output_image_format(out_path, image.channels);
-    const kbench::ConvInput input{alpha ? channels_of(image, 0, image.channels - 1) : image, mask,
-                                  kbench::parse_border(border)};
-    kbench::validate_conv_input(input);
+    const kbench::Border border_kind = kbench::parse_border(border);
+    const kbench::ImageSize size =
+        kbench::conv_output_size(image.width, image.height, mask, border_kind);
+    kbench::ImageU8 result(size.width, size.height, image.channels);
     const kbench::KokkosRuntime kokkos(argc, argv);
-    kbench::ImageU8 result = kbench::tools::run_call<kbench::Conv>(
-        kProgram, input, run,
-        "convolving " + std::to_string(image.width) + "x" + std::to_string(image.height));
-    if (alpha) {
-      result = with_alpha(result, image, input.border == kbench::Border::crop ? mask.radius() : 0);
-    }
+    kbench::Context context;
+    const std::string what =
+        "convolving " + std::to_string(image.width) + "x" + std::to_string(image.height);
+    kbench::tools::call(kProgram, context, run, what, [&](const kbench::Choice& choice) {
+      kbench::conv(context, kbench::image_view(image), kbench::image_view(result), mask,
+                   {border_kind}, choice);
+    });
     kbench::tools::Progress writing(kProgram, "writing " + kbench::output_name(out_path));
     kbench::write_and_commit(
         {{&out, [&](kbench::OutputFile& f) { kbench::write_image(f, result); }}});

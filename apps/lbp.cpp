@@ -81,24 +81,31 @@ int main(int argc, char** argv) {
     std::unique_ptr<kbench::OutputFile> hist_out;
     if (!hist_path.empty()) hist_out = std::make_unique<kbench::OutputFile>(hist_path);
 
-    kbench::LbpParams params;
-    params.border = kbench::parse_border(border);
-    params.mapping = uniform              ? kbench::LbpMapping::uniform
-                     : rotation_invariant ? kbench::LbpMapping::rotation_invariant
-                                          : kbench::LbpMapping::plain;
+    const kbench::LbpOptions options{uniform              ? kbench::LbpMapping::uniform
+                                     : rotation_invariant ? kbench::LbpMapping::rotation_invariant
+                                                          : kbench::LbpMapping::plain,
+                                     kbench::parse_border(border)};
     kbench::ImageU8 image;
     {
       kbench::tools::Progress reading(kProgram, "reading " + kbench::output_name(in_path));
-      image = kbench::to_gray(kbench::read_image(in_path));
+      image = kbench::read_image(in_path);
     }
-    const kbench::LbpInput input{std::move(image), params};
-    kbench::validate_lbp_input(input);
+    const kbench::ImageSize size =
+        kbench::lbp_output_size(image.width, image.height, options.border);
+    kbench::LbpResult result;
+    result.codes = kbench::ImageU8(size.width, size.height, 1);
+    result.histogram.resize(std::size_t(kbench::lbp_bin_count(options.mapping)));
     const kbench::KokkosRuntime kokkos(argc, argv);
-    kbench::LbpResult result = kbench::tools::run_call<kbench::Lbp>(
-        kProgram, input, run,
-        "coding " + std::to_string(input.gray.width) + "x" + std::to_string(input.gray.height));
-    if (scale)
-      result.codes = spread_labels(std::move(result.codes), kbench::lbp_bin_count(params.mapping));
+    kbench::Context context;
+    const std::string what =
+        "coding " + std::to_string(image.width) + "x" + std::to_string(image.height);
+    kbench::tools::call(kProgram, context, run, what, [&](const kbench::Choice& choice) {
+      kbench::lbp(context, kbench::image_view(image), kbench::image_view(result.codes),
+                  result.histogram.data(), options, choice);
+    });
+    if (scale) {
+      result.codes = spread_labels(std::move(result.codes), kbench::lbp_bin_count(options.mapping));
+    }
 
     kbench::tools::Progress writing(kProgram, "writing " + kbench::output_name(out_path));
     std::vector<kbench::PendingOutput> outputs{

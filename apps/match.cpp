@@ -14,7 +14,6 @@
 #include "kbench/image_write.hpp"
 #include "kbench/kokkos_runtime.hpp"
 #include "kbench/sad.hpp"
-#include "kbench/sad_pruned.hpp"
 #include "tool_support.hpp"
 
 namespace {
@@ -57,7 +56,7 @@ kbench::ImageU8 annotate(const kbench::ImageU8& target, int box_width, int box_h
 
 int main(int argc, char** argv) {
   std::string target_path, query_path, out_path;
-  kbench::SadParams params;
+  int top = 1, separation = 0;
   CLI::App app{
       "Finds a query image in a target image (sum of absolute differences over every position, "
       "in gray; colour images are converted with BT.601 luma, alpha ignored) and prints the best "
@@ -68,10 +67,10 @@ int main(int argc, char** argv) {
                  "Image to search (PNG, JPEG, BMP, PPM, PGM; - for standard input)")
       ->required();
   app.add_option("query", query_path, "Image to find; not larger than the target")->required();
-  app.add_option("--top", params.top_k, "Number of best positions to report")
+  app.add_option("--top", top, "Number of best positions to report")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
-  app.add_option("--separation", params.min_separation,
+  app.add_option("--separation", separation,
                  "Minimum distance in pixels between reported positions (0: the query's size, "
                  "so boxes do not overlap; 1: no separation)")
       ->check(CLI::Range(0, int(kbench::max_image_dimension)))
@@ -102,60 +101,26 @@ int main(int argc, char** argv) {
     if (!out_path.empty()) kbench::output_image_format(out_path, 3);
     std::unique_ptr<kbench::OutputFile> out;
     if (!out_path.empty()) out = std::make_unique<kbench::OutputFile>(out_path);
-    // A variant named chooses its algorithm, and so the method.
-    bool pruned_variant = false;
-    for (const auto& v : kbench::variants<kbench::SadPruned>()) {
-      pruned_variant = pruned_variant || v.name == run.variant;
-    }
-    if (!run.variant.empty() && method != "auto" && pruned_variant != (method == "pruned")) {
-      throw kbench::UsageError("--variant " + run.variant + " is not a " + method +
-                               (method == "pruned" ? " (sad-pruned)" : " search (sad)") +
-                               " variant");
-    }
-    // Pruning answers the best position and the best several without separation; several kept
-    // apart need the whole map's non-maximum suppression.
-    const bool prunable = params.top_k == 1 || params.min_separation == 1;
-    const bool pruned = method == "pruned" || pruned_variant ||
-                        (method == "auto" && run.variant.empty() && prunable);
-    if (pruned && !prunable) {
-      throw kbench::UsageError(
-          "pruned matching finds several positions only without separation (--separation 1); "
-          "use --method full");
-    }
     kbench::ImageU8 target, query;
     {
       kbench::tools::Progress reading(kProgram, "reading the images");
       target = kbench::read_image(target_path);
       query = kbench::read_image(query_path);
     }
-    // Full search: one position needs only the argmin (fused); several need the map.
-    params.want_map = !pruned && params.top_k > 1;
-    const kbench::SadInput input{kbench::to_gray(target), kbench::to_gray(query), params};
-    const std::string what = "searching " + std::to_string(input.target.width) + "x" +
-                             std::to_string(input.target.height) + " for " +
-                             std::to_string(input.query.width) + "x" +
-                             std::to_string(input.query.height);
+    const kbench::MatchOptions options{top, separation,
+                                       method == "full"     ? kbench::MatchMethod::full
+                                       : method == "pruned" ? kbench::MatchMethod::pruned
+                                                            : kbench::MatchMethod::automatic};
+    const std::string what = "searching " + std::to_string(target.width) + "x" +
+                             std::to_string(target.height) + " for " + std::to_string(query.width) +
+                             "x" + std::to_string(query.height);
     const kbench::KokkosRuntime kokkos(argc, argv);
+    kbench::Context context;
     std::vector<kbench::SadMatch> matches;
-    if (pruned) {
-      kbench::validate_sad_pruned_input(input);
-      const kbench::SadPrunedResult result =
-          kbench::tools::run_call<kbench::SadPruned>(kProgram, input, run, what);
-      matches = params.top_k > 1 ? result.top : std::vector<kbench::SadMatch>{result.best};
-      if (run.verbose) {
-        const kbench::PruneStats& st = result.stats;
-        std::fprintf(stderr, "match: pruned: %.4f%% of %llu windows pruned by the first bounds%s\n",
-                     100.0 * double(st.windows - st.after_bounds) / double(st.windows),
-                     (unsigned long long)st.windows,
-                     st.full_search ? "; too few: searched in full" : "");
-      }
-    } else {
-      kbench::validate_sad_input(input);
-      const kbench::SadResult result =
-          kbench::tools::run_call<kbench::Sad>(kProgram, input, run, what);
-      matches = {result.best};
-      if (params.top_k > 1) matches = kbench::top_matches(result, input);
-    }
+    kbench::tools::call(kProgram, context, run, what, [&](const kbench::Choice& choice) {
+      matches = kbench::match(context, kbench::image_view(target), kbench::image_view(query),
+                              options, choice);
+    });
     if (out) {
       kbench::tools::Progress writing(kProgram, "writing " + kbench::output_name(out_path));
       const kbench::ImageU8 boxes = annotate(target, query.width, query.height, matches);
@@ -164,7 +129,7 @@ int main(int argc, char** argv) {
     }
     // The table goes where the image does not.
     std::FILE* table = out && out_path == "-" ? stderr : stdout;
-    const double pixels = double(input.query.width) * double(input.query.height);
+    const double pixels = double(query.width) * double(query.height);
     std::fprintf(table, "%-5s %6s %6s %12s %10s\n", "rank", "row", "col", "score", "mean_diff");
     for (std::size_t m = 0; m < matches.size(); ++m) {
       std::fprintf(table, "%-5zu %6d %6d %12d %10.3f\n", m + 1, matches[m].row, matches[m].col,

@@ -20,8 +20,8 @@
 #include <optional>
 #include <string>
 
+#include "kbench/context.hpp"
 #include "kbench/error.hpp"
-#include "kbench/harness.hpp"
 #include "kbench/system_info.hpp"
 #include "progress.hpp"
 
@@ -206,32 +206,31 @@ inline void enable_progress(const RunOptions& options) {
 }
 
 // The --verbose line, the same in every tool.
-inline void print_variant_line(const char* program, const char* algorithm,
-                               const std::string& variant, Layer layer, Backend backend,
-                               const std::string& times) {
-  std::fprintf(stderr, "%s: %s variant %s (%s, %s): %s\n", program, algorithm, variant.c_str(),
-               to_string(layer), to_string(backend), times.c_str());
+inline void print_variant_line(const char* program, const std::string& algorithm,
+                               const std::string& variant, const std::string& layer,
+                               const std::string& backend, const std::string& times) {
+  std::fprintf(stderr, "%s: %s variant %s (%s, %s): %s\n", program, algorithm.c_str(),
+               variant.c_str(), layer.c_str(), backend.c_str(), times.c_str());
 }
 
-// Runs `input` once on the variant `options` choose, with a progress line for a long run; with
-// --verbose, says which and how long.
-template <class Algorithm>
-typename Algorithm::Output run_call(const char* program, const typename Algorithm::Input& input,
-                                    const RunOptions& options, const std::string& what) {
-  const Variant<Algorithm>& variant = select_variant(
-      input, VariantChoice<Algorithm>{options.variant, options.backend, {}, {}}, gpu_available());
-  RunTimes times;
-  Progress progress(program, what);
-  typename Algorithm::Output out = run_once(variant, input, &times);
-  progress.stop();
-  if (options.verbose) {
-    char text[96];
-    std::snprintf(text, sizeof text, "compute %.3f ms, %.3f ms with transfers", times.compute_ms,
-                  times.total_ms);
-    print_variant_line(program, Algorithm::name, variant.name, variant.layer, variant.backend,
-                       text);
+// Runs one library call (`body`, given the Choice that --variant and --backend make) with a
+// progress line saying `what`; with --verbose, says which variant ran and how long it took.
+template <class Body>
+void call(const char* program, Context& context, const RunOptions& options, const std::string& what,
+          const Body& body) {
+  {
+    Progress progress(program, what);
+    body(Choice{options.variant, options.backend, ""});
   }
-  return out;
+  if (options.verbose) {
+    const CallInfo& ran = context.last_call();
+    char text[96];
+    std::snprintf(text, sizeof text, "compute %.3f ms, %.3f ms with transfers", ran.compute_ms,
+                  ran.total_ms);
+    const std::string times = text;
+    print_variant_line(program, ran.algorithm, ran.variant, ran.layer, ran.backend,
+                       times + (ran.detail.empty() ? "" : "; " + ran.detail));
+  }
 }
 
 }  // namespace kbench::tools

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One entry point for setting up, building, testing and running the project.
 #
-#   scripts/dev.sh test          install what is missing, build the host configuration, run the tests
+#   scripts/dev.sh test          install what is missing, build the host configuration, run the tests,
+#                                then install it and build and run examples/consumer against it
 #   scripts/dev.sh run [ARGS]    build the best configuration this machine has (cuda with a GPU,
 #                                else host) and run compare (default: --algo conv --size 1080p)
 #   scripts/dev.sh build PRESET  install what is missing and build one configuration (host, cuda,
@@ -83,6 +84,18 @@ fuzz() {
   return "$status"
 }
 
+# Installs the host build into build/install and builds and runs examples/consumer against it, as
+# another project's CMake build would use kbench (find_package(kbench)).
+consumer() {
+  local prefix="$repo/build/install" work="$repo/build/consumer"
+  cmake --install "$repo/build/host" --prefix "$prefix" >/dev/null
+  cmake -S "$repo/examples/consumer" -B "$work" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$work" -j "$jobs" >/dev/null
+  echo "dev.sh: examples/consumer against the installed library:"
+  "$work/consumer"
+}
+
 has_gpu() {
   command -v nvcc >/dev/null && command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1
 }
@@ -96,6 +109,7 @@ case "${1:-}" in
   test)
     build host
     OMP_PROC_BIND=false ctest --test-dir "$repo/build/host" --output-on-failure
+    OMP_PROC_BIND=false consumer
     ;;
   sanitize)
     build asan
@@ -112,7 +126,7 @@ case "${1:-}" in
     "$repo/build/$preset/bin/compare" "$@"
     ;;
   *)
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -1,48 +1,25 @@
 #pragma once
-// Each layer's registration function, one per algorithm; registry.cpp calls them in order.
+// Each layer's registration function, one per algorithm of cmake/algorithms.cmake; registry.cpp
+// calls them in layer order.
 
-#include "kbench/cemd.hpp"
-#include "kbench/conv.hpp"
-#include "kbench/lbp.hpp"
+#include "kbench/all_algorithms.hpp"
 #include "kbench/registry.hpp"
-#include "kbench/sad.hpp"
-#include "kbench/sad_pruned.hpp"
+
+// Its arguments where the build has the native CUDA layer, else nothing.
+#if defined(KBENCH_HAVE_CUDA)
+#define KBENCH_IF_NATIVE_CUDA(...) __VA_ARGS__
+#else
+#define KBENCH_IF_NATIVE_CUDA(...)
+#endif
 
 namespace kbench {
 
-void register_conv_sequential(VariantList<Conv>& list);
-void register_conv_native_cpu(VariantList<Conv>& list);
-void register_conv_portable(VariantList<Conv>& list);
-#if defined(KBENCH_HAVE_CUDA)
-void register_conv_native_cuda(VariantList<Conv>& list);
-#endif
-
-void register_lbp_sequential(VariantList<Lbp>& list);
-void register_lbp_native_cpu(VariantList<Lbp>& list);
-void register_lbp_portable(VariantList<Lbp>& list);
-#if defined(KBENCH_HAVE_CUDA)
-void register_lbp_native_cuda(VariantList<Lbp>& list);
-#endif
-
-void register_sad_sequential(VariantList<Sad>& list);
-void register_sad_native_cpu(VariantList<Sad>& list);
-void register_sad_portable(VariantList<Sad>& list);
-#if defined(KBENCH_HAVE_CUDA)
-void register_sad_native_cuda(VariantList<Sad>& list);
-#endif
-
-void register_sad_pruned_sequential(VariantList<SadPruned>& list);
-void register_sad_pruned_native_cpu(VariantList<SadPruned>& list);
-void register_sad_pruned_portable(VariantList<SadPruned>& list);
-#if defined(KBENCH_HAVE_CUDA)
-void register_sad_pruned_native_cuda(VariantList<SadPruned>& list);
-#endif
-
-void register_cemd_sequential(VariantList<Cemd>& list);
-void register_cemd_native_cpu(VariantList<Cemd>& list);
-void register_cemd_portable(VariantList<Cemd>& list);
-#if defined(KBENCH_HAVE_CUDA)
-void register_cemd_native_cuda(VariantList<Cemd>& list);
-#endif
+#define KBENCH_DECLARE_LAYERS(stem, Type, tag)                \
+  void register_##stem##_sequential(VariantList<Type>& list); \
+  void register_##stem##_native_cpu(VariantList<Type>& list); \
+  void register_##stem##_portable(VariantList<Type>& list);   \
+  KBENCH_IF_NATIVE_CUDA(void register_##stem##_native_cuda(VariantList<Type>& list);)
+KBENCH_FOR_EACH_ALGORITHM(KBENCH_DECLARE_LAYERS)
+#undef KBENCH_DECLARE_LAYERS
 
 }  // namespace kbench

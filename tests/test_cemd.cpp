@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "conformance.hpp"
 #include "cpu_levels.hpp"
 #include "kbench/cemd.hpp"
 #include "kbench/error.hpp"
@@ -26,6 +27,7 @@
 #include "kbench/system_info.hpp"
 
 using namespace kbench;
+using test::runs_on_this_cpu;
 using test::runs_on_this_machine;
 
 namespace {
@@ -307,7 +309,7 @@ using NeighbourCheck = std::function<void(const CemdResult&)>;
 
 // Runs both operations of every variant that runs here (each run twice over differently
 // poisoned outputs by run_checked) on the two sets in `mode` and checks them; `also` adds a
-// case's own checks on each fused result. Returns how many variants ran.
+// case's own checks on each fused result. Returns how many variants ran the fused operation.
 int check_runnable_variants(const DescriptorSet& queries, const DescriptorSet& database,
                             DescriptorDistance mode, const NeighbourCheck& also = {}) {
   CemdInput matrix_input{queries, database, {}};
@@ -318,33 +320,25 @@ int check_runnable_variants(const DescriptorSet& queries, const DescriptorSet& d
   // The all-pairs reference carries the neighbours too, so it serves both operations.
   const CemdReference reference = Cemd::reference(matrix_input);
   const Expected expected = expected_of(queries, database, mode);
-  int ran = 0;
+  INFO(mode_text(mode) << ", " << queries.count << " x " << database.count);
+  // Only the streamed end-to-end variant leaves the matrix out (it is for databases larger
+  // than the GPU, whose matrix would not fit either).
   for (const auto& v : variants<Cemd>()) {
-    if (!runs_on_this_machine(v)) continue;
-    INFO("variant " << v.name << ", " << mode_text(mode) << ", " << queries.count << " x "
-                    << database.count);
-    // Only the streamed end-to-end variant leaves the matrix out (it is for databases larger
-    // than the GPU, whose matrix would not fit either).
-    if (v.handles(matrix_input)) {
-      const CemdResult matrix = run_checked(v, matrix_input);
-      const CheckResult matrix_check = Cemd::check(matrix_input, reference, matrix);
-      INFO("all pairs: " << matrix_check.detail);
-      CHECK(matrix_check.ok);
-      check_matrix(matrix, reference, expected, mode);
-    } else {
-      CHECK(v.end_to_end);
-    }
-
-    REQUIRE(v.handles(nearest_input));
-    const CemdResult nearest = run_checked(v, nearest_input);
-    const CheckResult nearest_check = Cemd::check(nearest_input, reference, nearest);
-    INFO("nearest two: " << nearest_check.detail);
-    CHECK(nearest_check.ok);
-    check_neighbours(nearest, reference, expected, mode);
-    if (also) also(nearest);
-    ++ran;
+    INFO("variant " << v.name);
+    if (runs_on_this_machine(v) && !v.handles(matrix_input)) CHECK(v.end_to_end);
   }
-  return ran;
+  {
+    INFO("all pairs");
+    test::check_all_variants_against<Cemd>(
+        matrix_input, reference, runs_on_this_cpu<Cemd>,
+        [&](const CemdResult& matrix) { check_matrix(matrix, reference, expected, mode); });
+  }
+  INFO("nearest two");
+  return test::check_all_variants_against<Cemd>(
+      nearest_input, reference, runs_on_this_cpu<Cemd>, [&](const CemdResult& nearest) {
+        check_neighbours(nearest, reference, expected, mode);
+        if (also) also(nearest);
+      });
 }
 
 int runnable_variant_count() {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "conformance.hpp"
 #include "kbench/conv.hpp"
 #include "kbench/cpu_features.hpp"
 #include "kbench/cpu_simd.hpp"
@@ -33,10 +34,6 @@ Mask random_mask(int n, std::uint64_t seed) {
   return mask;
 }
 
-bool any_variant(const Variant<Conv>&) {
-  return true;
-}
-
 // The variants of the SIMD band walk (kbench/conv_rows.hpp, issue 13): the native ones, one per
 // x86 level, and the portable rows schedule.
 bool band_walk_variant(const Variant<Conv>& v) {
@@ -52,19 +49,9 @@ bool pitched_variant(const Variant<Conv>& v) {
 
 // Runs every runnable variant that `chosen` accepts on `input` and checks it; returns how many
 // ran.
-int check_all_variants(const ConvInput& input, bool (*chosen)(const Variant<Conv>&) = any_variant) {
-  const Conv::Reference reference = Conv::reference(input);
-  int ran = 0;
-  for (const auto& v : variants<Conv>()) {
-    if (!runs_here(v) || !v.handles(input) || !chosen(v)) continue;
-    INFO("variant " << v.name);
-    const ImageU8 out = run_checked(v, input);
-    const CheckResult check = Conv::check(input, reference, out);
-    INFO(check.detail);
-    CHECK(check.ok);
-    ++ran;
-  }
-  return ran;
+int check_all_variants(const ConvInput& input,
+                       bool (*chosen)(const Variant<Conv>&) = test::any_variant<Conv>) {
+  return test::check_all_variants<Conv>(input, chosen);
 }
 
 std::string describe(const ConvInput& in) {

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <set>
 
+#include "conformance.hpp"
 #include "kbench/cpu_features.hpp"
 #include "kbench/cpu_simd.hpp"
 #include "kbench/error.hpp"
@@ -56,10 +57,6 @@ std::string describe(const LbpInput& in) {
          to_string(in.params.border) + " " + to_string(in.params.mapping);
 }
 
-bool any_variant(const Variant<Lbp>&) {
-  return true;
-}
-
 // The variants that run pitched device images: portable (not Serial, too slow for camera frames
 // on the host) and native CUDA.
 bool pitched_variant(const Variant<Lbp>& v) {
@@ -69,21 +66,13 @@ bool pitched_variant(const Variant<Lbp>& v) {
 
 // Runs every runnable variant that `chosen` accepts on `input`, checks it against the reference
 // and checks that its histogram counts every coded pixel once; returns how many variants ran.
-int check_all_variants(const LbpInput& input, bool (*chosen)(const Variant<Lbp>&) = any_variant) {
+int check_all_variants(const LbpInput& input,
+                       bool (*chosen)(const Variant<Lbp>&) = test::any_variant<Lbp>) {
   const LbpResult reference = Lbp::reference(input);
   REQUIRE(histogram_sum(reference) == coded_pixels(input));
-  int ran = 0;
-  for (const auto& v : variants<Lbp>()) {
-    if (!runs_here(v) || !v.handles(input) || !chosen(v)) continue;
-    INFO("variant " << v.name);
-    const LbpResult out = run_checked(v, input);
-    const CheckResult check = Lbp::check(input, reference, out);
-    INFO(check.detail);
-    CHECK(check.ok);
+  return test::check_all_variants_against<Lbp>(input, reference, chosen, [&](const LbpResult& out) {
     CHECK(histogram_sum(out) == coded_pixels(input));
-    ++ran;
-  }
-  return ran;
+  });
 }
 
 // Every border and mapping the image allows.

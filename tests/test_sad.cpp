@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "conformance.hpp"
 #include "cpu_levels.hpp"
 #include "kbench/cpu_features.hpp"
 #include "kbench/cpu_simd.hpp"
@@ -38,18 +39,7 @@ std::string describe(const SadInput& in) {
 // Runs every runnable variant on `input` (poisoned twice by run_checked) and checks it against
 // the reference; returns how many ran.
 int check_all_variants(const SadInput& input) {
-  const Sad::Reference reference = Sad::reference(input);
-  int ran = 0;
-  for (const auto& v : variants<Sad>()) {
-    if (!runs_here(v) || !v.handles(input)) continue;
-    INFO("variant " << v.name);
-    const SadResult out = run_checked(v, input);
-    const CheckResult check = Sad::check(input, reference, out);
-    INFO(check.detail);
-    CHECK(check.ok);
-    ++ran;
-  }
-  return ran;
+  return test::check_all_variants<Sad>(input);
 }
 
 // Host variants: seq, omp, omp-blocked, omp-simd-<level> at the levels this CPU has, and

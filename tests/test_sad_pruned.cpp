@@ -6,6 +6,7 @@
 
 #include <array>
 
+#include "conformance.hpp"
 #include "cpu_levels.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
@@ -37,16 +38,8 @@ struct PathsTaken {
 // argmin (or top-k) against full search and its statistics for sanity; returns how many ran and
 // counts their paths into *paths.
 int check_all_variants(const SadInput& input, PathsTaken* paths = nullptr) {
-  const SadPruned::Reference reference = SadPruned::reference(input);
   const SadShape s = validate_sad_pruned_input(input);
-  int ran = 0;
-  for (const auto& v : variants<SadPruned>()) {
-    if (!runs_on_this_machine(v) || !v.handles(input)) continue;
-    INFO("variant " << v.name);
-    const SadPrunedResult out = run_checked(v, input);
-    const CheckResult check = SadPruned::check(input, reference, out);
-    INFO(check.detail);
-    CHECK(check.ok);
+  const auto statistics = [&](const SadPrunedResult& out) {
     const PruneStats& st = out.stats;
     CHECK(st.windows == s.map_size());
     CHECK(st.after_bounds >= 1);
@@ -61,9 +54,8 @@ int check_all_variants(const SadInput& input, PathsTaken* paths = nullptr) {
       CHECK(st.after_strip.back() >= 1);  // the best window always finishes
     }
     if (paths) ++(st.full_search ? paths->full_search : paths->refined);
-    ++ran;
-  }
-  return ran;
+  };
+  return test::check_all_variants<SadPruned>(input, runs_on_this_cpu<SadPruned>, statistics);
 }
 
 int host_variants() {

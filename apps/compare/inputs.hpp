@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compare/compare.hpp"
+#include "kbench/algorithm_list.hpp"
 #include "kbench/image.hpp"
 
 namespace kbench::compare {
@@ -23,15 +24,16 @@ struct AlgorithmEntry {
   int (*run)(const Options& options);
 };
 
-AlgorithmEntry conv_entry();
-AlgorithmEntry lbp_entry();
-AlgorithmEntry sad_entry();
-AlgorithmEntry sad_pruned_entry();
-AlgorithmEntry cemd_entry();
+// Each algorithm's entry, <stem>_entry(), from its compare/<stem>.cpp.
+#define KBENCH_DECLARE_ENTRY(stem, Type, tag) AlgorithmEntry stem##_entry();
+KBENCH_FOR_EACH_ALGORITHM(KBENCH_DECLARE_ENTRY)
+#undef KBENCH_DECLARE_ENTRY
 
 // Every algorithm compare knows, in registry order.
 inline std::vector<AlgorithmEntry> algorithm_entries() {
-  return {conv_entry(), lbp_entry(), sad_entry(), sad_pruned_entry(), cemd_entry()};
+#define KBENCH_ENTRY(stem, Type, tag) stem##_entry(),
+  return {KBENCH_FOR_EACH_ALGORITHM(KBENCH_ENTRY)};
+#undef KBENCH_ENTRY
 }
 
 }  // namespace kbench::compare

@@ -39,6 +39,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kbench/context.hpp"
 #include "kbench/host_device.hpp"
 #include "kbench/isa.hpp"
 #include "kbench/registry.hpp"
@@ -455,5 +456,33 @@ KBENCH_HOST_DEVICE void prefix_cell(const std::uint8_t* cell, float (&out)[kCemd
     out[i] = running;
   }
 }
+
+// --- Library calls --------------------------------------------------------------------------
+
+struct CemdMatchOptions {
+  DescriptorDistance distance = DescriptorDistance::cemd_normalised;
+  float ratio = 0.8f;  // Lowe's ratio test, in (0, 1]
+};
+
+// A query's nearest two database rows and Lowe's ratio test; second_index is −1 for a database
+// of one row.
+struct CemdMatch {
+  std::int32_t index = -1;
+  float distance = 0;
+  std::int32_t second_index = -1;
+  float second_distance = 0;
+  bool accepted = false;
+};
+
+// Per query, its nearest two database descriptors (ties to the smallest row).
+std::vector<CemdMatch> cemd_match(Context& context, const DescriptorView& queries,
+                                  const DescriptorView& database,
+                                  const CemdMatchOptions& options = {}, const Choice& choice = {});
+
+// Every query's distance to every database row into matrix[q × row_stride / 4 + d] (row_stride
+// in bytes; 0: packed, database.rows floats a row).
+void cemd_all_pairs(Context& context, const DescriptorView& queries, const DescriptorView& database,
+                    float* matrix, std::size_t row_stride = 0, const CemdMatchOptions& options = {},
+                    const Choice& choice = {});
 
 }  // namespace kbench

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "kbench/context.hpp"
 #include "kbench/host_device.hpp"
 #include "kbench/image.hpp"
 #include "kbench/registry.hpp"
@@ -111,5 +112,18 @@ KBENCH_HOST_DEVICE std::uint8_t conv_to_pixel(float sum) {
 KBENCH_HOST_DEVICE int clamp_coordinate(int v, int extent) {
   return v < 0 ? 0 : (v >= extent ? extent - 1 : v);
 }
+
+// --- Library call ---------------------------------------------------------------------------
+
+struct ConvOptions {
+  Border border = Border::clamp;
+};
+
+// Convolves every frame of `in` (1 to 4 channels) with `mask` into `out`, which has the output's
+// size (the input's for clamp, shrunk by the mask's radius on each side for crop) and the
+// input's channels and frames. Colour channels are convolved; an alpha channel (the last of 2 or
+// 4) is copied through, cropped like the colour.
+void conv(Context& context, const ConstImageView& in, const ImageView& out, const Mask& mask,
+          const ConvOptions& options = {}, const Choice& choice = {});
 
 }  // namespace kbench

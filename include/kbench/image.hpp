@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kbench/context.hpp"
 #include "kbench/host_device.hpp"
 
 namespace kbench {
@@ -113,6 +114,14 @@ void reshape(Image<T>& image, int w, int h, int c) {
 using ImageU8 = Image<std::uint8_t>;
 using ImageF32 = Image<float>;
 using PlanarImageU8 = PlanarImage<std::uint8_t>;
+
+// Views of a host image for the library calls.
+inline ImageView image_view(ImageU8& image) {
+  return host_image(image.data.data(), image.width, image.height, image.channels);
+}
+inline ConstImageView image_view(const ImageU8& image) {
+  return host_image(image.data.data(), image.width, image.height, image.channels);
+}
 using PlanarImageF32 = PlanarImage<float>;
 
 template <class T>

@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "kbench/context.hpp"
 #include "kbench/conv.hpp"  // Border, parse_border, clamp_coordinate
 #include "kbench/host_device.hpp"
 #include "kbench/image.hpp"
@@ -307,5 +308,19 @@ KBENCH_HOST_DEVICE std::uint32_t lbp_codes4(const std::uint32_t (&lo)[3],
 #endif
   return lbp_codes4(lo, hi, std::make_integer_sequence<int, 8>{});
 }
+
+// --- Library call ---------------------------------------------------------------------------
+
+struct LbpOptions {
+  LbpMapping mapping = LbpMapping::plain;
+  Border border = Border::clamp;
+};
+
+// The LBP codes of every frame of `in` into `codes` (1 channel, lbp_output_size, the input's
+// frames) and, when `histogram` is not null, frame f's histogram into histogram[f × bins ...],
+// bins = lbp_bin_count(mapping). Colour frames are converted to gray with BT.601 luma first
+// (an alpha channel is ignored).
+void lbp(Context& context, const ConstImageView& in, const ImageView& codes,
+         std::uint32_t* histogram, const LbpOptions& options = {}, const Choice& choice = {});
 
 }  // namespace kbench

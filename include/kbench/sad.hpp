@@ -20,6 +20,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "kbench/context.hpp"
 #include "kbench/host_device.hpp"
 #include "kbench/image.hpp"
 #include "kbench/isa.hpp"
@@ -251,5 +252,38 @@ KBENCH_HOST_DEVICE void accumulate_sad_row(const Target& target, const Query& qu
   for (; w0 + kWords <= full_words; w0 += kWords) chunk(w0, std::false_type());
   for (; w0 < words; w0 += kWords) chunk(w0, std::true_type());
 }
+
+// --- Library calls --------------------------------------------------------------------------
+
+// A SAD map: map_height × map_width 32-bit scores, rows `pitch` bytes apart (0: packed).
+struct SadMapView {
+  std::int32_t* data = nullptr;
+  int width = 0;
+  int height = 0;
+  std::size_t pitch = 0;
+  MemoryPlace place;
+};
+
+// The SAD of `query` at every position of `target` into `map`, which is (target width − query
+// width + 1) × (target height − query height + 1). Colour images are compared in gray (BT.601).
+void sad_map(Context& context, const ConstImageView& target, const ConstImageView& query,
+             const SadMapView& map, const Choice& choice = {});
+
+enum class MatchMethod { automatic, full, pruned };
+
+struct MatchOptions {
+  int top = 1;         // positions to return
+  int separation = 0;  // least distance between them in pixels; 0: the query's size; 1: none
+  // automatic: the exact bound-pruned search for one position and for several without
+  // separation, full search (which needs the whole map) for several kept apart.
+  MatchMethod method = MatchMethod::automatic;
+};
+
+// The best `top` positions of `query` in `target` (row, column of the query's top-left corner,
+// SAD score), best first, ties to the smallest row, then column. A `choice` naming a sad-pruned
+// variant runs the pruned search, a sad variant full search.
+std::vector<SadMatch> match(Context& context, const ConstImageView& target,
+                            const ConstImageView& query, const MatchOptions& options = {},
+                            const Choice& choice = {});
 
 }  // namespace kbench

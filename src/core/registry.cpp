@@ -53,62 +53,27 @@ VariantList<Algorithm> collect(std::initializer_list<void (*)(VariantList<Algori
   return list;
 }
 
+// Whether two names are the same text, for checks at compile time.
+constexpr bool same_text(const char* a, const char* b) {
+  return *a == *b && (*a == '\0' || same_text(a + 1, b + 1));
+}
+
 }  // namespace
 
-template <>
-const VariantList<Conv>& variants<Conv>() {
-  static const VariantList<Conv> list = collect<Conv>({
-    register_conv_sequential, register_conv_native_cpu, register_conv_portable,
-#if defined(KBENCH_HAVE_CUDA)
-        register_conv_native_cuda,
-#endif
-  });
-  return list;
-}
-
-template <>
-const VariantList<Lbp>& variants<Lbp>() {
-  static const VariantList<Lbp> list = collect<Lbp>({
-    register_lbp_sequential, register_lbp_native_cpu, register_lbp_portable,
-#if defined(KBENCH_HAVE_CUDA)
-        register_lbp_native_cuda,
-#endif
-  });
-  return list;
-}
-
-template <>
-const VariantList<Sad>& variants<Sad>() {
-  static const VariantList<Sad> list = collect<Sad>({
-    register_sad_sequential, register_sad_native_cpu, register_sad_portable,
-#if defined(KBENCH_HAVE_CUDA)
-        register_sad_native_cuda,
-#endif
-  });
-  return list;
-}
-
-template <>
-const VariantList<SadPruned>& variants<SadPruned>() {
-  static const VariantList<SadPruned> list = collect<SadPruned>({
-    register_sad_pruned_sequential, register_sad_pruned_native_cpu, register_sad_pruned_portable,
-#if defined(KBENCH_HAVE_CUDA)
-        register_sad_pruned_native_cuda,
-#endif
-  });
-  return list;
-}
-
-template <>
-const VariantList<Cemd>& variants<Cemd>() {
-  static const VariantList<Cemd> list = collect<Cemd>({
-    register_cemd_sequential, register_cemd_native_cpu, register_cemd_portable,
-#if defined(KBENCH_HAVE_CUDA)
-        register_cemd_native_cuda,
-#endif
-  });
-  return list;
-}
+// variants<Type>() of each algorithm: its layers' registrations in layer order. The list's tag is
+// the type's own name (so the CTest test and the Catch2 tag are the registry's name).
+#define KBENCH_DEFINE_VARIANTS(stem, Type, tag)                                               \
+  static_assert(same_text(Type::name, tag),                                                   \
+                "cmake/algorithms.cmake: the tag of " #Type " is not " #Type "::name");       \
+  template <>                                                                                 \
+  const VariantList<Type>& variants<Type>() {                                                 \
+    static const VariantList<Type> list = collect<Type>(                                      \
+        {register_##stem##_sequential, register_##stem##_native_cpu,                          \
+         register_##stem##_portable KBENCH_IF_NATIVE_CUDA(, register_##stem##_native_cuda)}); \
+    return list;                                                                              \
+  }
+KBENCH_FOR_EACH_ALGORITHM(KBENCH_DEFINE_VARIANTS)
+#undef KBENCH_DEFINE_VARIANTS
 
 namespace {
 
@@ -123,16 +88,16 @@ void append_infos(std::vector<VariantInfo>& infos) {
 
 std::vector<VariantInfo> all_variants() {
   std::vector<VariantInfo> infos;
-  append_infos<Conv>(infos);
-  append_infos<Lbp>(infos);
-  append_infos<Sad>(infos);
-  append_infos<SadPruned>(infos);
-  append_infos<Cemd>(infos);
+#define KBENCH_APPEND_INFOS(stem, Type, tag) append_infos<Type>(infos);
+  KBENCH_FOR_EACH_ALGORITHM(KBENCH_APPEND_INFOS)
+#undef KBENCH_APPEND_INFOS
   return infos;
 }
 
 std::vector<std::string> algorithm_names() {
-  return {Conv::name, Lbp::name, Sad::name, SadPruned::name, Cemd::name};
+#define KBENCH_NAME(stem, Type, tag) Type::name,
+  return {KBENCH_FOR_EACH_ALGORITHM(KBENCH_NAME)};
+#undef KBENCH_NAME
 }
 
 void throw_unknown_variant(const std::string& algorithm, const std::string& name) {

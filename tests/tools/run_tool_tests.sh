@@ -89,7 +89,7 @@ expect_refusal "variant of another backend" "runs on the serial backend, not ope
   "$bin/filter" target.pgm bad.pgm --variant seq-aos --backend openmp
 expect_refusal "pruned method with a full-search variant" "is not a pruned" /dev/null/none \
   --usage "$bin/match" target.pgm query.pgm --method pruned --variant seq
-expect_refusal "pruned top-k kept apart" "without separation (--separation 1)" /dev/null/none \
+expect_refusal "pruned top-k kept apart" "without separation" /dev/null/none \
   --usage "$bin/match" target.pgm query.pgm --method pruned --top 3
 pass "refused choices: one line, status 1, no file"
 

@@ -1,0 +1,90 @@
+#pragma once
+// What the library calls share: checking views, copying between views and the registry's host
+// types, and choosing and running a variant through the context.
+
+#include <mutex>
+#include <string>
+
+#include "kbench/cemd.hpp"
+#include "kbench/context.hpp"
+#include "kbench/error.hpp"
+#include "kbench/harness.hpp"
+#include "kbench/image.hpp"
+#include "kbench/system_info.hpp"
+
+namespace kbench::api {
+
+// Refuses a view that is not a usable image: `what` names the argument ("in", "codes").
+void check_image_view(const ConstImageView& view, const char* what);
+// Refuses an output view of another shape than `width` × `height` × `channels` × `frames`, or
+// one that overlaps `input`.
+void check_output_view(const ImageView& view, const char* what, int width, int height, int channels,
+                       int frames, const ConstImageView& input);
+// Refuses a descriptor view that is not `rows` readable descriptors.
+void check_descriptor_view(const DescriptorView& view, const char* what);
+
+// Frame `frame` of `view` as a packed host image.
+ImageU8 image_of(const ConstImageView& view, int frame);
+// Writes `image` into frame `frame` of `view`.
+void write_frame(const ImageU8& image, const ImageView& view, int frame);
+// The descriptors of `view`, checked to be whole numbers 0..255.
+DescriptorSet descriptors_of(const DescriptorView& view, const char* what);
+
+// The context's cached variant for `key` (the algorithm, the choice and the input's shape), or
+// the one `choice` selects for `input`, cached under `key`.
+const void* cached_variant(Context& context, const std::string& key);
+void cache_variant(Context& context, const std::string& key, const void* variant);
+void record_call(Context& context, CallInfo info);
+// Adds what the last call found to its CallInfo.
+void describe_call(Context& context, std::string detail);
+
+// A key naming a choice, for the cache.
+std::string choice_key(const char* algorithm, const Choice& choice);
+
+// False on a thread that may not use Kokkos' host spaces: Kokkos 3.4 keeps its OpenMP instance
+// per thread, and host Views are initialised through it, so only the thread that started Kokkos
+// can run a portable variant on a host backend (its CUDA ones run from any thread).
+bool kokkos_host_usable_here();
+
+template <class Algorithm>
+const Variant<Algorithm>& choose(Context& context, const typename Algorithm::Input& input,
+                                 const Choice& choice, const std::string& shape) {
+  const bool host_kokkos_here = kokkos_host_usable_here();
+  const std::string key =
+      choice_key(Algorithm::name, choice) + "|" + shape + (host_kokkos_here ? "" : "|other thread");
+  if (const void* cached = cached_variant(context, key)) {
+    return *static_cast<const Variant<Algorithm>*>(cached);
+  }
+  VariantChoice<Algorithm> wanted{choice.variant, choice.backend, {}, {}};
+  wanted.only = [layer = choice.layer, host_kokkos_here](const Variant<Algorithm>& v) {
+    const bool host_kokkos = v.layer == Layer::portable && v.backend != Backend::cuda;
+    return (layer.empty() || layer == to_string(v.layer)) && (host_kokkos_here || !host_kokkos);
+  };
+  wanted.only_what = (choice.layer.empty() ? std::string() : choice.layer + " ") +
+                     (host_kokkos_here ? ""
+                                       : "(on this thread: not a Kokkos host variant, which "
+                                         "Kokkos 3.4 runs only on the thread that started "
+                                         "it)");
+  const Variant<Algorithm>& variant = select_variant(input, wanted, gpu_available());
+  cache_variant(context, key, &variant);
+  return variant;
+}
+
+// Kokkos 3.4's execution spaces are one instance each per process, not safe to launch on from
+// two threads at once: calls through the portable layer take this lock.
+std::mutex& kokkos_mutex();
+
+template <class Algorithm>
+typename Algorithm::Output run(Context& context, const Variant<Algorithm>& variant,
+                               const typename Algorithm::Input& input) {
+  RunTimes times;
+  std::unique_lock<std::mutex> lock(kokkos_mutex(), std::defer_lock);
+  if (variant.layer == Layer::portable) lock.lock();
+  typename Algorithm::Output out = run_once(variant, input, &times);
+  if (lock.owns_lock()) lock.unlock();
+  record_call(context, {Algorithm::name, variant.name, to_string(variant.layer),
+                        to_string(variant.backend), times.compute_ms, times.total_ms, ""});
+  return out;
+}
+
+}  // namespace kbench::api

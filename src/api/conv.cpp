@@ -1,0 +1,64 @@
+// kbench::conv on views: each frame through the chosen conv variant, an alpha channel passed
+// through.
+#include <vector>
+
+#include "api_support.hpp"
+#include "kbench/conv.hpp"
+
+namespace kbench {
+namespace {
+
+bool has_alpha(int channels) {
+  return channels == 2 || channels == 4;
+}
+
+// The image's first `count` channels.
+ImageU8 colour_of(const ImageU8& image, int count) {
+  ImageU8 out(image.width, image.height, count);
+  for (std::size_t i = 0; i < image.pixel_count(); ++i) {
+    for (int c = 0; c < count; ++c) out.data[i * count + c] = image.data[i * image.channels + c];
+  }
+  return out;
+}
+
+// The filtered colour with the input's alpha channel beside it, cut to the output's size (the
+// crop border drops `inset` pixels on every side).
+ImageU8 with_alpha(const ImageU8& colour, const ImageU8& input, int inset) {
+  ImageU8 out(colour.width, colour.height, colour.channels + 1);
+  for (int y = 0; y < out.height; ++y) {
+    for (int x = 0; x < out.width; ++x) {
+      for (int c = 0; c < colour.channels; ++c) out.at(x, y, c) = colour.at(x, y, c);
+      out.at(x, y, colour.channels) = input.at(x + inset, y + inset, input.channels - 1);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void conv(Context& context, const ConstImageView& in, const ImageView& out, const Mask& mask,
+          const ConvOptions& options, const Choice& choice) {
+  api::check_image_view(in, "in");
+  const ImageSize size = conv_output_size(in.width, in.height, mask, options.border);
+  api::check_output_view(out, "out", size.width, size.height, in.channels, in.frames, in);
+  const bool alpha = has_alpha(in.channels);
+  const int inset = options.border == Border::crop ? mask.radius() : 0;
+  // Every frame is computed before any is written, so a failure leaves `out` as it was.
+  std::vector<ImageU8> results;
+  const Variant<Conv>* variant = nullptr;
+  for (int f = 0; f < in.frames; ++f) {
+    const ImageU8 frame = api::image_of(in, f);
+    const ConvInput input{alpha ? colour_of(frame, in.channels - 1) : frame, mask, options.border};
+    if (!variant) {
+      variant = &api::choose<Conv>(context, input, choice,
+                                   std::to_string(in.width) + "x" + std::to_string(in.height) +
+                                       "x" + std::to_string(input.image.channels) + "/" +
+                                       std::to_string(mask.size) + to_string(options.border));
+    }
+    ImageU8 result = api::run(context, *variant, input);
+    results.push_back(alpha ? with_alpha(result, frame, inset) : std::move(result));
+  }
+  for (int f = 0; f < in.frames; ++f) api::write_frame(results[f], out, f);
+}
+
+}  // namespace kbench
