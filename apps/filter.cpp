@@ -31,11 +31,9 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Convolves an image with an N×N mask. Colour channels are convolved; an alpha channel (gray "
       "+ alpha, RGBA) is passed through unchanged. Results are rounded and clamped to 0..255."};
-  app.add_option("input", in_path, "Image to read (PNG, JPEG, BMP, PPM, PGM; - for standard input)")
-      ->required();
-  app.add_option("output", out_path,
-                 "Image to write (.png, .ppm, .pgm; - writes PPM/PGM to standard output)")
-      ->required();
+  kbench::tools::add_image_paths(
+      app, in_path, out_path,
+      "Image to write (.png, .ppm, .pgm; - writes PPM/PGM to standard output)");
   app.add_option("--mask", mask_name,
                  "Built-in mask (identity, box, gaussian, sharpen, edge, emboss) or a mask file: "
                  "N×N numbers for an odd N up to 63, row by row, separated by spaces, tabs, "

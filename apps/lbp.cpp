@@ -45,11 +45,8 @@ int main(int argc, char** argv) {
       "neighbour >= centre) give an 8-bit code, written as a gray image; the histogram of the "
       "codes goes to a CSV file. Colour images are converted to gray with BT.601 luma; an alpha "
       "channel is ignored."};
-  app.add_option("input", in_path, "Image to read (PNG, JPEG, BMP, PPM, PGM; - for standard input)")
-      ->required();
-  app.add_option("output", out_path,
-                 "Code image to write (.png, .pgm; - writes PGM to standard output)")
-      ->required();
+  kbench::tools::add_image_paths(
+      app, in_path, out_path, "Code image to write (.png, .pgm; - writes PGM to standard output)");
   app.add_option("--hist", hist_path,
                  "Write the histogram here as CSV (header bin,count; one line per bin; - for "
                  "standard output)");

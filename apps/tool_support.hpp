@@ -200,6 +200,15 @@ inline void add_run_options(CLI::App& app, RunOptions& options) {
   add_quiet(app, options);
 }
 
+// The image tools' two positional paths: the image to read and what to write, `output_help`
+// saying what.
+inline void add_image_paths(CLI::App& app, std::string& input, std::string& output,
+                            const std::string& output_help) {
+  app.add_option("input", input, "Image to read (PNG, JPEG, BMP, PPM, PGM; - for standard input)")
+      ->required();
+  app.add_option("output", output, output_help)->required();
+}
+
 // Turns the progress line on where it can be seen and was not silenced.
 inline void enable_progress(const RunOptions& options) {
   Progress::enabled() = !options.quiet && Progress::terminal();

@@ -15,6 +15,7 @@
 set -uo pipefail
 
 bin=$(cd "${1:?the folder of the tools}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
 sanitized=${2:-}
 work=$(mktemp -d /tmp/kbench-hostile-XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -84,6 +85,7 @@ expect() {
 }
 
 # --- Fixtures -------------------------------------------------------------------------------
+python3 "$here/target_and_query.py"
 python3 - <<'PY'
 import struct, zlib
 
@@ -97,11 +99,6 @@ def png(w, h, colour, channels, rows):
             + chunk(b"IEND", b""))
 
 w, h = 64, 48
-gray = [[(x * 7 + y * 13 + (x * y) % 17) % 256 for x in range(w)] for y in range(h)]
-with open("target.pgm", "wb") as f:
-    f.write(b"P5\n%d %d\n255\n" % (w, h) + bytes(v for r in gray for v in r))
-with open("query.pgm", "wb") as f:
-    f.write(b"P5\n16 12\n255\n" + bytes(gray[20 + j][30 + i] for j in range(12) for i in range(16)))
 # An opaque RGBA photo-like image, and one whose alpha varies.
 rgba = [[c for x in range(w) for c in ((x * 5) % 256, (y * 9) % 256, (x * y) % 256, 255)]
         for y in range(h)]

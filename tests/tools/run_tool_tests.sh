@@ -7,6 +7,7 @@
 set -euo pipefail
 
 bin=$(cd "${1:?the folder of filter, lbp and match}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d /tmp/kbench-tools-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -20,14 +21,7 @@ fail() {
 pass() { echo "ok: $*"; }
 
 # A 64×48 gray target with a pattern and a 16×12 query cut from it at (row 20, col 30).
-python3 - <<'PY'
-w, h = 64, 48
-pixels = [[(x * 7 + y * 13 + (x * y) % 17) % 256 for x in range(w)] for y in range(h)]
-with open("target.pgm", "wb") as f:
-    f.write(b"P5\n%d %d\n255\n" % (w, h) + bytes(v for row in pixels for v in row))
-with open("query.pgm", "wb") as f:
-    f.write(b"P5\n16 12\n255\n" + bytes(pixels[20 + j][30 + i] for j in range(12) for i in range(16)))
-PY
+python3 "$here/target_and_query.py"
 
 # filter: a named variant gives the default's output and says so.
 "$bin/filter" target.pgm default.pgm 2>/dev/null
