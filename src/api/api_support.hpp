@@ -25,6 +25,10 @@ void check_descriptor_view(const DescriptorView& view, const char* what);
 
 // Frame `frame` of `view` as a packed host image.
 ImageU8 image_of(const ConstImageView& view, int frame);
+// The same in the context's staging image, which is kept between calls (allocated again only
+// for a new shape); hand it back with return_staging when the call is done with it.
+ImageU8 staged_frame(Context& context, const ConstImageView& view, int frame);
+void return_staging(Context& context, ImageU8&& image);
 // Writes `image` into frame `frame` of `view`.
 void write_frame(const ImageU8& image, const ImageView& view, int frame);
 // The descriptors of `view`, checked to be whole numbers 0..255.

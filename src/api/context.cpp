@@ -37,6 +37,7 @@ struct Context::State {
   ContextOptions options;
   CallInfo last_call;
   std::unordered_map<std::string, const void*> variants;
+  ImageU8 staging;  // the input frame's host copy, kept between calls
 };
 
 Context::Context() : Context(ContextOptions{}) {}
@@ -152,6 +153,20 @@ ImageU8 image_of(const ConstImageView& view, int frame) {
                 view.row_bytes());
   }
   return image;
+}
+
+ImageU8 staged_frame(Context& context, const ConstImageView& view, int frame) {
+  ImageU8 image = std::move(context.state().staging);
+  reshape(image, view.width, view.height, view.channels);
+  for (int y = 0; y < view.height; ++y) {
+    std::memcpy(image.data.data() + std::size_t(y) * view.row_bytes(), view.row(frame, y),
+                view.row_bytes());
+  }
+  return image;
+}
+
+void return_staging(Context& context, ImageU8&& image) {
+  context.state().staging = std::move(image);
 }
 
 void write_frame(const ImageU8& image, const ImageView& view, int frame) {

@@ -47,8 +47,13 @@ void conv(Context& context, const ConstImageView& in, const ImageView& out, cons
   std::vector<ImageU8> results;
   const Variant<Conv>* variant = nullptr;
   for (int f = 0; f < in.frames; ++f) {
-    const ImageU8 frame = api::image_of(in, f);
-    const ConvInput input{alpha ? colour_of(frame, in.channels - 1) : frame, mask, options.border};
+    ConvInput input{ImageU8{}, mask, options.border};
+    ImageU8 frame = api::staged_frame(context, in, f);
+    if (alpha) {
+      input.image = colour_of(frame, in.channels - 1);
+    } else {
+      input.image = std::move(frame);
+    }
     if (!variant) {
       variant = &api::choose<Conv>(context, input, choice,
                                    std::to_string(in.width) + "x" + std::to_string(in.height) +
@@ -57,6 +62,7 @@ void conv(Context& context, const ConstImageView& in, const ImageView& out, cons
     }
     ImageU8 result = api::run(context, *variant, input);
     results.push_back(alpha ? with_alpha(result, frame, inset) : std::move(result));
+    api::return_staging(context, alpha ? std::move(frame) : std::move(input.image));
   }
   for (int f = 0; f < in.frames; ++f) api::write_frame(results[f], out, f);
 }

@@ -17,7 +17,13 @@ void lbp(Context& context, const ConstImageView& in, const ImageView& codes,
   std::vector<LbpResult> results;
   const Variant<Lbp>* variant = nullptr;
   for (int f = 0; f < in.frames; ++f) {
-    const LbpInput input{to_gray(api::image_of(in, f)), params};
+    ImageU8 frame = api::staged_frame(context, in, f);
+    LbpInput input{ImageU8{}, params};
+    if (in.channels == 1) {
+      input.gray = std::move(frame);
+    } else {
+      input.gray = to_gray(frame);
+    }
     validate_lbp_input(input);
     if (!variant) {
       variant = &api::choose<Lbp>(context, input, choice,
@@ -25,6 +31,7 @@ void lbp(Context& context, const ConstImageView& in, const ImageView& codes,
                                       to_string(options.mapping) + to_string(options.border));
     }
     results.push_back(api::run(context, *variant, input));
+    api::return_staging(context, in.channels == 1 ? std::move(input.gray) : std::move(frame));
   }
   for (int f = 0; f < in.frames; ++f) {
     api::write_frame(results[f].codes, codes, f);
