@@ -157,6 +157,9 @@ ImageU8 image_of(const ConstImageView& view, int frame) {
 
 ImageU8 staged_frame(Context& context, const ConstImageView& view, int frame) {
   ImageU8 image = std::move(context.state().staging);
+  // A call that threw before handing the buffer back leaves a moved-from image, whose sizes may
+  // still say the shape: its sample count tells.
+  if (image.data.size() != std::size_t(view.width) * view.height * view.channels) image = {};
   reshape(image, view.width, view.height, view.channels);
   for (int y = 0; y < view.height; ++y) {
     std::memcpy(image.data.data() + std::size_t(y) * view.row_bytes(), view.row(frame, y),
