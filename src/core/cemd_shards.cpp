@@ -73,8 +73,8 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowRea
       select_cemd_variant(input, options.variant, options.backend, native_cuda_only);
   result.variant = variant.name;
   const bool all_pairs = options.params.all_pairs;
-  const int piece_rows = options.progress && options.progress_rows > 0 ? options.progress_rows
-                                                                       : part.count;
+  const int piece_rows =
+      options.progress && options.progress_rows > 0 ? options.progress_rows : part.count;
   if (piece_rows >= part.count) {
     const Clock::time_point start = Clock::now();
     CemdResult out = run_once(variant, input);
