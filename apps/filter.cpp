@@ -13,16 +13,7 @@
 #include "tool_support.hpp"
 
 namespace {
-
 constexpr const char* kProgram = "filter";
-
-bool is_builtin_mask(const std::string& name) {
-  for (const auto& n : kbench::builtin_mask_names()) {
-    if (n == name) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -53,7 +44,7 @@ int main(int argc, char** argv) {
 
   return kbench::tools::run_guarded(kProgram, [&] {
     std::vector<kbench::NamedPath> inputs{{in_path, "the input image"}};
-    if (!is_builtin_mask(mask_name)) inputs.push_back({mask_name, "the mask file"});
+    if (!kbench::is_builtin_mask(mask_name)) inputs.push_back({mask_name, "the mask file"});
     kbench::check_distinct_paths(inputs, {{out_path, "the output image"}});
     kbench::OutputFile out(out_path);
     const kbench::Mask mask = kbench::load_mask(mask_name);

@@ -22,6 +22,7 @@
 
 #include "kbench/context.hpp"
 #include "kbench/error.hpp"
+#include "kbench/file_io.hpp"
 #include "kbench/system_info.hpp"
 #include "progress.hpp"
 
@@ -89,16 +90,6 @@ inline std::optional<int> parse_command_line(CLI::App& app, const char* program,
   return std::nullopt;
 }
 
-inline std::string byte_text(std::size_t bytes) {
-  std::string text = std::to_string(bytes) + " bytes";
-  if (bytes >= (std::size_t(1) << 20)) {
-    char scaled[32];
-    std::snprintf(scaled, sizeof scaled, " (%.1f MiB)", double(bytes) / double(1 << 20));
-    text += scaled;
-  }
-  return text;
-}
-
 // Runs a tool's work and turns what it throws into the exit status and a one-line `message`
 // (empty when the work returned a status of its own).
 template <class Body>
@@ -115,7 +106,7 @@ int run_guarded_message(const Body& body, std::string* message) {
     const std::size_t bytes = failed_allocation_bytes();
     *message =
         "out of memory" +
-        (bytes ? ": could not allocate " + byte_text(bytes) + " of host memory" : std::string());
+        (bytes ? ": could not allocate " + byte_count(bytes) + " of host memory" : std::string());
     return kExitFailure;
   } catch (const std::exception& e) {
     *message = e.what();

@@ -40,6 +40,7 @@ constexpr std::size_t max_mask_file_bytes = std::size_t(1) << 20;
 // identity, box, gaussian, sharpen, edge, emboss (3×3).
 Mask builtin_mask(const std::string& name);
 std::vector<std::string> builtin_mask_names();
+bool is_builtin_mask(const std::string& name);
 // A built-in name or a mask file: N×N numbers separated by white space, commas or semicolons,
 // '#' comments, LF or CRLF line ends, an optional UTF-8 byte order mark.
 Mask load_mask(const std::string& name_or_path);

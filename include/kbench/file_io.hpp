@@ -21,6 +21,10 @@ namespace kbench {
 // The lower-case extension of a path's file name, without the dot; "" when it has none.
 std::string lower_extension(const std::string& path);
 
+// A size for messages: "N bytes", with its MiB or GiB beside it from 1 MiB on; "more than 2^64
+// bytes" for the largest value (what saturated arithmetic on a header's claims gives).
+std::string byte_count(std::uint64_t bytes);
+
 // "standard output" for "-", else the path in quotes: how messages name an output.
 std::string output_name(const std::string& path);
 

@@ -20,6 +20,10 @@ void check_image_view(const ConstImageView& view, const char* what);
 // one that overlaps `input`.
 void check_output_view(const ImageView& view, const char* what, int width, int height, int channels,
                        int frames, const ConstImageView& input);
+// The distance in bytes between rows of `row_bytes` whose caller gave `stride` (0: packed);
+// refuses a stride shorter than a row or not a multiple of the `element` size.
+std::size_t checked_stride(const std::string& what, std::size_t stride, std::size_t row_bytes,
+                           std::size_t element);
 // Refuses a descriptor view that is not `rows` readable descriptors.
 void check_descriptor_view(const DescriptorView& view, const char* what);
 

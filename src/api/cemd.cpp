@@ -47,13 +47,9 @@ void cemd_all_pairs(Context& context, const DescriptorView& queries, const Descr
   const CemdInput input = input_of(queries, database, options, true);
   if (!matrix) throw Error("matrix: no memory (null pointer)");
   const std::size_t row_bytes = std::size_t(database.rows) * sizeof(float);
-  if (row_stride != 0 && (row_stride < row_bytes || row_stride % sizeof(float) != 0)) {
-    throw Error("row_stride: " + std::to_string(row_stride) + " bytes; a row holds " +
-                std::to_string(row_bytes) + " and the stride must be a multiple of 4");
-  }
+  const std::size_t stride = api::checked_stride("matrix", row_stride, row_bytes, sizeof(float));
   const Variant<Cemd>& variant = api::choose<Cemd>(context, input, choice, shape_of(input));
   const CemdResult result = api::run(context, variant, input);
-  const std::size_t stride = row_stride ? row_stride : row_bytes;
   for (int q = 0; q < queries.rows; ++q) {
     std::memcpy(reinterpret_cast<unsigned char*>(matrix) + std::size_t(q) * stride,
                 result.matrix.data() + std::size_t(q) * database.rows, row_bytes);

@@ -137,13 +137,18 @@ void check_descriptor_view(const DescriptorView& view, const char* what) {
   if (!view.data) throw Error(name + ": the view has no data (null pointer)");
   if (view.rows <= 0) throw Error(name + ": " + std::to_string(view.rows) + " descriptors");
   const std::size_t element = view.type == DescriptorType::u8 ? 1 : 4;
-  const std::size_t packed = element * kDescriptorBytes;
-  if (view.row_stride != 0 && (view.row_stride < packed || view.row_stride % element != 0)) {
-    throw Error(name + ": a row stride of " + std::to_string(view.row_stride) +
-                " bytes; a row holds " + std::to_string(packed) +
-                " bytes and the stride must be a multiple of " + std::to_string(element));
-  }
+  checked_stride(name, view.row_stride, element * kDescriptorBytes, element);
   require_host(view.place, what);
+}
+
+std::size_t checked_stride(const std::string& what, std::size_t stride, std::size_t row_bytes,
+                           std::size_t element) {
+  if (stride != 0 && (stride < row_bytes || stride % element != 0)) {
+    throw Error(what + ": a row stride of " + std::to_string(stride) + " bytes; a row holds " +
+                std::to_string(row_bytes) + " bytes and the stride must be a multiple of " +
+                std::to_string(element));
+  }
+  return stride ? stride : row_bytes;
 }
 
 namespace {
@@ -194,7 +199,8 @@ DescriptorSet descriptors_of(const DescriptorView& view, const char* what) {
   set.count = view.rows;
   set.values.resize(std::size_t(view.rows) * kDescriptorBytes);
   const std::size_t element = view.type == DescriptorType::u8 ? 1 : 4;
-  const std::size_t stride = view.row_stride ? view.row_stride : element * kDescriptorBytes;
+  const std::size_t stride =
+      checked_stride(what, view.row_stride, element * kDescriptorBytes, element);
   const auto* bytes = static_cast<const unsigned char*>(view.data);
   for (int r = 0; r < view.rows; ++r) {
     const unsigned char* row = bytes + std::size_t(r) * stride;

@@ -49,13 +49,9 @@ void sad_map(Context& context, const ConstImageView& target, const ConstImageVie
                 std::to_string(shape.map_width) + " x " + std::to_string(shape.map_height));
   }
   const std::size_t row_bytes = std::size_t(map.width) * sizeof(std::int32_t);
-  if (map.pitch != 0 && (map.pitch < row_bytes || map.pitch % sizeof(std::int32_t) != 0)) {
-    throw Error("map: a row pitch of " + std::to_string(map.pitch) + " bytes; a row holds " +
-                std::to_string(row_bytes) + " and the pitch must be a multiple of 4");
-  }
+  const std::size_t pitch = api::checked_stride("map", map.pitch, row_bytes, sizeof(std::int32_t));
   const Variant<Sad>& variant = api::choose<Sad>(context, input, choice, shape_of(input));
   const SadResult result = api::run(context, variant, input);
-  const std::size_t pitch = map.pitch ? map.pitch : row_bytes;
   for (int y = 0; y < map.height; ++y) {
     std::memcpy(reinterpret_cast<unsigned char*>(map.data) + std::size_t(y) * pitch,
                 result.map.data() + std::size_t(y) * map.width, row_bytes);

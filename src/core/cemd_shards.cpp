@@ -56,6 +56,16 @@ DescriptorSet rows_of(const DescriptorSet& set, int first, int count) {
   return rows;
 }
 
+// Copies `block`, a queries × width matrix of distances, into columns [column, column + width)
+// of `into`, a queries × into_width one.
+void place_columns(const std::vector<float>& block, int queries, int width,
+                   std::vector<float>& into, int into_width, int column) {
+  for (int q = 0; q < queries; ++q) {
+    std::copy_n(block.data() + std::size_t(q) * width, width,
+                into.data() + std::size_t(q) * into_width + column);
+  }
+}
+
 // One variant run on rows `part` (all of them on this thread's device); with a progress callback,
 // one run per piece of options.progress_rows rows, on the variant chosen for the whole part.
 ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowReader& read_rows,
@@ -73,31 +83,28 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowRea
       select_cemd_variant(input, options.variant, options.backend, native_cuda_only);
   result.variant = variant.name;
   const bool all_pairs = options.params.all_pairs;
-  const int piece_rows =
-      options.progress && options.progress_rows > 0 ? options.progress_rows : part.count;
-  if (piece_rows >= part.count) {
-    const Clock::time_point start = Clock::now();
-    CemdResult out = run_once(variant, input);
-    result.seconds = seconds_since(start);
-    result.top2 = shard_top2(out, part.first, all_pairs);
-    if (all_pairs) result.matrix = std::move(out.matrix);
-    if (options.progress) options.progress(part.count);
-    return result;
+  const int piece_rows = options.progress && options.progress_rows > 0
+                             ? std::min(options.progress_rows, part.count)
+                             : part.count;
+  if (all_pairs && piece_rows < part.count) {
+    result.matrix.resize(std::size_t(queries.count) * std::size_t(part.count));
   }
-  if (all_pairs) result.matrix.resize(std::size_t(queries.count) * std::size_t(part.count));
   for (int first = 0; first < part.count; first += piece_rows) {
     const int count = std::min(piece_rows, part.count - first);
-    const CemdInput piece{queries, rows_of(input.database, first, count), options.params};
+    // The whole part runs on `input` itself; a piece on a copy of its rows.
+    CemdInput piece;
+    if (count < part.count)
+      piece = {queries, rows_of(input.database, first, count), options.params};
     const Clock::time_point start = Clock::now();
-    CemdResult out = run_once(variant, piece);
+    CemdResult out = run_once(variant, count < part.count ? piece : input);
     result.seconds += seconds_since(start);
     const std::vector<Top2> top2 = shard_top2(out, part.first + first, all_pairs);
     merge_top2_lists(result.top2.data(), top2.data(), top2.size());
-    for (int q = 0; all_pairs && q < queries.count; ++q) {
-      std::copy_n(out.matrix.data() + std::size_t(q) * count, count,
-                  result.matrix.data() + std::size_t(q) * part.count + first);
+    if (all_pairs && count == part.count) result.matrix = std::move(out.matrix);
+    if (all_pairs && count < part.count) {
+      place_columns(out.matrix, queries.count, count, result.matrix, part.count, first);
     }
-    options.progress(count);
+    if (options.progress) options.progress(count);
   }
   return result;
 }
@@ -175,10 +182,7 @@ ShardResult match_shard(const DescriptorSet& queries, RowRange shard, const RowR
     if (result.variant.empty()) result.variant = part.variant;
     if (!options.params.all_pairs || part.variant.empty()) continue;
     const int width = int(part.matrix.size() / std::size_t(queries.count));
-    for (int q = 0; q < queries.count; ++q) {
-      std::copy_n(part.matrix.data() + std::size_t(q) * width, width,
-                  result.matrix.data() + std::size_t(q) * shard.count + column);
-    }
+    place_columns(part.matrix, queries.count, width, result.matrix, shard.count, column);
     column += width;
   }
   return result;

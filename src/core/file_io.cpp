@@ -140,6 +140,19 @@ std::string lower_extension(const std::string& path) {
   return ext;
 }
 
+std::string byte_count(std::uint64_t bytes) {
+  if (bytes == UINT64_MAX) return "more than 2^64 bytes";
+  std::string text = std::to_string(bytes) + " bytes";
+  if (bytes >= (1u << 20)) {
+    char scaled[32];
+    std::snprintf(scaled, sizeof scaled, " (%.1f %s)",
+                  bytes >= (1u << 30) ? double(bytes) / (1u << 30) : double(bytes) / (1u << 20),
+                  bytes >= (1u << 30) ? "GiB" : "MiB");
+    text += scaled;
+  }
+  return text;
+}
+
 std::string output_name(const std::string& path) {
   return path == "-" ? "standard output" : in_quotes(path);
 }

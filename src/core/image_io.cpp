@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "kbench/error.hpp"
+#include "kbench/file_io.hpp"
 
 namespace kbench {
 namespace {
@@ -56,19 +57,6 @@ std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) {
 
 std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
   return b > saturated - a ? saturated : a + b;
-}
-
-std::string byte_count(std::uint64_t bytes) {
-  if (bytes == saturated) return "more than 2^64 bytes";
-  std::string text = std::to_string(bytes) + " bytes";
-  if (bytes >= (1u << 20)) {
-    char scaled[32];
-    std::snprintf(scaled, sizeof scaled, " (%.1f %s)",
-                  bytes >= (1u << 30) ? double(bytes) / (1u << 30) : double(bytes) / (1u << 20),
-                  bytes >= (1u << 30) ? "GiB" : "MiB");
-    text += scaled;
-  }
-  return text;
 }
 
 // PNG's CRC-32 (ISO 3309, reflected polynomial 0xEDB88320) of `size` bytes, a byte a step

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -105,10 +106,13 @@ Mask parse_mask(const std::string& text, const std::string& source) {
   return Mask{n, std::move(weights)};
 }
 
+bool is_builtin_mask(const std::string& name) {
+  const std::vector<std::string> names = builtin_mask_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
 Mask load_mask(const std::string& name_or_path) {
-  for (const auto& n : builtin_mask_names()) {
-    if (n == name_or_path) return builtin_mask(n);
-  }
+  if (is_builtin_mask(name_or_path)) return builtin_mask(name_or_path);
   const std::string label = "'" + name_or_path + "'";
   const int fd = ::open(name_or_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
