@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 namespace kbench {
 
@@ -53,7 +54,9 @@ struct BasicImageView {
   Byte* row(int frame, int y) const {
     return data + std::size_t(frame) * frame_pitch() + std::size_t(y) * row_pitch();
   }
-  // The same memory, read-only.
+  // The same memory, read-only (a template, so that the read-only view has no conversion to
+  // itself).
+  template <class B = Byte, class = std::enable_if_t<!std::is_const_v<B>>>
   operator BasicImageView<const std::uint8_t>() const {
     return {data, width, height, channels, pitch, frames, frame_stride, place};
   }
