@@ -54,10 +54,10 @@ struct BasicImageView {
   Byte* row(int frame, int y) const {
     return data + std::size_t(frame) * frame_pitch() + std::size_t(y) * row_pitch();
   }
-  // The same memory, read-only (a template, so that the read-only view has no conversion to
-  // itself).
+  // The same memory, read-only (a template whose type depends on its parameter, so that the
+  // read-only view declares no conversion to itself).
   template <class B = Byte, class = std::enable_if_t<!std::is_const_v<B>>>
-  operator BasicImageView<const std::uint8_t>() const {
+  operator BasicImageView<const B>() const {
     return {data, width, height, channels, pitch, frames, frame_stride, place};
   }
 };
