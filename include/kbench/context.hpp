@@ -14,6 +14,11 @@
 // Kokkos the portable host variants are not chosen (Kokkos 3.4 runs its host spaces only there;
 // its CUDA space runs from any thread). A context shared between threads needs the caller's
 // lock.
+//
+// Device views (conv and lbp): the views' memory is on the context's CUDA device; the call
+// queues its work on the caller's Stream and returns, writing its outputs there with no host
+// round trip, every frame in one launch. A context keeps device scratch memory between calls;
+// a call on another stream than the context's previous one first waits for that one's work.
 
 #include <cstddef>
 #include <cstdint>
@@ -72,6 +77,14 @@ inline ConstImageView host_image(const std::uint8_t* data, int width, int height
   return {data, width, height, channels, 0, 1, 0, MemoryPlace::host()};
 }
 
+// The CUDA stream a call on device views queues its work on (a cudaStream_t; null is CUDA's
+// legacy default stream). The call returns without waiting for the work unless `wait` is set;
+// calls on host views always wait.
+struct Stream {
+  void* handle = nullptr;
+  bool wait = false;
+};
+
 enum class DescriptorType { u8, f32 };
 
 // `rows` SIFT descriptors of 128 values, rows `row_stride` bytes apart (0: packed). Every value
@@ -96,7 +109,8 @@ struct ContextOptions {
   int device = 0;  // the CUDA device the context's device work runs on, where there is one
 };
 
-// What a call ran: the variant and its times (compute alone, and with transfers).
+// What a call ran: the variant and its times (compute alone, and with transfers). A call on
+// device views is not timed (it may still be running when it returns): its times are 0.
 struct CallInfo {
   std::string algorithm, variant, layer, backend;
   double compute_ms = 0, total_ms = 0;

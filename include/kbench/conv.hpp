@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kbench/context.hpp"
+#include "kbench/device_memory.hpp"
 #include "kbench/host_device.hpp"
 #include "kbench/image.hpp"
 #include "kbench/registry.hpp"
@@ -57,6 +58,15 @@ struct ConvInput {
   Border border = Border::clamp;
 };
 
+// A conv on views (Variant::on_views): every frame of `in` into `out`, every channel convolved.
+struct ConvViewCall {
+  ConstImageView in;
+  ImageView out;
+  const Mask* mask = nullptr;
+  Border border = Border::clamp;
+  ViewWork work;
+};
+
 // Largest difference from the rounded double-precision result, in grey levels.
 constexpr double kConvToleranceGrey = 1.0;
 
@@ -65,6 +75,7 @@ struct Conv {
   static constexpr const char* name = "conv";
   using Input = ConvInput;
   using Output = ImageU8;
+  using ViewCall = ConvViewCall;
   // The double-precision result before rounding, one value per output sample.
   using Reference = std::vector<double>;
 
@@ -118,12 +129,14 @@ KBENCH_HOST_DEVICE int clamp_coordinate(int v, int extent) {
 
 struct ConvOptions {
   Border border = Border::clamp;
+  Stream stream;  // for device views
 };
 
 // Convolves every frame of `in` (1 to 4 channels) with `mask` into `out`, which has the output's
 // size (the input's for clamp, shrunk by the mask's radius on each side for crop) and the
 // input's channels and frames. Colour channels are convolved; an alpha channel (the last of 2 or
-// 4) is copied through, cropped like the colour.
+// 4) is copied through, cropped like the colour. `in` and `out` are both host views or both
+// views of the context's CUDA device.
 void conv(Context& context, const ConstImageView& in, const ImageView& out, const Mask& mask,
           const ConvOptions& options = {}, const Choice& choice = {});
 

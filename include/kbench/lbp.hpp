@@ -38,6 +38,7 @@
 
 #include "kbench/context.hpp"
 #include "kbench/conv.hpp"  // Border, parse_border, clamp_coordinate
+#include "kbench/device_memory.hpp"
 #include "kbench/host_device.hpp"
 #include "kbench/image.hpp"
 #include "kbench/isa.hpp"
@@ -65,6 +66,16 @@ struct LbpResult {
   std::vector<std::uint32_t> histogram;  // lbp_bin_count(mapping) bins
 };
 
+// An lbp on views (Variant::on_views): the codes of every frame of the gray `in` into `codes`,
+// and frame f's histogram into histograms[f × bins ...] (zeroed by the call first).
+struct LbpViewCall {
+  ConstImageView in;
+  ImageView codes;
+  std::uint32_t* histograms = nullptr;
+  LbpParams params;
+  ViewWork work;
+};
+
 inline bool operator==(const LbpResult& a, const LbpResult& b) {
   return a.codes == b.codes && a.histogram == b.histogram;
 }
@@ -74,6 +85,7 @@ struct Lbp {
   static constexpr const char* name = "lbp";
   using Input = LbpInput;
   using Output = LbpResult;
+  using ViewCall = LbpViewCall;
   // The plain sequential result; every variant must equal it exactly.
   using Reference = LbpResult;
 
@@ -314,12 +326,14 @@ KBENCH_HOST_DEVICE std::uint32_t lbp_codes4(const std::uint32_t (&lo)[3],
 struct LbpOptions {
   LbpMapping mapping = LbpMapping::plain;
   Border border = Border::clamp;
+  Stream stream;  // for device views
 };
 
 // The LBP codes of every frame of `in` into `codes` (1 channel, lbp_output_size, the input's
 // frames) and, when `histogram` is not null, frame f's histogram into histogram[f × bins ...],
 // bins = lbp_bin_count(mapping). Colour frames are converted to gray with BT.601 luma first
-// (an alpha channel is ignored).
+// (an alpha channel is ignored). `in`, `codes` and `histogram` are all in host memory, or all on
+// the context's CUDA device; device input is gray (one channel).
 void lbp(Context& context, const ConstImageView& in, const ImageView& codes,
          std::uint32_t* histogram, const LbpOptions& options = {}, const Choice& choice = {});
 

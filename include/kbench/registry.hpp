@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kbench/isa.hpp"
@@ -56,6 +57,18 @@ class Runner {
   virtual void download(Output& out) = 0;
 };
 
+// An algorithm's call on views (Algorithm::ViewCall: frames of one shape in the caller's memory,
+// on the caller's stream), where it has one.
+struct NoViewCall {};
+template <class Algorithm, class = void>
+struct view_call_of {
+  using type = NoViewCall;
+};
+template <class Algorithm>
+struct view_call_of<Algorithm, std::void_t<typename Algorithm::ViewCall>> {
+  using type = typename Algorithm::ViewCall;
+};
+
 template <class Algorithm>
 struct Variant {
   using Input = typename Algorithm::Input;
@@ -79,6 +92,9 @@ struct Variant {
   // MDRange pass, ScatterView counting). Other layers leave both as they are.
   Isa isa = Isa::tuned;
   bool simple = false;
+  // The variant on views of the memory its backend reaches (device memory for CUDA): every frame
+  // in one launch, queued on the call's stream without waiting. Empty where it has none.
+  std::function<void(const typename view_call_of<Algorithm>::type&)> on_views = {};
 
   bool handles(const Input& input) const { return !supports || supports(input); }
 };

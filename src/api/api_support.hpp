@@ -7,6 +7,7 @@
 
 #include "kbench/cemd.hpp"
 #include "kbench/context.hpp"
+#include "kbench/device_memory.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/image.hpp"
@@ -14,8 +15,18 @@
 
 namespace kbench::api {
 
+// Refuses device memory where a call takes host views only.
+void require_host(const MemoryPlace& place, const char* what);
 // Refuses a view that is not a usable image: `what` names the argument ("in", "codes").
 void check_image_view(const ConstImageView& view, const char* what);
+// True when the call's views are on the device: refuses views of mixed places, and device views
+// of another device than the context's or where kbench has no CUDA.
+bool device_call(Context& context, const ConstImageView& in, const ImageView& out,
+                 const char* out_name);
+// The context's device scratch memory, ready for a call on `stream` (the device made current).
+ViewWork begin_device_call(Context& context, const Stream& stream);
+// After a call on device views: waits when asked, and records what ran.
+void end_device_call(Context& context, const Stream& stream, CallInfo info);
 // Refuses an output view of another shape than `width` × `height` × `channels` × `frames`, or
 // one that overlaps `input`.
 void check_output_view(const ImageView& view, const char* what, int width, int height, int channels,
@@ -54,21 +65,26 @@ std::string choice_key(const char* algorithm, const Choice& choice);
 // can run a portable variant on a host backend (its CUDA ones run from any thread).
 bool kokkos_host_usable_here();
 
+// The variant for `choice` and `input` (cached under the choice and `shape`); with `on_views`,
+// among the variants that take device views.
 template <class Algorithm>
 const Variant<Algorithm>& choose(Context& context, const typename Algorithm::Input& input,
-                                 const Choice& choice, const std::string& shape) {
+                                 const Choice& choice, const std::string& shape,
+                                 bool on_views = false) {
   const bool host_kokkos_here = kokkos_host_usable_here();
-  const std::string key =
-      choice_key(Algorithm::name, choice) + "|" + shape + (host_kokkos_here ? "" : "|other thread");
+  const std::string key = choice_key(Algorithm::name, choice) + "|" + shape +
+                          (host_kokkos_here ? "" : "|other thread") + (on_views ? "|views" : "");
   if (const void* cached = cached_variant(context, key)) {
     return *static_cast<const Variant<Algorithm>*>(cached);
   }
   VariantChoice<Algorithm> wanted{choice.variant, choice.backend, {}, {}};
-  wanted.only = [layer = choice.layer, host_kokkos_here](const Variant<Algorithm>& v) {
+  wanted.only = [layer = choice.layer, host_kokkos_here, on_views](const Variant<Algorithm>& v) {
     const bool host_kokkos = v.layer == Layer::portable && v.backend != Backend::cuda;
-    return (layer.empty() || layer == to_string(v.layer)) && (host_kokkos_here || !host_kokkos);
+    return (layer.empty() || layer == to_string(v.layer)) && (host_kokkos_here || !host_kokkos) &&
+           (!on_views || v.on_views);
   };
   wanted.only_what = (choice.layer.empty() ? std::string() : choice.layer + " ") +
+                     (on_views ? "device-view " : "") +
                      (host_kokkos_here ? ""
                                        : "(on this thread: not a Kokkos host variant, which "
                                          "Kokkos 3.4 runs only on the thread that started "
@@ -81,6 +97,20 @@ const Variant<Algorithm>& choose(Context& context, const typename Algorithm::Inp
 // Kokkos 3.4's execution spaces are one instance each per process, not safe to launch on from
 // two threads at once: calls through the portable layer take this lock.
 std::mutex& kokkos_mutex();
+
+// Runs `variant` on the views of `call`, queued on the call's stream.
+template <class Algorithm>
+void run_on_views(Context& context, const Variant<Algorithm>& variant,
+                  const typename Algorithm::ViewCall& call, const Stream& stream) {
+  {
+    std::unique_lock<std::mutex> lock(kokkos_mutex(), std::defer_lock);
+    if (variant.layer == Layer::portable) lock.lock();
+    variant.on_views(call);
+  }
+  end_device_call(context, stream,
+                  {Algorithm::name, variant.name, to_string(variant.layer),
+                   to_string(variant.backend), 0, 0, ""});
+}
 
 template <class Algorithm>
 typename Algorithm::Output run(Context& context, const Variant<Algorithm>& variant,

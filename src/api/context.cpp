@@ -37,7 +37,8 @@ struct Context::State {
   ContextOptions options;
   CallInfo last_call;
   std::unordered_map<std::string, const void*> variants;
-  ImageU8 staging;  // the input frame's host copy, kept between calls
+  ImageU8 staging;                         // the input frame's host copy, kept between calls
+  std::unique_ptr<DeviceScratch> scratch;  // made at the first call on device views
 };
 
 Context::Context() : Context(ContextOptions{}) {}
@@ -77,15 +78,22 @@ std::string shape_text(int width, int height, int channels, int frames) {
          (frames > 1 ? " (" + std::to_string(frames) + " frames)" : "");
 }
 
+std::string place_text(const MemoryPlace& place) {
+  return place.on_host() ? "host memory" : "CUDA device " + std::to_string(place.device);
+}
+
+// Calls index rows with 32-bit pitches.
+constexpr std::size_t kMaxPitch = std::size_t(1) << 31;
+
+}  // namespace
+
 void require_host(const MemoryPlace& place, const char* what) {
   if (!place.on_host()) {
     throw Error(std::string(what) +
-                ": a CUDA device view; this version's calls take host views (copy the data to "
-                "the host first)");
+                ": a CUDA device view; this call takes host views (copy the data to the host "
+                "first)");
   }
 }
-
-}  // namespace
 
 void check_image_view(const ConstImageView& view, const char* what) {
   const std::string name = what;
@@ -102,6 +110,10 @@ void check_image_view(const ConstImageView& view, const char* what) {
     throw Error(name + ": a row pitch of " + std::to_string(view.pitch) + " bytes is less than a " +
                 "row's " + std::to_string(view.row_bytes()) + " bytes");
   }
+  if (view.row_pitch() >= kMaxPitch) {
+    throw Error(name + ": a row pitch of " + std::to_string(view.row_pitch()) +
+                " bytes; rows must be less than 2^31 bytes apart");
+  }
   if (view.frames > 1 && view.frame_stride != 0 &&
       view.frame_stride < view.row_pitch() * std::size_t(view.height)) {
     throw Error(name + ": a frame stride of " + std::to_string(view.frame_stride) +
@@ -109,7 +121,37 @@ void check_image_view(const ConstImageView& view, const char* what) {
                 std::to_string(view.row_pitch() * std::size_t(view.height)) + " bytes");
   }
   checked_sample_count(view.width, view.height, view.channels, 1);
-  require_host(view.place, what);
+  if (!view.place.on_host() && !built_with_cuda()) {
+    throw Error(name + ": a CUDA device view, but this kbench was built without CUDA");
+  }
+}
+
+bool device_call(Context& context, const ConstImageView& in, const ImageView& out,
+                 const char* out_name) {
+  if (in.place.on_host() && out.place.on_host()) return false;
+  if (in.place.on_host() != out.place.on_host() || in.place.device != out.place.device) {
+    throw Error(std::string("in is in ") + place_text(in.place) + " and " + out_name + " in " +
+                place_text(out.place) + "; a call takes views of one place");
+  }
+  const int device = context.options().device;
+  if (in.place.device != device) {
+    throw Error("the views are on CUDA device " + std::to_string(in.place.device) +
+                "; this context runs on device " + std::to_string(device) +
+                " (ContextOptions::device)");
+  }
+  return true;
+}
+
+ViewWork begin_device_call(Context& context, const Stream& stream) {
+  auto& scratch = context.state().scratch;
+  if (!scratch) scratch = std::make_unique<DeviceScratch>(context.options().device);
+  scratch->begin(stream.handle);
+  return {stream.handle, scratch.get()};
+}
+
+void end_device_call(Context& context, const Stream& stream, CallInfo info) {
+  if (stream.wait) synchronize(stream.handle);
+  record_call(context, std::move(info));
 }
 
 void check_output_view(const ImageView& view, const char* what, int width, int height, int channels,

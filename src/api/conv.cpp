@@ -34,6 +34,30 @@ ImageU8 with_alpha(const ImageU8& colour, const ImageU8& input, int inset) {
   return out;
 }
 
+// Every frame in one call of a variant that takes device views; an alpha channel is convolved
+// with the colour, then replaced by the input's.
+void conv_on_device(Context& context, const ConstImageView& in, const ImageView& out,
+                    const Mask& mask, const ConvOptions& options, const Choice& choice) {
+  const ScopedDevice on(context.options().device);
+  ConvInput shape{ImageU8{}, mask, options.border};
+  shape.image.width = in.width;
+  shape.image.height = in.height;
+  shape.image.channels = in.channels;
+  const Variant<Conv>& variant = api::choose<Conv>(
+      context, shape, choice,
+      std::to_string(in.width) + "x" + std::to_string(in.height) + "x" +
+          std::to_string(in.channels) + "/" + std::to_string(mask.size) + to_string(options.border),
+      true);
+  const ViewWork work = api::begin_device_call(context, options.stream);
+  const ConvViewCall call{in, out, &mask, options.border, work};
+  api::run_on_views(context, variant, call, Stream{options.stream.handle, false});
+  if (has_alpha(in.channels)) {
+    const int inset = options.border == Border::crop ? mask.radius() : 0;
+    copy_last_channel_async(in, inset, out, work.stream);
+  }
+  if (options.stream.wait) synchronize(work.stream);
+}
+
 }  // namespace
 
 void conv(Context& context, const ConstImageView& in, const ImageView& out, const Mask& mask,
@@ -41,6 +65,10 @@ void conv(Context& context, const ConstImageView& in, const ImageView& out, cons
   api::check_image_view(in, "in");
   const ImageSize size = conv_output_size(in.width, in.height, mask, options.border);
   api::check_output_view(out, "out", size.width, size.height, in.channels, in.frames, in);
+  if (api::device_call(context, in, out, "out")) {
+    conv_on_device(context, in, out, mask, options, choice);
+    return;
+  }
   const bool alpha = has_alpha(in.channels);
   const int inset = options.border == Border::crop ? mask.radius() : 0;
   // Every frame is computed before any is written, so a failure leaves `out` as it was.

@@ -20,6 +20,8 @@ std::string shape_of(const SadInput& input) {
 SadInput gray_input(const ConstImageView& target, const ConstImageView& query) {
   api::check_image_view(target, "target");
   api::check_image_view(query, "query");
+  api::require_host(target.place, "target");
+  api::require_host(query.place, "query");
   if (target.frames != 1 || query.frames != 1) {
     throw Error("target, query: one frame each (" + std::to_string(target.frames) + " and " +
                 std::to_string(query.frames) + " given)");

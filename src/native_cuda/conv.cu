@@ -48,22 +48,28 @@ struct ConvGeometry {
   int shift;
 };
 
-ConvGeometry make_geometry(const ConvInput& input) {
-  validate_conv_input(input);
-  const ImageU8& image = input.image;
+ConvGeometry make_geometry(int width, int height, int channels, const Mask& mask, Border border) {
   // Kernels index bytes within a row with int.
-  if (std::size_t(image.width) * image.channels > std::size_t(INT_MAX / 2)) {
-    throw Error("an image row of " + std::to_string(image.width) +
+  if (std::size_t(width) * channels > std::size_t(INT_MAX / 2)) {
+    throw Error("an image row of " + std::to_string(width) +
                 " pixels is too wide for the CUDA conv kernels");
   }
-  const ImageSize out = conv_output_size(image.width, image.height, input.mask, input.border);
-  const int shift = input.border == Border::clamp ? -input.mask.radius() : 0;
-  return {image.width, image.height, image.channels, out.width, out.height, input.mask.size, shift};
+  const ImageSize out = conv_output_size(width, height, mask, border);
+  const int shift = border == Border::clamp ? -mask.radius() : 0;
+  return {width, height, channels, out.width, out.height, mask.size, shift};
+}
+
+ConvGeometry make_geometry(const ConvInput& input) {
+  validate_conv_input(input);
+  return make_geometry(input.image.width, input.image.height, input.image.channels, input.mask,
+                       input.border);
 }
 
 // One launch over pitched images: the input holds rows [in_row_begin, in_row_end) of the
 // image, the first at `in`; the launch writes output rows [out_row_begin, out_row_end), row 0
 // at `out`. Streamed variants give each launch a band of rows; the others the whole image.
+// A batch is `frames` such images, frame f's at `in` + f · in_frame_stride and `out` + f ·
+// out_frame_stride (blockIdx.z).
 struct ConvLaunch {
   ConvGeometry g;
   bool clamp;
@@ -75,7 +81,25 @@ struct ConvLaunch {
   std::size_t out_pitch;
   int out_row_begin;
   int out_row_end;
+  int frames = 1;
+  std::size_t in_frame_stride = 0;
+  std::size_t out_frame_stride = 0;
 };
+
+// Frames per launch: CUDA's grid z holds at most 65535 blocks.
+constexpr int kMaxFramesPerLaunch = 65535;
+
+// Launches `launch_frames(part)` for parts of `p` of at most kMaxFramesPerLaunch frames.
+template <class LaunchFrames>
+void for_frame_parts(const ConvLaunch& p, LaunchFrames launch_frames) {
+  for (int first = 0; first < p.frames; first += kMaxFramesPerLaunch) {
+    ConvLaunch part = p;
+    part.frames = std::min(p.frames - first, kMaxFramesPerLaunch);
+    part.in += std::size_t(first) * p.in_frame_stride;
+    part.out += std::size_t(first) * p.out_frame_stride;
+    launch_frames(part);
+  }
+}
 
 // Input row y (image coordinates) as an index into the stored rows. For every row an output
 // inside the launch reads, this equals clamp_coordinate(y, height) − in_row_begin; rows of
@@ -164,11 +188,22 @@ void launch_naive(void (*kernel)(const std::uint8_t*, std::uint8_t*, const float
 constexpr int kTileW = 32;
 constexpr int kTileH = 8;
 
-template <int kW, int kH>
-__global__ void __launch_bounds__(kW* kH) conv_tiled_kernel(const ConvLaunch p) {
+// The mask's weights as the tiled kernel reads them: from c_conv_mask, which the runners fill on
+// their stream, or from device memory of the call's own (calls on views, which may run on
+// several streams at once with different masks).
+struct ConstantMaskTaps {
+  __device__ float operator[](int i) const { return c_conv_mask[i]; }
+};
+struct GlobalMaskTaps {
+  const float* __restrict__ weights;
+  __device__ float operator[](int i) const { return __ldg(weights + i); }
+};
+
+template <int kW, int kH, class Taps>
+__global__ void __launch_bounds__(kW* kH) conv_tiled_kernel(const ConvLaunch p, const Taps taps) {
   extern __shared__ std::uint8_t tile[];  // (kH + N − 1) rows × (kW + N − 1) pixels, interleaved
-  const std::uint8_t* __restrict__ in = p.in;
-  std::uint8_t* __restrict__ out = p.out;
+  const std::uint8_t* __restrict__ in = p.in + blockIdx.z * p.in_frame_stride;
+  std::uint8_t* __restrict__ out = p.out + blockIdx.z * p.out_frame_stride;
   const int n = p.g.mask_size;
   const int channels = p.g.channels;
   const int tile_w = kW + n - 1;
@@ -198,7 +233,7 @@ __global__ void __launch_bounds__(kW* kH) conv_tiled_kernel(const ConvLaunch p) 
         for (int j = 0; j < n; ++j) {
           const std::uint8_t* row =
               tile + ((threadIdx.y + j) * tile_w + threadIdx.x) * channels + c;
-          for (int i = 0; i < n; ++i) sum += c_conv_mask[j * n + i] * row[i * channels];
+          for (int i = 0; i < n; ++i) sum += taps[j * n + i] * row[i * channels];
         }
         dst[c] = conv_to_pixel(sum);
       }
@@ -207,17 +242,21 @@ __global__ void __launch_bounds__(kW* kH) conv_tiled_kernel(const ConvLaunch p) 
   }
 }
 
-// Reads c_conv_mask: the caller has filled it on a stream ordered before `stream`.
-template <int kW = kTileW, int kH = kTileH>
-void launch_tiled(const ConvLaunch& p, cudaStream_t stream) {
+// With ConstantMaskTaps, reads c_conv_mask: the caller has filled it on a stream ordered before
+// `stream`.
+template <int kW = kTileW, int kH = kTileH, class Taps = ConstantMaskTaps>
+void launch_tiled(const ConvLaunch& p, cudaStream_t stream, const Taps& taps = {}) {
   static_assert((kW + kMaxMaskSize - 1) * (kH + kMaxMaskSize - 1) * 4 <= 48 * 1024,
                 "the largest tile must fit in the default shared memory of a block");
   const int n = p.g.mask_size;
   const std::size_t shared = std::size_t(kW + n - 1) * (kH + n - 1) * p.g.channels;
   const dim3 block(kW, kH);
-  const dim3 grid(blocks_for(p.g.out_width, kW), row_blocks(p.out_row_end - p.out_row_begin, kH));
-  conv_tiled_kernel<kW, kH><<<grid, block, shared, stream>>>(p);
-  check_launch("conv_tiled_kernel");
+  for_frame_parts(p, [&](const ConvLaunch& part) {
+    const dim3 grid(blocks_for(part.g.out_width, kW),
+                    row_blocks(part.out_row_end - part.out_row_begin, kH), unsigned(part.frames));
+    conv_tiled_kernel<kW, kH><<<grid, block, shared, stream>>>(part, taps);
+    check_launch("conv_tiled_kernel");
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -261,23 +300,28 @@ class ShuffledRows {
     std::uint32_t halo[kHaloWords];
   };
 
-  // Band input row 0 is image row `first_row`.
-  __device__ ShuffledRows(const ConvLaunch& p, int lane, int b0, int first_row)
+  // Band input row 0 is image row `first_row` of the frame whose stored rows start at `in`.
+  __device__ ShuffledRows(const ConvLaunch& p, const std::uint8_t* in, int lane, int b0,
+                          int first_row)
       : p_(p),
         lane_(lane),
         b0_(b0),
         first_row_(first_row),
         in_pitch_(unsigned(p.in_pitch)),
-        // Lanes past the padded row load its last chunk instead: only the lane before them
-        // reads it, for bytes that no kept output uses. The halo loads are clamped into the row
-        // the same way where it starts or ends, and their words then go unused (or are
-        // replaced, for clamp).
-        chunk_base_(p.in + min(b0, int(p.in_pitch) - kBandBytes)),
+        // Lanes past the row, padded to whole chunks, load its last chunk instead: only the
+        // lane before them reads it, for bytes that no kept output uses. The halo loads are
+        // clamped into the padded row the same way where it starts or ends, and their words
+        // then go unused (or are replaced, for clamp). No load leaves the padded row.
+        chunk_base_(in + min(b0, padded_row_bytes(p) - kBandBytes)),
         // Every lane loads halo words, which the middle lanes ignore (they hit the cache lines
         // of the neighbours' chunks): cheaper than branching around the load.
-        halo_base_(p.in + (lane == 0 && Span::needs_before
-                               ? max(b0 - 4, 0)
-                               : min(b0 + kBandBytes, int(p.in_pitch) - 4 * kHaloWords))) {}
+        halo_base_(in + (lane == 0 && Span::needs_before
+                             ? max(b0 - 4, 0)
+                             : min(b0 + kBandBytes, padded_row_bytes(p) - 4 * kHaloWords))) {}
+
+  static __device__ int padded_row_bytes(const ConvLaunch& p) {
+    return (p.g.width * kChannels + kBandBytes - 1) / kBandBytes * kBandBytes;
+  }
 
   __device__ void load(Slot& slot, int n) const {
     // Unsigned 32-bit factors: one IMAD.WIDE.U32 per row offset.
@@ -339,8 +383,10 @@ __global__ void __launch_bounds__(kWarpSize, Shape::min_blocks_per_sm)
   const int lane = threadIdx.x;
   const int b0 = (blockIdx.x * kWarpSize + lane) * kBandBytes;
   const int y0 = p.out_row_begin + blockIdx.y * band_rows;
-  const ShuffledRows<kChannels, kClamp> source(p, lane, b0, y0 + p.g.shift);
-  const PitchedRowSink sink{p.out + std::size_t(unsigned(y0)) * unsigned(p.out_pitch) + b0,
+  const ShuffledRows<kChannels, kClamp> source(p, p.in + blockIdx.z * p.in_frame_stride, lane, b0,
+                                               y0 + p.g.shift);
+  const PitchedRowSink sink{p.out + blockIdx.z * p.out_frame_stride +
+                                std::size_t(unsigned(y0)) * unsigned(p.out_pitch) + b0,
                             unsigned(p.out_pitch), b0 < p.g.out_width * kChannels};
   conv_band::convolve_band<kChannels, kClamp>(
       source, sink, taps, min(band_rows, p.out_row_end - y0), p.g.width * kChannels - b0);
@@ -352,13 +398,16 @@ void launch_band3x3(const ConvLaunch& p, const Taps3x3& taps, cudaStream_t strea
   static const long long resident = cuda::resident_threads(kernel, kWarpSize, 0);
   const unsigned warps_x = blocks_for(blocks_for(p.g.out_width * kChannels, kBandBytes), kWarpSize);
   const int rows = p.out_row_end - p.out_row_begin;
-  // Bands lengthen past kMaxBandRows where the image is taller than 65535 of them (grid y).
-  const int band_rows =
-      std::max(conv_band::band_rows(rows, (long long)warps_x * kWarpSize, resident),
-               min_rows_per_block(rows));
-  const dim3 grid(warps_x, row_blocks(rows, band_rows));
-  kernel<<<grid, kWarpSize, 0, stream>>>(p, taps, band_rows);
-  check_launch("conv3x3_band_kernel");
+  for_frame_parts(p, [&](const ConvLaunch& part) {
+    // The frames share one wave of resident warps; bands lengthen past kMaxBandRows where the
+    // image is taller than 65535 of them (grid y).
+    const int band_rows =
+        std::max(conv_band::band_rows(rows, (long long)warps_x * kWarpSize * part.frames, resident),
+                 min_rows_per_block(rows));
+    const dim3 grid(warps_x, row_blocks(rows, band_rows), unsigned(part.frames));
+    kernel<<<grid, kWarpSize, 0, stream>>>(part, taps, band_rows);
+    check_launch("conv3x3_band_kernel");
+  });
 }
 
 template <class Shape, int kChannels>
@@ -367,6 +416,20 @@ void launch_band3x3(const ConvLaunch& p, const Taps3x3& taps, cudaStream_t strea
     launch_band3x3<Shape, kChannels, true>(p, taps, stream);
   } else {
     launch_band3x3<Shape, kChannels, false>(p, taps, stream);
+  }
+}
+
+template <class Shape>
+void launch_band3x3(const ConvLaunch& p, const Taps3x3& taps, cudaStream_t stream) {
+  switch (p.g.channels) {
+    case 1:
+      return launch_band3x3<Shape, 1>(p, taps, stream);
+    case 2:
+      return launch_band3x3<Shape, 2>(p, taps, stream);
+    case 3:
+      return launch_band3x3<Shape, 3>(p, taps, stream);
+    default:
+      return launch_band3x3<Shape, 4>(p, taps, stream);
   }
 }
 
@@ -410,20 +473,7 @@ void launch_u8_conv(const ConvLaunch& p, const DeviceMask& mask, cudaStream_t st
     launch_tiled(p, stream);
     return;
   }
-  switch (p.g.channels) {
-    case 1:
-      launch_band3x3<Shape, 1>(p, mask.taps_3x3(), stream);
-      break;
-    case 2:
-      launch_band3x3<Shape, 2>(p, mask.taps_3x3(), stream);
-      break;
-    case 3:
-      launch_band3x3<Shape, 3>(p, mask.taps_3x3(), stream);
-      break;
-    default:
-      launch_band3x3<Shape, 4>(p, mask.taps_3x3(), stream);
-      break;
-  }
+  launch_band3x3<Shape>(p, mask.taps_3x3(), stream);
 }
 
 // The output's channel planes (tight, one after another) interleaved into `out`, reshaped to the
@@ -737,10 +787,62 @@ class E2eStreamsRunner final : public Runner<Conv> {
   std::vector<Stream> streams_;
 };
 
+// kbench::conv on device views (Variant::on_views of cuda-u8-vec): every frame in one launch on
+// the call's stream. The banded kernel (3×3 masks) loads and stores whole chunks from each row's
+// start, so views it cannot use in place go through the context's scratch memory; other masks
+// take the tiled kernel, which reads views of any layout and the weights from the scratch memory
+// (c_conv_mask is one per process, and calls on other streams may use other masks).
+void conv_on_views(const ConvViewCall& call) {
+  const cudaStream_t stream = static_cast<cudaStream_t>(call.work.stream);
+  const Mask& mask = *call.mask;
+  const ConvGeometry g =
+      make_geometry(call.in.width, call.in.height, call.in.channels, mask, call.border);
+  const bool clamp = call.border == Border::clamp;
+  if (mask.size != 3) {
+    const auto* weights = static_cast<const float*>(
+        call.work.scratch->uploaded("cuda conv mask", mask.weights.data(),
+                                    mask.weights.size() * sizeof(float), call.work.stream));
+    const ConvLaunch p{g,
+                       clamp,
+                       call.in.data,
+                       call.in.row_pitch(),
+                       0,
+                       g.height,
+                       call.out.data,
+                       call.out.row_pitch(),
+                       0,
+                       g.out_height,
+                       call.in.frames,
+                       call.in.frame_pitch(),
+                       call.out.frame_pitch()};
+    launch_tiled(p, stream, GlobalMaskTaps{weights});
+    return;
+  }
+  const FrameLayout in = vector_input(call.in, kBandBytes, call.work, "cuda conv input");
+  const FrameLayout out = vector_output(call.out, kBandBytes, call.work, "cuda conv output");
+  const ConvLaunch p{g,
+                     clamp,
+                     in.data,
+                     in.pitch,
+                     0,
+                     g.height,
+                     out.data,
+                     out.pitch,
+                     0,
+                     g.out_height,
+                     call.in.frames,
+                     in.frame_stride,
+                     out.frame_stride};
+  launch_band3x3<DefaultVecShape>(p, conv_band::taps_of(mask), stream);
+  finish_vector_output(out, call.out, call.work);
+}
+
 // Preference: the vectorised kernel is the fastest for user calls.
 template <class R>
-Variant<Conv> native_cuda_variant(const char* name, bool end_to_end, int preference = 20) {
-  return {name, Layer::native_cuda, Backend::cuda, end_to_end, make_runner<R>, {}, preference};
+Variant<Conv> native_cuda_variant(const char* name, bool end_to_end, int preference = 20,
+                                  std::function<void(const ConvViewCall&)> on_views = {}) {
+  return {name, Layer::native_cuda, Backend::cuda, end_to_end, make_runner<R>,
+          {},   preference,         Isa::tuned,    false,      std::move(on_views)};
 }
 
 }  // namespace
@@ -752,7 +854,7 @@ void register_conv_native_cuda(VariantList<Conv>& list) {
   list.push_back(native_cuda_variant<TiledRunner<8, 8>>("cuda-tiled-8x8", false));
   list.push_back(native_cuda_variant<TiledRunner<16, 16>>("cuda-tiled-16x16", false));
   list.push_back(native_cuda_variant<TiledRunner<32, 32>>("cuda-tiled-32x32", false));
-  list.push_back(native_cuda_variant<U8VecRunner<>>("cuda-u8-vec", false, 30));
+  list.push_back(native_cuda_variant<U8VecRunner<>>("cuda-u8-vec", false, 30, conv_on_views));
   // The shape sweep: 16 and 24 resident warps per SM (128 and 80 registers a thread) against
   // the default 20.
   list.push_back(native_cuda_variant<U8VecRunner<VecShape<16>>>("cuda-u8-vec-w16", false));

@@ -15,6 +15,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -34,25 +36,39 @@ using cuda::resident_blocks;
 constexpr int kVecBytes = 16;
 static_assert(cuda::kRowAlignBytes % kVecBytes == 0, "a pitched row holds whole vectors");
 
+// A batch (cuda-vec only) is frames of this shape: frame f at in + f · in_frame_stride, its
+// codes at out + f · out_frame_stride, its histogram at hist + f · bins (blockIdx.y).
 struct Geometry {
   int in_width, in_height, in_pitch;
   int out_width, out_height, out_pitch;
   int shift;  // output (x, y) is centred on input (x + shift, y + shift)
   int bins;
   bool mapped;  // false for the plain mapping: the tables are the identity and are skipped
+  std::size_t in_frame_stride = 0;
+  std::size_t out_frame_stride = 0;
 };
 
-Geometry geometry_of(const LbpInput& input) {
-  const ImageSize out = lbp_output_size(input.gray.width, input.gray.height, input.params.border);
-  return {input.gray.width,
-          input.gray.height,
-          int(cuda::round_up(std::size_t(input.gray.width), cuda::kRowAlignBytes)),
+// The geometry of images `in_pitch` and `out_pitch` bytes a row.
+Geometry geometry_of(int width, int height, const LbpParams& params, std::size_t in_pitch,
+                     std::size_t out_pitch) {
+  const ImageSize out = lbp_output_size(width, height, params.border);
+  return {width,
+          height,
+          int(in_pitch),
           out.width,
           out.height,
-          int(cuda::round_up(std::size_t(out.width), cuda::kRowAlignBytes)),
-          input.params.border == Border::crop ? 1 : 0,
-          lbp_bin_count(input.params.mapping),
-          input.params.mapping != LbpMapping::plain};
+          int(out_pitch),
+          params.border == Border::crop ? 1 : 0,
+          lbp_bin_count(params.mapping),
+          params.mapping != LbpMapping::plain};
+}
+
+// The runners' geometry: rows padded to cuda::kRowAlignBytes.
+Geometry geometry_of(const LbpInput& input) {
+  const ImageSize out = lbp_output_size(input.gray.width, input.gray.height, input.params.border);
+  return geometry_of(input.gray.width, input.gray.height, input.params,
+                     cuda::round_up(std::size_t(input.gray.width), cuda::kRowAlignBytes),
+                     cuda::round_up(std::size_t(out.width), cuda::kRowAlignBytes));
 }
 
 // The code of output (x, y), every neighbour read through clamped coordinates.
@@ -75,9 +91,10 @@ __device__ __forceinline__ void stage_tables(const std::uint8_t* __restrict__ ta
   }
 }
 
-// Zeroes the next call's histogram; only the first block does.
+// Zeroes the next call's histogram, where there is one (not in calls on views); only the first
+// block does.
 __device__ __forceinline__ void clear_next(std::uint32_t* __restrict__ next, int bins) {
-  if (blockIdx.x != 0 || blockIdx.y != 0) return;
+  if (!next || blockIdx.x != 0 || blockIdx.y != 0) return;
   for (int i = threadIdx.x + threadIdx.y * blockDim.x; i < bins; i += blockDim.x * blockDim.y) {
     next[i] = 0;
   }
@@ -220,6 +237,9 @@ __global__ void __launch_bounds__(kVecThreads, 1)
   extern __shared__ std::uint32_t counts[];  // (g.bins + 1 spare) × kHistCopies
   __shared__ std::uint8_t shared_tables[2 * kLbpCodes];
   clear_next(next, g.bins);
+  in += blockIdx.y * g.in_frame_stride;
+  out += blockIdx.y * g.out_frame_stride;
+  hist += blockIdx.y * unsigned(g.bins);
   for (int i = threadIdx.x; i < g.bins * kHistCopies; i += kVecThreads) counts[i] = 0;
   stage_tables(tables, shared_tables, kMapped);
   __syncthreads();
@@ -322,27 +342,40 @@ auto lbp_vec_for(const Geometry& g) {
   return g.mapped ? lbp_vec<0, true> : lbp_vec<0, false>;
 }
 
+// Frames per launch: CUDA's grid y holds at most 65535 blocks.
+constexpr int kMaxFramesPerLaunch = kMaxGridY;
+
+// Launches lbp_vec over `frames` frames of `g` (1 for the runners); the frames share one wave of
+// resident blocks, at least one block each.
 struct VecKernel {
   unsigned vecs_per_row;
   unsigned long long items;
   std::size_t shared_bytes;
   decltype(lbp_vec_for(Geometry{})) kernel;
-  int blocks;
+  long long resident;
+  int work_blocks;
 
   explicit VecKernel(const Geometry& g)
       : vecs_per_row(unsigned((g.out_width + kVecBytes - 1) / kVecBytes)),
         items((unsigned long long)vecs_per_row * unsigned(g.out_height)),
         shared_bytes(std::size_t(g.bins + 1) * kHistCopies * sizeof(std::uint32_t)),
         kernel(lbp_vec_for(g)),
-        blocks(resident_blocks(kernel, kVecThreads, shared_bytes,
-                               (long long)((items + kVecThreads - 1) / kVecThreads))) {}
+        resident(resident_blocks(kernel, kVecThreads, shared_bytes, LLONG_MAX)),
+        work_blocks(int(std::min<unsigned long long>((items + kVecThreads - 1) / kVecThreads,
+                                                     (unsigned long long)resident))) {}
 
   void launch(const std::uint8_t* in, const std::uint8_t* tables, const Geometry& g,
-              std::uint8_t* out, std::uint32_t* hist, std::uint32_t* next,
-              cudaStream_t stream) const {
-    kernel<<<blocks, kVecThreads, shared_bytes, stream>>>(in, tables, g, out, hist, next,
-                                                          vecs_per_row, items);
-    check_launch("lbp_vec");
+              std::uint8_t* out, std::uint32_t* hist, std::uint32_t* next, cudaStream_t stream,
+              int frames = 1) const {
+    for (int first = 0; first < frames; first += kMaxFramesPerLaunch) {
+      const int part = std::min(frames - first, kMaxFramesPerLaunch);
+      const int blocks = int(std::max(1LL, std::min<long long>(work_blocks, resident / part)));
+      kernel<<<dim3(blocks, part), kVecThreads, shared_bytes, stream>>>(
+          in + std::size_t(first) * g.in_frame_stride, tables, g,
+          out + std::size_t(first) * g.out_frame_stride, hist + std::size_t(first) * g.bins, next,
+          vecs_per_row, items);
+      check_launch("lbp_vec");
+    }
   }
 };
 
@@ -463,18 +496,48 @@ class EndToEndRunner final : public Runner<Lbp> {
   LbpResult result_;
 };
 
+// kbench::lbp on device views (Variant::on_views of cuda-vec): every frame in one launch on the
+// call's stream, the histograms zeroed first. The kernel loads and stores whole vectors from each
+// row's start, so views it cannot use in place go through the context's scratch memory.
+void lbp_on_views(const LbpViewCall& call) {
+  const cudaStream_t stream = static_cast<cudaStream_t>(call.work.stream);
+  const FrameLayout in = vector_input(call.in, kVecBytes, call.work, "cuda lbp input");
+  const FrameLayout out = vector_output(call.codes, kVecBytes, call.work, "cuda lbp codes");
+  Geometry g = geometry_of(call.in.width, call.in.height, call.params, in.pitch, out.pitch);
+  g.in_frame_stride = in.frame_stride;
+  g.out_frame_stride = out.frame_stride;
+  const LbpTables tables = lbp_tables(call.params.mapping);
+  static_assert(offsetof(LbpTables, bin) == kLbpCodes, "the kernels read bins after values");
+  const auto* device_tables = static_cast<const std::uint8_t*>(
+      call.work.scratch->uploaded("cuda lbp tables", &tables, 2 * kLbpCodes, call.work.stream));
+  zero_async(call.histograms, std::size_t(call.in.frames) * g.bins * sizeof(std::uint32_t),
+             call.work.stream);
+  VecKernel(g).launch(in.data, device_tables, g, out.data, call.histograms, nullptr, stream,
+                      call.in.frames);
+  finish_vector_output(out, call.codes, call.work);
+}
+
 }  // namespace
 
 void register_lbp_native_cuda(VariantList<Lbp>& list) {
   // Preferences: the vectorised kernel is the fastest; every native CUDA variant is preferred
   // over the host ones when a GPU is present.
-  const auto add = [&](const char* name, bool end_to_end, Variant<Lbp>::Make make, int preference) {
-    list.push_back(
-        {name, Layer::native_cuda, Backend::cuda, end_to_end, std::move(make), {}, preference});
+  const auto add = [&](const char* name, bool end_to_end, Variant<Lbp>::Make make, int preference,
+                       std::function<void(const LbpViewCall&)> on_views = {}) {
+    list.push_back({name,
+                    Layer::native_cuda,
+                    Backend::cuda,
+                    end_to_end,
+                    std::move(make),
+                    {},
+                    preference,
+                    Isa::tuned,
+                    false,
+                    std::move(on_views)});
   };
   add("cuda-global-atomic", false, make_runner<KernelRunner<GlobalAtomicKernel>>, 28);
   add("cuda-shared-tiled", false, make_runner<KernelRunner<SharedTiledKernel>>, 29);
-  add("cuda-vec", false, make_runner<KernelRunner<VecKernel>>, 30);
+  add("cuda-vec", false, make_runner<KernelRunner<VecKernel>>, 30, lbp_on_views);
   add("cuda-e2e-sync", true, make_runner<EndToEndRunner<VecKernel>>, 27);
 }
 

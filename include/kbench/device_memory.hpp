@@ -1,0 +1,126 @@
+#pragma once
+// Device memory for the calls on device views: owning allocations, copies between any two
+// memories and waiting for a stream, through CUDA where kbench was built with it (each throws
+// kbench::Error otherwise). A stream is a cudaStream_t passed as void*; null is CUDA's legacy
+// default stream.
+
+#include <cstddef>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kbench/context.hpp"
+
+namespace kbench {
+
+// True where this kbench has its CUDA layers.
+bool built_with_cuda();
+
+// Makes CUDA device `device` current for its scope, then the caller's again.
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int device);
+  ~ScopedDevice();
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+
+ private:
+  int previous_ = 0;
+  int device_ = 0;
+};
+
+// Bytes of memory on CUDA device `device`, freed on destruction. Movable, not copyable.
+class DeviceMemory {
+ public:
+  DeviceMemory() = default;
+  DeviceMemory(std::size_t bytes, int device);
+  ~DeviceMemory();
+  DeviceMemory(DeviceMemory&& other) noexcept;
+  DeviceMemory& operator=(DeviceMemory&& other) noexcept;
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+
+  void* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  int device() const { return device_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+  int device_ = 0;
+};
+
+// Copies `rows` rows of `row_bytes` bytes, rows `from_pitch` apart to rows `to_pitch` apart,
+// between host and device memory in any direction, queued on `stream`.
+void copy_rows_async(void* to, std::size_t to_pitch, const void* from, std::size_t from_pitch,
+                     std::size_t row_bytes, std::size_t rows, void* stream);
+// Sets `bytes` bytes of device memory to zero, queued on `stream`.
+void zero_async(void* data, std::size_t bytes, void* stream);
+// Copies the last channel of every frame of `from`, starting `inset` pixels in from its top and
+// left, into the last channel of `to`'s frames (device views of the same channel count), queued
+// on `stream`.
+void copy_last_channel_async(const ConstImageView& from, int inset, const ImageView& to,
+                             void* stream);
+// Waits for everything queued on `stream`.
+void synchronize(void* stream);
+// The CUDA device that `pointer` lies on, or -1 for host memory.
+int device_of(const void* pointer);
+
+// Device memory a context keeps between calls, by name: allocated at a name's first use, grown
+// when a call needs more, never shrunk. `uploaded` also keeps values copied from the host,
+// copied again only when they change. A call begins with begin(stream): when the stream is not
+// the previous call's, it waits for the previous call's work first, so calls of one context on
+// different streams never use the scratch at the same time.
+class DeviceScratch {
+ public:
+  explicit DeviceScratch(int device) : device_(device) {}
+  ~DeviceScratch();
+  DeviceScratch(const DeviceScratch&) = delete;
+  DeviceScratch& operator=(const DeviceScratch&) = delete;
+
+  int device() const { return device_; }
+  void begin(void* stream);
+  void* bytes(const std::string& name, std::size_t size);
+  const void* uploaded(const std::string& name, const void* host, std::size_t size, void* stream);
+
+ private:
+  struct Uploaded {
+    DeviceMemory memory;
+    std::vector<unsigned char> values;
+  };
+  int device_;
+  bool begun_ = false;
+  void* last_stream_ = nullptr;
+  void* event_ = nullptr;  // a cudaEvent_t, created at the first change of stream
+  std::unordered_map<std::string, DeviceMemory> buffers_;
+  std::unordered_map<std::string, Uploaded> uploads_;
+};
+
+// Where a call on views runs: the caller's stream and the context's scratch memory.
+struct ViewWork {
+  void* stream = nullptr;
+  DeviceScratch* scratch = nullptr;
+};
+
+// Frames as a kernel reads or writes them: frame f's row y at data + f · frame_stride + y · pitch.
+struct FrameLayout {
+  std::uint8_t* data = nullptr;
+  std::size_t pitch = 0;
+  std::size_t frame_stride = 0;
+};
+
+// Whether a kernel that loads and stores whole `vector`-byte vectors from each row's start can
+// use `view` in place: pointer, pitch and frame stride multiples of `vector`, and rows of a whole
+// number of vectors (so that nothing past a row's bytes is touched).
+bool usable_by_vectors(const ConstImageView& view, std::size_t vector);
+// `view`'s frames for such a kernel: the view itself where usable, otherwise a copy in the
+// scratch memory `name`, rows padded to whole vectors, queued on the call's stream.
+FrameLayout vector_input(const ConstImageView& view, std::size_t vector, const ViewWork& work,
+                         const char* name);
+// Where such a kernel writes `view`'s frames: the view itself where usable, otherwise the scratch
+// memory `name`, which finish_vector_output then copies into the view.
+FrameLayout vector_output(const ImageView& view, std::size_t vector, const ViewWork& work,
+                          const char* name);
+void finish_vector_output(const FrameLayout& written, const ImageView& view, const ViewWork& work);
+
+}  // namespace kbench

@@ -1,0 +1,151 @@
+// kbench/device_memory.hpp's scratch memory, and the calls' refusals where kbench has no CUDA.
+#include "kbench/device_memory.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+#include "kbench/error.hpp"
+
+namespace kbench {
+
+#if !defined(KBENCH_HAVE_CUDA)
+
+namespace {
+
+[[noreturn]] void no_cuda(const char* what) {
+  throw Error(std::string(what) + ": this kbench was built without CUDA");
+}
+
+}  // namespace
+
+bool built_with_cuda() {
+  return false;
+}
+
+ScopedDevice::ScopedDevice(int) {
+  no_cuda("a CUDA device");
+}
+ScopedDevice::~ScopedDevice() = default;
+
+DeviceMemory::DeviceMemory(std::size_t, int) {
+  no_cuda("device memory");
+}
+DeviceMemory::~DeviceMemory() = default;
+DeviceMemory::DeviceMemory(DeviceMemory&&) noexcept = default;
+DeviceMemory& DeviceMemory::operator=(DeviceMemory&&) noexcept = default;
+
+void copy_rows_async(void*, std::size_t, const void*, std::size_t, std::size_t, std::size_t,
+                     void*) {
+  no_cuda("a device copy");
+}
+void zero_async(void*, std::size_t, void*) {
+  no_cuda("a device fill");
+}
+void copy_last_channel_async(const ConstImageView&, int, const ImageView&, void*) {
+  no_cuda("a device copy");
+}
+void synchronize(void*) {
+  no_cuda("a stream");
+}
+int device_of(const void*) {
+  return -1;
+}
+DeviceScratch::~DeviceScratch() = default;
+void DeviceScratch::begin(void*) {
+  no_cuda("a call on device views");
+}
+
+#endif
+
+void* DeviceScratch::bytes(const std::string& name, std::size_t size) {
+  DeviceMemory& memory = buffers_[name];
+  if (memory.size() < size) {
+    memory = DeviceMemory();  // the old allocation goes before the larger one is made
+    memory = DeviceMemory(size, device_);
+    // Zeroed once, so that vector loads running into a row's padding never read uninitialised
+    // memory.
+    zero_async(memory.data(), size, nullptr);
+    synchronize(nullptr);
+  }
+  return memory.data();
+}
+
+const void* DeviceScratch::uploaded(const std::string& name, const void* host, std::size_t size,
+                                    void* stream) {
+  Uploaded& upload = uploads_[name];
+  const auto* bytes = static_cast<const unsigned char*>(host);
+  if (upload.memory.size() == size && std::memcmp(upload.values.data(), bytes, size) == 0) {
+    return upload.memory.data();
+  }
+  if (upload.memory.size() != size) upload.memory = DeviceMemory(size, device_);
+  upload.values.assign(bytes, bytes + size);
+  copy_rows_async(upload.memory.data(), size, upload.values.data(), size, size, 1, stream);
+  return upload.memory.data();
+}
+
+namespace {
+
+std::size_t round_up(std::size_t value, std::size_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+// Copies every frame between two layouts of one shape, in one 2D copy where both hold their
+// frames back to back.
+void copy_frames(const FrameLayout& to, const FrameLayout& from, std::size_t row_bytes, int height,
+                 int frames, void* stream) {
+  const bool back_to_back = to.frame_stride == to.pitch * std::size_t(height) &&
+                            from.frame_stride == from.pitch * std::size_t(height);
+  if (back_to_back) {
+    copy_rows_async(to.data, to.pitch, from.data, from.pitch, row_bytes,
+                    std::size_t(height) * std::size_t(frames), stream);
+    return;
+  }
+  for (int f = 0; f < frames; ++f) {
+    copy_rows_async(to.data + std::size_t(f) * to.frame_stride, to.pitch,
+                    from.data + std::size_t(f) * from.frame_stride, from.pitch, row_bytes,
+                    std::size_t(height), stream);
+  }
+}
+
+template <class Byte>
+FrameLayout layout_of(const BasicImageView<Byte>& view) {
+  return {const_cast<std::uint8_t*>(view.data), view.row_pitch(), view.frame_pitch()};
+}
+
+FrameLayout scratch_layout(const ConstImageView& view, std::size_t vector, const ViewWork& work,
+                           const char* name) {
+  const std::size_t pitch = round_up(view.row_bytes(), vector);
+  const std::size_t frame = pitch * std::size_t(view.height);
+  auto* data =
+      static_cast<std::uint8_t*>(work.scratch->bytes(name, frame * std::size_t(view.frames)));
+  return {data, pitch, frame};
+}
+
+}  // namespace
+
+bool usable_by_vectors(const ConstImageView& view, std::size_t vector) {
+  const auto address = reinterpret_cast<std::uintptr_t>(view.data);
+  return address % vector == 0 && view.row_pitch() % vector == 0 &&
+         view.frame_pitch() % vector == 0 && view.row_bytes() % vector == 0;
+}
+
+FrameLayout vector_input(const ConstImageView& view, std::size_t vector, const ViewWork& work,
+                         const char* name) {
+  if (usable_by_vectors(view, vector)) return layout_of(view);
+  const FrameLayout staged = scratch_layout(view, vector, work, name);
+  copy_frames(staged, layout_of(view), view.row_bytes(), view.height, view.frames, work.stream);
+  return staged;
+}
+
+FrameLayout vector_output(const ImageView& view, std::size_t vector, const ViewWork& work,
+                          const char* name) {
+  if (usable_by_vectors(view, vector)) return layout_of(view);
+  return scratch_layout(view, vector, work, name);
+}
+
+void finish_vector_output(const FrameLayout& written, const ImageView& view, const ViewWork& work) {
+  if (written.data == view.data) return;
+  copy_frames(layout_of(view), written, view.row_bytes(), view.height, view.frames, work.stream);
+}
+
+}  // namespace kbench

@@ -1,0 +1,156 @@
+// kbench/device_memory.hpp's CUDA side.
+#include "kbench/device_memory.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "native_cuda/cuda_support.hpp"
+
+namespace kbench {
+
+using cuda::check;
+
+namespace {
+
+cudaStream_t stream_of(void* stream) {
+  return static_cast<cudaStream_t>(stream);
+}
+
+constexpr int kChannelCopyThreads = 256;
+constexpr int kMaxGridRows = 65535;  // CUDA's largest grid y and z
+
+// Frames as the channel copy walks them.
+struct ChannelFrames {
+  std::uint8_t* data;
+  std::size_t pitch, frame_stride;
+  int channels;
+
+  __device__ std::uint8_t& at(int f, int x, int y, int c) const {
+    return data[std::size_t(f) * frame_stride + std::size_t(y) * pitch + std::size_t(x) * channels +
+                c];
+  }
+};
+
+template <class Byte>
+ChannelFrames channel_frames(const BasicImageView<Byte>& view) {
+  return {const_cast<std::uint8_t*>(view.data), view.row_pitch(), view.frame_pitch(),
+          view.channels};
+}
+
+// Pixel x of row y (grid y, strided) of frame f (grid z, strided): the last channel.
+__global__ void __launch_bounds__(kChannelCopyThreads)
+    copy_last_channel_kernel(const ChannelFrames from, int inset, const ChannelFrames to, int width,
+                             int height, int frames) {
+  const int x = blockIdx.x * kChannelCopyThreads + threadIdx.x;
+  if (x >= width) return;
+  const int c = to.channels - 1;
+  for (int f = blockIdx.z; f < frames; f += gridDim.z) {
+    for (int y = blockIdx.y; y < height; y += gridDim.y) {
+      to.at(f, x, y, c) = from.at(f, x + inset, y + inset, c);
+    }
+  }
+}
+
+}  // namespace
+
+void copy_last_channel_async(const ConstImageView& from, int inset, const ImageView& to,
+                             void* stream) {
+  const dim3 grid(unsigned((to.width + kChannelCopyThreads - 1) / kChannelCopyThreads),
+                  unsigned(std::min(to.height, kMaxGridRows)),
+                  unsigned(std::min(to.frames, kMaxGridRows)));
+  copy_last_channel_kernel<<<grid, kChannelCopyThreads, 0, stream_of(stream)>>>(
+      channel_frames(from), inset, channel_frames(to), to.width, to.height, to.frames);
+  check(cudaGetLastError(), "copy_last_channel_kernel");
+}
+
+bool built_with_cuda() {
+  return true;
+}
+
+ScopedDevice::ScopedDevice(int device) : device_(device) {
+  check(cudaGetDevice(&previous_), "cudaGetDevice");
+  if (previous_ != device) check(cudaSetDevice(device), "cudaSetDevice");
+}
+
+ScopedDevice::~ScopedDevice() {
+  if (previous_ != device_) cudaSetDevice(previous_);
+}
+
+DeviceMemory::DeviceMemory(std::size_t bytes, int device) : size_(bytes), device_(device) {
+  const ScopedDevice on(device);
+  const cudaError_t status = cudaMalloc(&data_, bytes);
+  if (status != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky allocation error
+    data_ = nullptr;
+    throw OutOfMemory("cannot allocate " + std::to_string(bytes) + " bytes on CUDA device " +
+                      std::to_string(device) + ": " + cudaGetErrorString(status));
+  }
+}
+
+DeviceMemory::~DeviceMemory() {
+  if (data_) cudaFree(data_);
+}
+
+DeviceMemory::DeviceMemory(DeviceMemory&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      device_(other.device_) {}
+
+DeviceMemory& DeviceMemory::operator=(DeviceMemory&& other) noexcept {
+  std::swap(data_, other.data_);
+  std::swap(size_, other.size_);
+  std::swap(device_, other.device_);
+  return *this;
+}
+
+void copy_rows_async(void* to, std::size_t to_pitch, const void* from, std::size_t from_pitch,
+                     std::size_t row_bytes, std::size_t rows, void* stream) {
+  if (rows == 0 || row_bytes == 0) return;
+  if (to_pitch == row_bytes && from_pitch == row_bytes) {
+    check(cudaMemcpyAsync(to, from, row_bytes * rows, cudaMemcpyDefault, stream_of(stream)),
+          "cudaMemcpyAsync");
+    return;
+  }
+  check(cudaMemcpy2DAsync(to, to_pitch, from, from_pitch, row_bytes, rows, cudaMemcpyDefault,
+                          stream_of(stream)),
+        "cudaMemcpy2DAsync");
+}
+
+void zero_async(void* data, std::size_t bytes, void* stream) {
+  check(cudaMemsetAsync(data, 0, bytes, stream_of(stream)), "cudaMemsetAsync");
+}
+
+void synchronize(void* stream) {
+  check(cudaStreamSynchronize(stream_of(stream)), "cudaStreamSynchronize");
+}
+
+int device_of(const void* pointer) {
+  cudaPointerAttributes attributes{};
+  check(cudaPointerGetAttributes(&attributes, pointer), "cudaPointerGetAttributes");
+  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged
+             ? attributes.device
+             : -1;
+}
+
+DeviceScratch::~DeviceScratch() {
+  if (event_) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+}
+
+void DeviceScratch::begin(void* stream) {
+  if (begun_ && stream != last_stream_) {
+    if (!event_) {
+      cudaEvent_t event;
+      check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+      event_ = event;
+    }
+    const auto event = static_cast<cudaEvent_t>(event_);
+    check(cudaEventRecord(event, stream_of(last_stream_)), "cudaEventRecord");
+    check(cudaStreamWaitEvent(stream_of(stream), event, 0), "cudaStreamWaitEvent");
+  }
+  begun_ = true;
+  last_stream_ = stream;
+}
+
+}  // namespace kbench
