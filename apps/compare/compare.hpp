@@ -37,6 +37,8 @@ struct Options {
   // conv, lbp: check outputs on this many sampled rows instead of against the whole reference
   // (0: the whole reference), for images whose reference is too large to hold.
   int check_rows = 0;
+  // conv, lbp: frames per call (frame f generated with seed + f), timed as one problem.
+  int batch = 1;
   TimingOptions timing;
 };
 
@@ -47,6 +49,7 @@ struct Case {
   std::string name;                // e.g. "4k", or the image's file name
   std::string description;         // e.g. "3840x2160x3 gaussian 3x3 clamp"
   std::vector<std::string> notes;  // printed under the heading, e.g. what the case holds in memory
+  int frames = 1;                  // a batch's frames: the table adds the time per frame
   // Where Algorithm::reference is too slow for this case: computes the reference another way,
   // and `reference_source` says how (printed). Empty: Algorithm::reference.
   std::function<typename Algorithm::Reference()> reference;

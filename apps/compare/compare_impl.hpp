@@ -125,9 +125,11 @@ int run(const Options& options, const Case<Algorithm>& problem) {
     rows.push_back(row);
   }
 
-  std::printf("\n%-*s %-11s %-7s %10s %10s %10s %9s %9s %8s %6s\n", variant_column(), "variant",
+  const bool batch = problem.frames > 1;
+  std::printf("\n%-*s %-11s %-7s %10s %10s %10s %9s %9s %8s %6s%s\n", variant_column(), "variant",
               "layer", "backend", "median ms", "min ms", "e2e ms", "GB/s",
-              (std::string("G") + work.operation_unit + "/s").c_str(), "speedup", "error");
+              (std::string("G") + work.operation_unit + "/s").c_str(), "speedup", "error",
+              batch ? "   us/frame" : "");
   const std::string date = utc_timestamp();
   for (const Row& row : rows) {
     if (row.status != "ok") {
@@ -154,15 +156,18 @@ int run(const Options& options, const Case<Algorithm>& problem) {
       std::snprintf(compute_min, sizeof compute_min, "%.4f", t.compute.min_ms);
     }
     if (t.has_end_to_end) std::snprintf(e2e, sizeof e2e, "%.4f", t.end_to_end.median_ms);
-    std::printf("%-*s %-11s %-7s %10s %10s %10s %9.2f %9.2f %8s %6.2g\n", variant_column(),
+    char per_frame[24] = "";
+    if (batch) std::snprintf(per_frame, sizeof per_frame, " %10.2f", ms * 1e3 / problem.frames);
+    std::printf("%-*s %-11s %-7s %10s %10s %10s %9.2f %9.2f %8s %6.2g%s\n", variant_column(),
                 row.variant.c_str(), row.layer.c_str(), row.backend.c_str(), compute_median,
-                compute_min, e2e, gbps, gops, speedup_text, row.max_error);
+                compute_min, e2e, gbps, gops, speedup_text, row.max_error, per_frame);
     if (json.is_open()) {
       JsonObject line;
       line.add("algorithm", Algorithm::name).add("variant", row.variant).add("layer", row.layer);
       line.add("backend", row.backend).add("case", problem.name);
       if (!row.isa.empty()) line.add("isa", row.isa).add("schedule", row.schedule);
       line.add("description", problem.description).add("reps", t.reps);
+      if (batch) line.add("frames", problem.frames).add("per_frame_ms", ms / problem.frames);
       line.add("batch", t.batch).add("rotation", t.rotation);
       if (t.has_compute) {
         line.add("compute_min_ms", t.compute.min_ms).add("compute_median_ms", t.compute.median_ms);

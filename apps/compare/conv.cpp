@@ -1,11 +1,52 @@
 // compare --algo conv: its options and input.
 #include "kbench/conv.hpp"
+#include "compare/batch.hpp"
 #include "compare/compare_impl.hpp"
 #include "compare/inputs.hpp"
 #include "compare/sampled_rows.hpp"
 
 namespace kbench::compare {
 namespace {
+
+// A batch through kbench::conv on device views, the variant chosen by name.
+class ConvViewsRunner final : public Runner<Batch<Conv>> {
+ public:
+  ConvViewsRunner(const Variant<Conv>& variant, const Batch<Conv>::Input& input)
+      : input_(input), choice_{variant.name, "", ""} {
+    const ConvInput& first = input.frames.front();
+    const ImageSize out =
+        conv_output_size(first.image.width, first.image.height, first.mask, first.border);
+    const int frames = int(input.frames.size());
+    in_ = DeviceFrames(first.image.width, first.image.height, first.image.channels, frames);
+    out_ = DeviceFrames(out.width, out.height, first.image.channels, frames);
+  }
+  void poison(std::uint8_t byte) override { out_.fill(byte); }
+  void upload() override {
+    for (std::size_t f = 0; f < input_.frames.size(); ++f) {
+      in_.upload(int(f), input_.frames[f].image.data.data());
+    }
+  }
+  void compute() override {
+    const ConvInput& first = input_.frames.front();
+    conv(context_, in_.view(), out_.view(), first.mask, {first.border, {}}, choice_);
+  }
+  void sync() override { synchronize(nullptr); }
+  void download(Batch<Conv>::Output& out) override {
+    out.resize(input_.frames.size());
+    const ImageView& view = out_.view();
+    for (std::size_t f = 0; f < out.size(); ++f) {
+      reshape(out[f], view.width, view.height, view.channels);
+      out_.download(int(f), out[f].data.data());
+    }
+    synchronize(nullptr);
+  }
+
+ private:
+  const Batch<Conv>::Input& input_;
+  Context context_;
+  Choice choice_;
+  DeviceFrames in_, out_;
+};
 
 struct ConvOptions {
   std::string mask = "gaussian";
@@ -20,6 +61,25 @@ void add_conv_options(CLI::App& app) {
       ->capture_default_str();
 }
 
+// --batch N: N generated frames (seeds seed … seed + N − 1), or the --image N times.
+int run_conv_batch(const Options& options, const Case<Conv>& single) {
+  Case<Batch<Conv>> problem;
+  problem.frames = options.batch;
+  problem.name = single.name + "-batch" + std::to_string(options.batch);
+  problem.description = single.description + ", " + std::to_string(options.batch) + " frames";
+  Options frame_options = options;
+  for (int f = 0; f < options.batch; ++f) {
+    ConvInput frame = single.input;
+    if (options.image_path.empty() && f > 0) {
+      frame_options.seed = options.seed + std::uint64_t(f);
+      std::string name;
+      frame.image = load_or_generate(frame_options, conv_options.channels, &name);
+    }
+    problem.input.frames.push_back(std::move(frame));
+  }
+  return run(options, problem);
+}
+
 int run_conv(const Options& options) {
   const ConvOptions& conv = conv_options;
   Case<Conv> problem;
@@ -32,6 +92,7 @@ int run_conv(const Options& options) {
                         std::to_string(image.channels) + " " + conv.mask + " " +
                         std::to_string(problem.input.mask.size) + "x" +
                         std::to_string(problem.input.mask.size) + " " + options.border;
+  if (options.batch > 1) return run_conv_batch(options, problem);
   const ImageSize out =
       conv_output_size(image.width, image.height, problem.input.mask, problem.input.border);
   use_sampled_rows(options, problem, out.height, double(image.sample_count()),
@@ -50,3 +111,14 @@ AlgorithmEntry conv_entry() {
 }
 
 }  // namespace kbench::compare
+
+namespace kbench {
+
+template <>
+const VariantList<compare::Batch<Conv>>& variants<compare::Batch<Conv>>() {
+  static const VariantList<compare::Batch<Conv>> list =
+      compare::batch_variants<Conv, compare::ConvViewsRunner>();
+  return list;
+}
+
+}  // namespace kbench

@@ -1,11 +1,84 @@
 // compare --algo lbp: its options and input.
 #include "kbench/lbp.hpp"
+#include "compare/batch.hpp"
 #include "compare/compare_impl.hpp"
 #include "compare/inputs.hpp"
 #include "compare/sampled_rows.hpp"
 
 namespace kbench::compare {
 namespace {
+
+// A batch through kbench::lbp on device views, the variant chosen by name.
+class LbpViewsRunner final : public Runner<Batch<Lbp>> {
+ public:
+  LbpViewsRunner(const Variant<Lbp>& variant, const Batch<Lbp>::Input& input)
+      : input_(input),
+        choice_{variant.name, "", ""},
+        bins_(lbp_bin_count(input.frames.front().params.mapping)),
+        histograms_(input.frames.size() * std::size_t(bins_) * sizeof(std::uint32_t), 0) {
+    const LbpInput& first = input.frames.front();
+    const ImageSize out = lbp_output_size(first.gray.width, first.gray.height, first.params.border);
+    const int frames = int(input.frames.size());
+    in_ = DeviceFrames(first.gray.width, first.gray.height, 1, frames);
+    codes_ = DeviceFrames(out.width, out.height, 1, frames);
+  }
+  void poison(std::uint8_t byte) override {
+    codes_.fill(byte);
+    fill_async(histograms_.data(), byte, histograms_.size(), nullptr);
+  }
+  void upload() override {
+    for (std::size_t f = 0; f < input_.frames.size(); ++f) {
+      in_.upload(int(f), input_.frames[f].gray.data.data());
+    }
+  }
+  void compute() override {
+    const LbpParams& params = input_.frames.front().params;
+    lbp(context_, in_.view(), codes_.view(), static_cast<std::uint32_t*>(histograms_.data()),
+        {params.mapping, params.border, {}}, choice_);
+  }
+  void sync() override { synchronize(nullptr); }
+  void download(Batch<Lbp>::Output& out) override {
+    out.resize(input_.frames.size());
+    const ImageView& view = codes_.view();
+    const std::size_t histogram_bytes = std::size_t(bins_) * sizeof(std::uint32_t);
+    for (std::size_t f = 0; f < out.size(); ++f) {
+      reshape(out[f].codes, view.width, view.height, 1);
+      codes_.download(int(f), out[f].codes.data.data());
+      out[f].histogram.resize(std::size_t(bins_));
+      copy_rows_async(out[f].histogram.data(), histogram_bytes,
+                      static_cast<const std::uint8_t*>(histograms_.data()) + f * histogram_bytes,
+                      histogram_bytes, histogram_bytes, 1, nullptr);
+    }
+    synchronize(nullptr);
+  }
+
+ private:
+  const Batch<Lbp>::Input& input_;
+  Context context_;
+  Choice choice_;
+  int bins_;
+  DeviceFrames in_, codes_;
+  DeviceMemory histograms_;
+};
+
+// --batch N: N generated frames (seeds seed … seed + N − 1), or the --image N times.
+int run_lbp_batch(const Options& options, const Case<Lbp>& single) {
+  Case<Batch<Lbp>> problem;
+  problem.frames = options.batch;
+  problem.name = single.name + "-batch" + std::to_string(options.batch);
+  problem.description = single.description + ", " + std::to_string(options.batch) + " frames";
+  Options frame_options = options;
+  for (int f = 0; f < options.batch; ++f) {
+    LbpInput frame = single.input;
+    if (options.image_path.empty() && f > 0) {
+      frame_options.seed = options.seed + std::uint64_t(f);
+      std::string name;
+      frame.gray = load_or_generate(frame_options, 1, &name);
+    }
+    problem.input.frames.push_back(std::move(frame));
+  }
+  return run(options, problem);
+}
 
 struct LbpOptions {
   std::string mapping = "plain";
@@ -27,6 +100,7 @@ int run_lbp(const Options& options) {
   const ImageU8& gray = problem.input.gray;
   problem.description = std::to_string(gray.width) + "x" + std::to_string(gray.height) + " gray " +
                         options.border + " " + lbp_options.mapping;
+  if (options.batch > 1) return run_lbp_batch(options, problem);
   const ImageSize out = lbp_output_size(gray.width, gray.height, problem.input.params.border);
   use_sampled_rows(options, problem, out.height, double(gray.sample_count()),
                    double(out.width) * out.height);
@@ -45,3 +119,14 @@ AlgorithmEntry lbp_entry() {
 }
 
 }  // namespace kbench::compare
+
+namespace kbench {
+
+template <>
+const VariantList<compare::Batch<Lbp>>& variants<compare::Batch<Lbp>>() {
+  static const VariantList<compare::Batch<Lbp>> list =
+      compare::batch_variants<Lbp, compare::LbpViewsRunner>();
+  return list;
+}
+
+}  // namespace kbench

@@ -109,6 +109,11 @@ int main(int argc, char** argv) {
                  "images too large for it; single-core variants then run only where --variant "
                  "names them")
       ->check(CLI::Range(0, 1000000));
+  app.add_option("--batch", options.batch,
+                 "conv, lbp: frames per call; every variant frame by frame, and the library's "
+                 "call on device views with all frames at once (<variant>-views)")
+      ->check(CLI::Range(1, 65535))
+      ->capture_default_str();
   app.add_flag("--list", list, "Print the variant registry and exit");
   app.add_flag("--list-cases", list_cases, "Print the algorithm's standard cases and exit");
   app.add_flag("-q,--quiet", options.quiet,
@@ -123,8 +128,13 @@ int main(int argc, char** argv) {
   kbench::tools::Progress::enabled() =
       !options.quiet && kbench::tools::Progress::terminal() && ::isatty(STDOUT_FILENO) == 0;
 
-  if (options.check_rows > 0 && options.algorithm != "conv" && options.algorithm != "lbp") {
+  const bool image_algorithm = options.algorithm == "conv" || options.algorithm == "lbp";
+  if (options.check_rows > 0 && !image_algorithm) {
     std::cerr << "compare: --check-rows applies to conv and lbp, not " << options.algorithm << '\n';
+    return kbench::tools::kExitUsage;
+  }
+  if (options.batch > 1 && (!image_algorithm || options.check_rows > 0)) {
+    std::cerr << "compare: --batch applies to conv and lbp, without --check-rows\n";
     return kbench::tools::kExitUsage;
   }
 

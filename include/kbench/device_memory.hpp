@@ -5,6 +5,7 @@
 // default stream.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -54,8 +55,8 @@ class DeviceMemory {
 // between host and device memory in any direction, queued on `stream`.
 void copy_rows_async(void* to, std::size_t to_pitch, const void* from, std::size_t from_pitch,
                      std::size_t row_bytes, std::size_t rows, void* stream);
-// Sets `bytes` bytes of device memory to zero, queued on `stream`.
-void zero_async(void* data, std::size_t bytes, void* stream);
+// Sets `bytes` bytes of device memory to `byte`, queued on `stream`.
+void fill_async(void* data, std::uint8_t byte, std::size_t bytes, void* stream);
 // Copies the last channel of every frame of `from`, starting `inset` pixels in from its top and
 // left, into the last channel of `to`'s frames (device views of the same channel count), queued
 // on `stream`.

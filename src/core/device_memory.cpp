@@ -38,7 +38,7 @@ void copy_rows_async(void*, std::size_t, const void*, std::size_t, std::size_t, 
                      void*) {
   no_cuda("a device copy");
 }
-void zero_async(void*, std::size_t, void*) {
+void fill_async(void*, std::uint8_t, std::size_t, void*) {
   no_cuda("a device fill");
 }
 void copy_last_channel_async(const ConstImageView&, int, const ImageView&, void*) {
@@ -64,7 +64,7 @@ void* DeviceScratch::bytes(const std::string& name, std::size_t size) {
     memory = DeviceMemory(size, device_);
     // Zeroed once, so that vector loads running into a row's padding never read uninitialised
     // memory.
-    zero_async(memory.data(), size, nullptr);
+    fill_async(memory.data(), 0, size, nullptr);
     synchronize(nullptr);
   }
   return memory.data();

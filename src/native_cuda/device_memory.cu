@@ -118,8 +118,8 @@ void copy_rows_async(void* to, std::size_t to_pitch, const void* from, std::size
         "cudaMemcpy2DAsync");
 }
 
-void zero_async(void* data, std::size_t bytes, void* stream) {
-  check(cudaMemsetAsync(data, 0, bytes, stream_of(stream)), "cudaMemsetAsync");
+void fill_async(void* data, std::uint8_t byte, std::size_t bytes, void* stream) {
+  check(cudaMemsetAsync(data, byte, bytes, stream_of(stream)), "cudaMemsetAsync");
 }
 
 void synchronize(void* stream) {

@@ -510,7 +510,7 @@ void lbp_on_views(const LbpViewCall& call) {
   static_assert(offsetof(LbpTables, bin) == kLbpCodes, "the kernels read bins after values");
   const auto* device_tables = static_cast<const std::uint8_t*>(
       call.work.scratch->uploaded("cuda lbp tables", &tables, 2 * kLbpCodes, call.work.stream));
-  zero_async(call.histograms, std::size_t(call.in.frames) * g.bins * sizeof(std::uint32_t),
+  fill_async(call.histograms, 0, std::size_t(call.in.frames) * g.bins * sizeof(std::uint32_t),
              call.work.stream);
   VecKernel(g).launch(in.data, device_tables, g, out.data, call.histograms, nullptr, stream,
                       call.in.frames);

@@ -1,0 +1,261 @@
+// The library calls on device views (GPU suite): every variant that takes them, in every layout
+// (rows of whole vectors used in place, others staged), against the reference frame by frame;
+// a batch against single calls; the caller's streams, two contexts on one GPU from two threads;
+// and refusals. Without a usable GPU the cases pass without running (the host suite's refusals
+// are in test_api.cpp).
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "kbench/harness.hpp"
+#include "kbench/kbench.hpp"
+#include "kbench/system_info.hpp"
+#include "padded_frames.hpp"
+
+#if defined(KBENCH_HAVE_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+using namespace kbench;
+using kbench::testing::PaddedFrames;
+
+namespace {
+
+// Host frames mirrored in device memory with the same layout: `view` points into the device.
+struct DeviceMirror {
+  PaddedFrames host;
+  DeviceMemory memory;
+  ImageView view;
+
+  explicit DeviceMirror(PaddedFrames frames)
+      : host(std::move(frames)), memory(host.bytes.size(), 0), view(host.view) {
+    host.view.data = host.bytes.data();
+    view.data = static_cast<std::uint8_t*>(memory.data());
+    view.place = MemoryPlace::cuda(0);
+    copy_rows_async(memory.data(), host.bytes.size(), host.bytes.data(), host.bytes.size(),
+                    host.bytes.size(), 1, nullptr);
+    synchronize(nullptr);
+  }
+  // The device bytes back into `host`.
+  void fetch() {
+    copy_rows_async(host.bytes.data(), host.bytes.size(), memory.data(), host.bytes.size(),
+                    host.bytes.size(), 1, nullptr);
+    synchronize(nullptr);
+  }
+};
+
+std::vector<ImageU8> frames_of(int count, int width, int height, int channels, std::uint64_t seed) {
+  std::vector<ImageU8> frames;
+  for (int f = 0; f < count; ++f)
+    frames.push_back(synthetic_image(width, height, channels, seed + f));
+  return frames;
+}
+
+// A caller's layout: spare bytes after each row and frame (0: packed).
+struct Layout {
+  int width;
+  std::size_t pad, gap;
+  const char* what;
+};
+// 64 × 3 and 48 × 1 bytes are whole 16-byte vectors (used in place when packed); 37 is not.
+const Layout kLayouts[] = {{64, 0, 0, "packed, whole vectors"},
+                           {37, 0, 0, "packed, odd width"},
+                           {48, 16, 32, "pitched by 16, frames apart"},
+                           {37, 5, 11, "odd pitch and stride"}};
+
+template <class Algorithm>
+std::vector<const Variant<Algorithm>*> view_variants() {
+  std::vector<const Variant<Algorithm>*> list;
+  for (const auto& v : variants<Algorithm>()) {
+    if (v.on_views && runs_here(v)) list.push_back(&v);
+  }
+  return list;
+}
+
+// The image's first `count` channels.
+ImageU8 first_channels(const ImageU8& image, int count) {
+  if (count == image.channels) return image;
+  ImageU8 out(image.width, image.height, count);
+  for (std::size_t i = 0; i < image.pixel_count(); ++i) {
+    for (int c = 0; c < count; ++c) out.data[i * count + c] = image.data[i * image.channels + c];
+  }
+  return out;
+}
+
+Mask box5() {
+  return {5, std::vector<float>(25, 1.f / 25.f)};
+}
+
+}  // namespace
+
+TEST_CASE("conv on device views equals the reference in every layout", "[api_device]") {
+  if (!gpu_available()) return;
+  REQUIRE(!view_variants<Conv>().empty());
+  Context context;
+  for (const auto* variant : view_variants<Conv>()) {
+    for (const Layout& layout : kLayouts) {
+      for (const int channels : {1, 3, 4}) {
+        for (const Mask& mask : {builtin_mask("sharpen"), box5()}) {
+          for (const Border border : {Border::clamp, Border::crop}) {
+            INFO(variant->name << ", " << layout.what << ", " << channels << " channels, "
+                               << mask.size << "x" << mask.size << " " << to_string(border));
+            const auto frames = frames_of(3, layout.width, 19, channels, 40);
+            const ImageSize size = conv_output_size(layout.width, 19, mask, border);
+            DeviceMirror in(PaddedFrames(frames, layout.pad, layout.gap));
+            DeviceMirror out(
+                PaddedFrames(std::vector<ImageU8>(3, ImageU8(size.width, size.height, channels)),
+                             layout.pad, layout.gap, 0x5A));
+            conv(context, in.view, out.view, mask, {border, {nullptr, true}}, {variant->name});
+            out.fetch();
+            const int colours = channels == 4 ? 3 : channels;
+            for (int f = 0; f < 3; ++f) {
+              // The colour against the reference; an alpha channel is passed through.
+              const ImageU8 got = out.host.frame(f);
+              const ConvInput colour{first_channels(frames[f], colours), mask, border};
+              const CheckResult check =
+                  Conv::check(colour, Conv::reference(colour), first_channels(got, colours));
+              CHECK(check.ok);
+              if (channels == 4) {
+                const int inset = border == Border::crop ? mask.radius() : 0;
+                bool alpha = true;
+                for (int y = 0; y < size.height; ++y) {
+                  for (int x = 0; x < size.width; ++x) {
+                    alpha &= got.at(x, y, 3) == frames[f].at(x + inset, y + inset, 3);
+                  }
+                }
+                CHECK(alpha);
+              }
+            }
+            CHECK(out.host.spare_bytes_hold(0x5A));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("lbp on device views equals the reference in every layout", "[api_device]") {
+  if (!gpu_available()) return;
+  REQUIRE(!view_variants<Lbp>().empty());
+  Context context;
+  for (const auto* variant : view_variants<Lbp>()) {
+    for (const Layout& layout : kLayouts) {
+      for (const LbpMapping mapping :
+           {LbpMapping::plain, LbpMapping::uniform, LbpMapping::rotation_invariant}) {
+        for (const Border border : {Border::clamp, Border::crop}) {
+          INFO(variant->name << ", " << layout.what << ", " << to_string(mapping) << ", "
+                             << to_string(border));
+          const auto frames = frames_of(4, layout.width, 21, 1, 70);
+          const ImageSize size = lbp_output_size(layout.width, 21, border);
+          const std::size_t bins = std::size_t(lbp_bin_count(mapping));
+          DeviceMirror in(PaddedFrames(frames, layout.pad, layout.gap));
+          DeviceMirror codes(
+              PaddedFrames(std::vector<ImageU8>(4, ImageU8(size.width, size.height, 1)), layout.pad,
+                           layout.gap, 0x5A));
+          DeviceMemory histograms(4 * bins * sizeof(std::uint32_t), 0);
+          fill_async(histograms.data(), 0xEE, histograms.size(), nullptr);
+          lbp(context, in.view, codes.view, static_cast<std::uint32_t*>(histograms.data()),
+              {mapping, border, {nullptr, true}}, {variant->name});
+          codes.fetch();
+          std::vector<std::uint32_t> counts(4 * bins);
+          copy_rows_async(counts.data(), histograms.size(), histograms.data(), histograms.size(),
+                          histograms.size(), 1, nullptr);
+          synchronize(nullptr);
+          for (int f = 0; f < 4; ++f) {
+            const LbpResult expected = local_binary_pattern(frames[f], {border, mapping});
+            CHECK(codes.host.frame(f) == expected.codes);
+            CHECK(std::vector<std::uint32_t>(counts.begin() + f * bins,
+                                             counts.begin() + (f + 1) * bins) ==
+                  expected.histogram);
+          }
+          CHECK(codes.host.spare_bytes_hold(0x5A));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a batch on device views equals single calls, and calls repeat exactly", "[api_device]") {
+  if (!gpu_available()) return;
+  Context context;
+  const Mask mask = builtin_mask("gaussian");
+  const auto frames = frames_of(9, 640, 48, 3, 5);
+  for (const auto* variant : view_variants<Conv>()) {
+    INFO(variant->name);
+    DeviceMirror batch_in(PaddedFrames(frames, 0, 0));
+    DeviceMirror batch_out(PaddedFrames(std::vector<ImageU8>(9, ImageU8(640, 48, 3)), 0, 0));
+    for (int call = 0; call < 2; ++call) {
+      conv(context, batch_in.view, batch_out.view, mask, {Border::clamp, {nullptr, true}},
+           {variant->name});
+    }
+    batch_out.fetch();
+    for (int f = 0; f < 9; ++f) {
+      DeviceMirror one_in(PaddedFrames({frames[f]}, 0, 0));
+      DeviceMirror one_out(PaddedFrames({ImageU8(640, 48, 3)}, 0, 0));
+      conv(context, one_in.view, one_out.view, mask, {Border::clamp, {nullptr, true}},
+           {variant->name});
+      one_out.fetch();
+      CHECK(batch_out.host.frame(f) == one_out.host.frame(0));
+    }
+  }
+}
+
+#if defined(KBENCH_HAVE_CUDA)
+TEST_CASE("contexts on two threads and their own streams give one thread's bytes", "[api_device]") {
+  if (!gpu_available()) return;
+  const auto frames = frames_of(16, 320, 96, 1, 11);
+  const Mask mask = builtin_mask("edge");
+  std::vector<ImageU8> expected;
+  {
+    Context context;
+    DeviceMirror in(PaddedFrames(frames, 0, 0));
+    DeviceMirror out(PaddedFrames(std::vector<ImageU8>(16, ImageU8(320, 96, 1)), 0, 0));
+    conv(context, in.view, out.view, mask, {Border::clamp, {nullptr, true}});
+    out.fetch();
+    for (int f = 0; f < 16; ++f) expected.push_back(out.host.frame(f));
+  }
+  std::vector<std::vector<ImageU8>> results(2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      cudaStream_t stream;
+      REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+      Context own;
+      DeviceMirror in(PaddedFrames(frames, 0, 0));
+      DeviceMirror out(PaddedFrames(std::vector<ImageU8>(16, ImageU8(320, 96, 1)), 0, 0));
+      for (int k = 0; k < 20; ++k) conv(own, in.view, out.view, mask, {Border::clamp, {stream}});
+      synchronize(stream);
+      out.fetch();
+      for (int f = 0; f < 16; ++f) results[t].push_back(out.host.frame(f));
+      cudaStreamDestroy(stream);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int t = 0; t < 2; ++t) CHECK(results[t] == expected);
+}
+#endif
+
+TEST_CASE("calls on device views refuse mixed places, other devices and colour lbp",
+          "[api_device]") {
+  if (!gpu_available()) return;
+  Context context;
+  const auto frames = frames_of(1, 32, 16, 3, 1);
+  DeviceMirror in(PaddedFrames(frames, 0, 0));
+  DeviceMirror out(PaddedFrames(frames, 0, 0, 0x11));
+  ImageU8 host_out(32, 16, 3);
+  const Mask mask = builtin_mask("box");
+  CHECK_THROWS_WITH(conv(context, in.view, image_view(host_out), mask),
+                    Catch::Contains("a call takes views of one place"));
+  ImageView elsewhere = out.view;
+  elsewhere.place = MemoryPlace::cuda(1);
+  ConstImageView elsewhere_in = in.view;
+  elsewhere_in.place = MemoryPlace::cuda(1);
+  CHECK_THROWS_WITH(conv(context, elsewhere_in, elsewhere, mask),
+                    Catch::Contains("this context runs on device 0"));
+  ImageView codes = out.view;
+  codes.channels = 1;
+  CHECK_THROWS_WITH(lbp(context, in.view, codes, nullptr),
+                    Catch::Contains("lbp on a device view takes gray"));
+  CHECK_THROWS_WITH(match(context, in.view, in.view), Catch::Contains("takes host views"));
+  out.fetch();
+  CHECK(out.host.frame(0) == PaddedFrames(frames, 0, 0, 0x11).frame(0));
+}
