@@ -4,6 +4,11 @@
 //         input uploaded, computed, output downloaded),
 //   call: kbench::conv / kbench::lbp on host views of the same image, with Choice{variant},
 // alternately, and prints one JSON line per case with both medians and their ratio.
+// Where a GPU is usable it also times, for the variant's call on device views:
+//   kernel: the variant's runner, compute() only (the bare kernel on resident buffers),
+//   device: kbench::conv / kbench::lbp on device views of resident buffers,
+// each as a burst of calls on the legacy stream then one wait (GPU time per call), and the
+// host's time to queue one call (the burst's queueing alone): one JSON line per case.
 //
 //   api-overhead [--reps N] [WxH ...]    (variant: each algorithm's preferred one here)
 #include <algorithm>
@@ -55,6 +60,102 @@ void compare_paths(const char* algorithm, const std::string& variant, const std:
   std::fflush(stdout);
 }
 
+// Times `kernel` and `device` (each queues one call) alternately: the GPU time per call of a
+// burst, and the host's time to queue one.
+template <class Kernel, class Device>
+void compare_device_paths(const char* algorithm, const std::string& variant,
+                          const std::string& size, int reps, const Kernel& kernel,
+                          const Device& device) {
+  constexpr int kBurst = 50;
+  std::vector<double> gpu[2], queue[2];
+  kernel();
+  device();
+  kbench::synchronize(nullptr);
+  for (int r = 0; r < reps; ++r) {
+    for (const int path : {0, 1}) {
+      const Clock::time_point start = Clock::now();
+      for (int k = 0; k < kBurst; ++k) path == 0 ? kernel() : device();
+      const Clock::time_point queued = Clock::now();
+      kbench::synchronize(nullptr);
+      const Clock::time_point done = Clock::now();
+      queue[path].push_back(std::chrono::duration<double, std::micro>(queued - start).count() /
+                            kBurst);
+      gpu[path].push_back(std::chrono::duration<double, std::milli>(done - start).count() / kBurst);
+    }
+  }
+  const double kernel_ms = median(gpu[0]), device_ms = median(gpu[1]);
+  const double kernel_us = median(queue[0]), device_us = median(queue[1]);
+  std::printf(
+      "{\"algorithm\": \"%s\", \"path\": \"device views\", \"variant\": \"%s\", "
+      "\"size\": \"%s\", \"reps\": %d, \"burst\": %d, \"kernel_ms\": %.4f, "
+      "\"device_call_ms\": %.4f, \"device_over_kernel\": %.3f, \"kernel_queue_us\": %.2f, "
+      "\"device_call_queue_us\": %.2f, \"host_overhead_us\": %.2f, \"gpu\": \"%s\", "
+      "\"commit\": \"%s\"}\n",
+      algorithm, variant.c_str(), size.c_str(), reps, kBurst, kernel_ms, device_ms,
+      device_ms / kernel_ms, kernel_us, device_us, device_us - kernel_us,
+      kbench::gpu_name().c_str(), kbench::build_commit());
+  std::fflush(stdout);
+}
+
+// The preferred variant that takes device views.
+template <class Algorithm>
+const kbench::Variant<Algorithm>& view_variant() {
+  const kbench::Variant<Algorithm>* best = nullptr;
+  for (const auto& v : kbench::variants<Algorithm>()) {
+    if (v.on_views && (!best || v.preference > best->preference)) best = &v;
+  }
+  if (!best)
+    throw kbench::Error(std::string("no ") + Algorithm::name + " variant takes device views");
+  return *best;
+}
+
+// `image` copied to device memory, and a view of it there.
+struct OnDevice {
+  kbench::DeviceMemory memory;
+  kbench::ImageView view;
+  explicit OnDevice(const kbench::ImageU8& image)
+      : memory(image.data.size(), 0),
+        view{static_cast<std::uint8_t*>(memory.data()),
+             image.width,
+             image.height,
+             image.channels,
+             0,
+             1,
+             0,
+             kbench::MemoryPlace::cuda(0)} {
+    kbench::copy_rows_async(memory.data(), image.data.size(), image.data.data(), image.data.size(),
+                            image.data.size(), 1, nullptr);
+    kbench::synchronize(nullptr);
+  }
+};
+
+void time_device_calls(kbench::Context& context, const std::string& size_name,
+                       const kbench::ImageU8& rgb, int reps) {
+  const kbench::ConvInput conv_input{rgb, kbench::builtin_mask("gaussian"), kbench::Border::clamp};
+  const auto& conv_variant = view_variant<kbench::Conv>();
+  auto conv_runner = conv_variant.make(conv_input);
+  conv_runner->upload();
+  const OnDevice conv_in(rgb), conv_out(rgb);
+  compare_device_paths(
+      "conv", conv_variant.name, size_name, reps, [&] { conv_runner->compute(); },
+      [&] {
+        kbench::conv(context, conv_in.view, conv_out.view, conv_input.mask, {},
+                     {conv_variant.name, "", ""});
+      });
+  const kbench::LbpInput lbp_input{kbench::to_gray(rgb), {}};
+  const auto& lbp_variant = view_variant<kbench::Lbp>();
+  auto lbp_runner = lbp_variant.make(lbp_input);
+  lbp_runner->upload();
+  const OnDevice lbp_in(lbp_input.gray), codes(lbp_input.gray);
+  kbench::DeviceMemory histogram(256 * sizeof(std::uint32_t), 0);
+  compare_device_paths(
+      "lbp", lbp_variant.name, size_name, reps, [&] { lbp_runner->compute(); },
+      [&] {
+        kbench::lbp(context, lbp_in.view, codes.view, static_cast<std::uint32_t*>(histogram.data()),
+                    {}, {lbp_variant.name, "", ""});
+      });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -99,6 +200,7 @@ int main(int argc, char** argv) {
             kbench::lbp(context, kbench::image_view(lbp_input.gray), kbench::image_view(codes),
                         histogram.data(), {}, {lbp_variant.name, "", ""});
           });
+      if (kbench::gpu_available()) time_device_calls(context, size_name, rgb, reps);
     }
   } catch (const kbench::Error& e) {
     std::fprintf(stderr, "api-overhead: %s\n", e.what());

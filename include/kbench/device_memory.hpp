@@ -110,6 +110,10 @@ struct FrameLayout {
   std::size_t frame_stride = 0;
 };
 
+// Copies every frame of `from` into `to`, views of one shape in any two places, queued on
+// `stream`.
+void copy_view_async(const ImageView& to, const ConstImageView& from, void* stream);
+
 // Whether a kernel that loads and stores whole `vector`-byte vectors from each row's start can
 // use `view` in place: pointer, pitch and frame stride multiples of `vector`, and rows of a whole
 // number of vectors (so that nothing past a row's bytes is touched).

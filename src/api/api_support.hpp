@@ -2,6 +2,7 @@
 // What the library calls share: checking views, copying between views and the registry's host
 // types, and choosing and running a variant through the context.
 
+#include <chrono>
 #include <mutex>
 #include <string>
 
@@ -25,6 +26,22 @@ bool device_call(Context& context, const ConstImageView& in, const ImageView& ou
                  const char* out_name);
 // The context's device scratch memory, ready for a call on `stream` (the device made current).
 ViewWork begin_device_call(Context& context, const Stream& stream);
+
+// An image of this shape without pixels, for choosing a variant.
+inline ImageU8 image_shape(int width, int height, int channels) {
+  ImageU8 image;
+  image.width = width;
+  image.height = height;
+  image.channels = channels;
+  return image;
+}
+
+// Host views through a variant that takes device views: `in` copied into the context's device
+// scratch memory, `run(device_in, device_out, work)` queued on the legacy default stream, the
+// result copied into `out` and waited for. Times the parts into the call's CallInfo.
+template <class Algorithm, class Run>
+void through_device(Context& context, const Variant<Algorithm>& variant, const ConstImageView& in,
+                    const ImageView& out, const Run& run);
 // After a call on device views: waits when asked, and records what ran.
 void end_device_call(Context& context, const Stream& stream, CallInfo info);
 // Refuses an output view of another shape than `width` × `height` × `channels` × `frames`, or
@@ -98,14 +115,15 @@ const Variant<Algorithm>& choose(Context& context, const typename Algorithm::Inp
 // two threads at once: calls through the portable layer take this lock.
 std::mutex& kokkos_mutex();
 
-// Runs `variant` on the views of `call`, queued on the call's stream.
-template <class Algorithm>
-void run_on_views(Context& context, const Variant<Algorithm>& variant,
-                  const typename Algorithm::ViewCall& call, const Stream& stream) {
+// Runs `queue` (which queues `variant`'s work on views on the call's stream) and records the
+// call.
+template <class Algorithm, class Queue>
+void run_on_views(Context& context, const Variant<Algorithm>& variant, const Queue& queue,
+                  const Stream& stream) {
   {
     std::unique_lock<std::mutex> lock(kokkos_mutex(), std::defer_lock);
     if (variant.layer == Layer::portable) lock.lock();
-    variant.on_views(call);
+    queue();
   }
   end_device_call(context, stream,
                   {Algorithm::name, variant.name, to_string(variant.layer),
@@ -123,6 +141,47 @@ typename Algorithm::Output run(Context& context, const Variant<Algorithm>& varia
   record_call(context, {Algorithm::name, variant.name, to_string(variant.layer),
                         to_string(variant.backend), times.compute_ms, times.total_ms, ""});
   return out;
+}
+
+template <class Algorithm, class Run>
+void through_device(Context& context, const Variant<Algorithm>& variant, const ConstImageView& in,
+                    const ImageView& out, const Run& run) {
+  using Clock = std::chrono::steady_clock;
+  const auto ms = [](Clock::time_point from, Clock::time_point to) {
+    return std::chrono::duration<double, std::milli>(to - from).count();
+  };
+  const ScopedDevice on(context.options().device);
+  const Clock::time_point start = Clock::now();
+  const ViewWork work = begin_device_call(context, Stream{});
+  const MemoryPlace device = MemoryPlace::cuda(context.options().device);
+  const auto packed = [&](const auto& view, const char* name) {
+    const std::size_t bytes = view.row_bytes() * std::size_t(view.height) * view.frames;
+    return ImageView{static_cast<std::uint8_t*>(work.scratch->bytes(name, bytes)),
+                     view.width,
+                     view.height,
+                     view.channels,
+                     0,
+                     view.frames,
+                     0,
+                     device};
+  };
+  const ImageView device_in = packed(in, "host call input");
+  const ImageView device_out = packed(out, "host call output");
+  copy_view_async(device_in, in, work.stream);
+  synchronize(work.stream);
+  const Clock::time_point computing = Clock::now();
+  {
+    std::unique_lock<std::mutex> lock(kokkos_mutex(), std::defer_lock);
+    if (variant.layer == Layer::portable) lock.lock();
+    run(ConstImageView(device_in), device_out, work);
+  }
+  synchronize(work.stream);
+  const Clock::time_point computed = Clock::now();
+  copy_view_async(out, device_out, work.stream);
+  synchronize(work.stream);
+  record_call(context,
+              {Algorithm::name, variant.name, to_string(variant.layer), to_string(variant.backend),
+               ms(computing, computed), ms(start, Clock::now()), ""});
 }
 
 }  // namespace kbench::api

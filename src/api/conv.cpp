@@ -34,28 +34,35 @@ ImageU8 with_alpha(const ImageU8& colour, const ImageU8& input, int inset) {
   return out;
 }
 
-// Every frame in one call of a variant that takes device views; an alpha channel is convolved
-// with the colour, then replaced by the input's.
+// The shape a variant is chosen for.
+std::string shape_of(const ConstImageView& in, int channels, const Mask& mask, Border border) {
+  return std::to_string(in.width) + "x" + std::to_string(in.height) + "x" +
+         std::to_string(channels) + "/" + std::to_string(mask.size) + to_string(border);
+}
+
+// Every frame in one call of a variant that takes views; an alpha channel is convolved with the
+// colour, then replaced by the input's.
+void conv_views(const Variant<Conv>& variant, const ConvViewCall& call) {
+  variant.on_views(call);
+  if (has_alpha(call.in.channels)) {
+    const int inset = call.border == Border::crop ? call.mask->radius() : 0;
+    copy_last_channel_async(call.in, inset, call.out, call.work.stream);
+  }
+}
+
 void conv_on_device(Context& context, const ConstImageView& in, const ImageView& out,
                     const Mask& mask, const ConvOptions& options, const Choice& choice) {
   const ScopedDevice on(context.options().device);
-  ConvInput shape{ImageU8{}, mask, options.border};
-  shape.image.width = in.width;
-  shape.image.height = in.height;
-  shape.image.channels = in.channels;
   const Variant<Conv>& variant = api::choose<Conv>(
-      context, shape, choice,
-      std::to_string(in.width) + "x" + std::to_string(in.height) + "x" +
-          std::to_string(in.channels) + "/" + std::to_string(mask.size) + to_string(options.border),
-      true);
+      context, ConvInput{api::image_shape(in.width, in.height, in.channels), mask, options.border},
+      choice, shape_of(in, in.channels, mask, options.border), true);
   const ViewWork work = api::begin_device_call(context, options.stream);
-  const ConvViewCall call{in, out, &mask, options.border, work};
-  api::run_on_views(context, variant, call, Stream{options.stream.handle, false});
-  if (has_alpha(in.channels)) {
-    const int inset = options.border == Border::crop ? mask.radius() : 0;
-    copy_last_channel_async(in, inset, out, work.stream);
-  }
-  if (options.stream.wait) synchronize(work.stream);
+  api::run_on_views(
+      context, variant,
+      [&] {
+        conv_views(variant, {in, out, &mask, options.border, work});
+      },
+      options.stream);
 }
 
 }  // namespace
@@ -70,10 +77,22 @@ void conv(Context& context, const ConstImageView& in, const ImageView& out, cons
     return;
   }
   const bool alpha = has_alpha(in.channels);
+  const int colours = alpha ? in.channels - 1 : in.channels;
   const int inset = options.border == Border::crop ? mask.radius() : 0;
-  // Every frame is computed before any is written, so a failure leaves `out` as it was.
+  const Variant<Conv>& variant = api::choose<Conv>(
+      context, ConvInput{api::image_shape(in.width, in.height, colours), mask, options.border},
+      choice, shape_of(in, colours, mask, options.border));
+  if (variant.backend == Backend::cuda && variant.on_views) {
+    api::through_device(
+        context, variant, in, out,
+        [&](const ConstImageView& device_in, const ImageView& device_out, const ViewWork& work) {
+          conv_views(variant, {device_in, device_out, &mask, options.border, work});
+        });
+    return;
+  }
+  // Frame by frame; every frame is computed before any is written, so a failure leaves `out` as
+  // it was.
   std::vector<ImageU8> results;
-  const Variant<Conv>* variant = nullptr;
   for (int f = 0; f < in.frames; ++f) {
     ConvInput input{ImageU8{}, mask, options.border};
     ImageU8 frame = api::staged_frame(context, in, f);
@@ -82,13 +101,7 @@ void conv(Context& context, const ConstImageView& in, const ImageView& out, cons
     } else {
       input.image = std::move(frame);
     }
-    if (!variant) {
-      variant = &api::choose<Conv>(context, input, choice,
-                                   std::to_string(in.width) + "x" + std::to_string(in.height) +
-                                       "x" + std::to_string(input.image.channels) + "/" +
-                                       std::to_string(mask.size) + to_string(options.border));
-    }
-    ImageU8 result = api::run(context, *variant, input);
+    ImageU8 result = api::run(context, variant, input);
     results.push_back(alpha ? with_alpha(result, frame, inset) : std::move(result));
     api::return_staging(context, alpha ? std::move(frame) : std::move(input.image));
   }

@@ -13,6 +13,12 @@ std::string shape_of(const ConstImageView& in, const LbpOptions& options) {
          to_string(options.border);
 }
 
+// Device memory for the histograms of `frames` frames, in the context's scratch memory.
+std::uint32_t* histograms_in_scratch(const ViewWork& work, int frames, LbpMapping mapping) {
+  const std::size_t bytes = std::size_t(frames) * lbp_bin_count(mapping) * sizeof(std::uint32_t);
+  return static_cast<std::uint32_t*>(work.scratch->bytes("lbp histograms", bytes));
+}
+
 // Every frame in one call of a variant that takes device views; without a histogram output, the
 // histograms go to the context's scratch memory.
 void lbp_on_device(Context& context, const ConstImageView& in, const ImageView& codes,
@@ -23,20 +29,17 @@ void lbp_on_device(Context& context, const ConstImageView& in, const ImageView& 
   }
   const ScopedDevice on(context.options().device);
   const LbpParams params{options.border, options.mapping};
-  LbpInput shape{ImageU8{}, params};
-  shape.gray.width = in.width;
-  shape.gray.height = in.height;
-  shape.gray.channels = 1;
   const Variant<Lbp>& variant =
-      api::choose<Lbp>(context, shape, choice, shape_of(in, options), true);
+      api::choose<Lbp>(context, LbpInput{api::image_shape(in.width, in.height, 1), params}, choice,
+                       shape_of(in, options), true);
   const ViewWork work = api::begin_device_call(context, options.stream);
-  if (!histogram) {
-    const std::size_t bytes =
-        std::size_t(in.frames) * lbp_bin_count(options.mapping) * sizeof(std::uint32_t);
-    histogram = static_cast<std::uint32_t*>(work.scratch->bytes("lbp histograms", bytes));
-  }
-  api::run_on_views(context, variant, LbpViewCall{in, codes, histogram, params, work},
-                    options.stream);
+  if (!histogram) histogram = histograms_in_scratch(work, in.frames, options.mapping);
+  api::run_on_views(
+      context, variant,
+      [&] {
+        variant.on_views(LbpViewCall{in, codes, histogram, params, work});
+      },
+      options.stream);
 }
 
 }  // namespace
@@ -52,8 +55,25 @@ void lbp(Context& context, const ConstImageView& in, const ImageView& codes,
   }
   const LbpParams params{options.border, options.mapping};
   const std::size_t bins = std::size_t(lbp_bin_count(options.mapping));
+  const Variant<Lbp>& variant =
+      api::choose<Lbp>(context, LbpInput{api::image_shape(in.width, in.height, 1), params}, choice,
+                       shape_of(in, options));
+  if (in.channels == 1 && variant.backend == Backend::cuda && variant.on_views) {
+    // Gray host frames through the device call: every frame in one launch.
+    api::through_device(
+        context, variant, in, codes,
+        [&](const ConstImageView& device_in, const ImageView& device_codes, const ViewWork& work) {
+          std::uint32_t* counts = histograms_in_scratch(work, in.frames, options.mapping);
+          variant.on_views(LbpViewCall{device_in, device_codes, counts, params, work});
+          if (histogram) {
+            const std::size_t bytes = bins * in.frames * sizeof(std::uint32_t);
+            copy_rows_async(histogram, bytes, counts, bytes, bytes, 1, work.stream);
+          }
+        });
+    return;
+  }
+  // Frame by frame, in gray; every frame is computed before any is written.
   std::vector<LbpResult> results;
-  const Variant<Lbp>* variant = nullptr;
   for (int f = 0; f < in.frames; ++f) {
     ImageU8 frame = api::staged_frame(context, in, f);
     LbpInput input{ImageU8{}, params};
@@ -63,10 +83,7 @@ void lbp(Context& context, const ConstImageView& in, const ImageView& codes,
       input.gray = to_gray(frame);
     }
     validate_lbp_input(input);
-    if (!variant) {
-      variant = &api::choose<Lbp>(context, input, choice, shape_of(in, options));
-    }
-    results.push_back(api::run(context, *variant, input));
+    results.push_back(api::run(context, variant, input));
     api::return_staging(context, in.channels == 1 ? std::move(input.gray) : std::move(frame));
   }
   for (int f = 0; f < in.frames; ++f) {

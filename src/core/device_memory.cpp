@@ -123,6 +123,10 @@ FrameLayout scratch_layout(const ConstImageView& view, std::size_t vector, const
 
 }  // namespace
 
+void copy_view_async(const ImageView& to, const ConstImageView& from, void* stream) {
+  copy_frames(layout_of(to), layout_of(from), from.row_bytes(), from.height, from.frames, stream);
+}
+
 bool usable_by_vectors(const ConstImageView& view, std::size_t vector) {
   const auto address = reinterpret_cast<std::uintptr_t>(view.data);
   return address % vector == 0 && view.row_pitch() % vector == 0 &&
