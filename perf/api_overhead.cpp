@@ -8,7 +8,9 @@
 //   kernel: the variant's runner, compute() only (the bare kernel on resident buffers),
 //   device: kbench::conv / kbench::lbp on device views of resident buffers,
 // each as a burst of calls on the legacy stream then one wait (GPU time per call), and the
-// host's time to queue one call (the burst's queueing alone): one JSON line per case.
+// host's time to queue one call (the burst's queueing alone): one JSON line per case; and the
+// device's copy bandwidth (a device-to-device copy, bytes read + written per second), the floor
+// that batch figures are set against.
 //
 //   api-overhead [--reps N] [WxH ...]    (variant: each algorithm's preferred one here)
 #include <algorithm>
@@ -129,6 +131,25 @@ struct OnDevice {
   }
 };
 
+void time_device_copy(int reps) {
+  constexpr std::size_t kBytes = std::size_t(1) << 30;
+  kbench::DeviceMemory from(kBytes, 0), to(kBytes, 0);
+  kbench::fill_async(from.data(), 1, kBytes, nullptr);
+  std::vector<double> seconds;
+  for (int r = 0; r <= reps; ++r) {
+    const Clock::time_point start = Clock::now();
+    kbench::copy_rows_async(to.data(), kBytes, from.data(), kBytes, kBytes, 1, nullptr);
+    kbench::synchronize(nullptr);
+    if (r > 0) seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::printf(
+      "{\"path\": \"device copy\", \"bytes\": %zu, \"reps\": %d, "
+      "\"copy_gb_per_s\": %.1f, \"gpu\": \"%s\", \"commit\": \"%s\"}\n",
+      kBytes, reps, 2.0 * double(kBytes) / median(seconds) / 1e9, kbench::gpu_name().c_str(),
+      kbench::build_commit());
+  std::fflush(stdout);
+}
+
 void time_device_calls(kbench::Context& context, const std::string& size_name,
                        const kbench::ImageU8& rgb, int reps) {
   const kbench::ConvInput conv_input{rgb, kbench::builtin_mask("gaussian"), kbench::Border::clamp};
@@ -173,6 +194,7 @@ int main(int argc, char** argv) {
     }
     if (sizes.empty()) sizes = {"1080p"};
     kbench::Context context;
+    if (kbench::gpu_available()) time_device_copy(reps);
     for (const std::string& size_name : sizes) {
       const kbench::ImageSize size = kbench::parse_image_size(size_name);
       const kbench::ImageU8 rgb = kbench::synthetic_image(size.width, size.height, 3, 1);

@@ -21,7 +21,11 @@
 # against size, the paper's Fig. 1; "peers" times perf/peers.py's libraries on the same cases;
 # "big" runs conv on 30000×30000 RGB and lbp on 50000×50000 gray, 2.7 and 2.5 GB, past 2^31
 # bytes, on the CUDA variants with sampled-row checks, then 600000-row images, into big.log and
-# big.jsonl); the binaries come from KBENCH_BUILD (default build/cuda); nothing is built here.
+# big.jsonl); "batch" runs conv and lbp in batches of 64 frames at 480p and 1080p (every frame
+# through the variant's runner, and the library's call on device views with all frames at once,
+# into batch.jsonl, batch.md against the device's copy floor) and api-overhead (the library call
+# against the bare kernel, into api.jsonl); the binaries come from KBENCH_BUILD (default
+# build/cuda); nothing is built here.
 set -uo pipefail
 
 out=${1:?usage: perf/gpu_check.sh OUTDIR [ALGO...]}
@@ -50,6 +54,13 @@ declare -A sanitizer_cases=(
   [sad-pruned]="--size 320x240 --query-size 40x36;--size 320x240 --query-size 40x36 --noise 70;\
 --size 320x240 --query-size 40x36 --top 10;--size 320x240 --query-size 40x36 --noise 300 --top 10"
   [cemd]="--size 96x200;--size 96x200-raw;--size 40x70-all"
+)
+# The batch step's cases and variants (the runner frame by frame, and the call on device views).
+batch_frames=64
+batch_sizes=(480p 1080p)
+declare -A batch_variants=(
+  [conv]="cuda-u8-vec cuda-u8-vec-views kokkos-band-cuda kokkos-band-cuda-views"
+  [lbp]="cuda-vec cuda-vec-views kokkos-vec-cuda kokkos-vec-cuda-views"
 )
 # cemd's size sweep (the paper's Fig. 1: throughput against comparisons per run), GPU variants.
 cemd_sweep_cases=(64x256 256x1Ki 1Kix4Ki 4Kix16Ki 8Kix64Ki)
@@ -120,7 +131,40 @@ if [[ $steps == *" sanitizer "* ]]; then
       done
     done
   done
+  # Calls on device views: batches in place and staged (odd widths), and the GPU suite's
+  # device-view cases (every layout, alpha, other masks, two contexts on their own streams).
+  for algo in conv lbp; do
+    for case in "--size 320x240 --batch 3" "--size 301x37 --batch 3 --border crop"; do
+      for tool in memcheck racecheck; do
+        echo "-- $algo $tool $case" >>"$out/sanitizer.log"
+        # shellcheck disable=SC2086
+        compute-sanitizer --tool "$tool" --error-exitcode 3 "$bin/compare" --algo "$algo" \
+          $case --backend cuda --check-only >>"$out/sanitizer.log" 2>&1 || status=1
+      done
+    done
+  done
+  echo "-- kbench_tests memcheck [api_device]" >>"$out/sanitizer.log"
+  compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/kbench_tests" "[api_device]" \
+    >>"$out/sanitizer.log" 2>&1 || status=1
   grep -E "^-- |ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer.log"
+fi
+
+if [[ $steps == *" batch "* ]]; then
+  echo "== batches of $batch_frames frames, and the library call against the bare kernel"
+  for algo in conv lbp; do
+    variant_args=()
+    for v in ${batch_variants[$algo]}; do variant_args+=(--variant "$v"); done
+    for size in "${batch_sizes[@]}"; do
+      "$bin/compare" --algo "$algo" --size "$size" --batch "$batch_frames" "${variant_args[@]}" \
+        --json "$out/batch.jsonl" >>"$out/batch.log" 2>&1 || status=1
+    done
+  done
+  "$bin/api-overhead" 1080p 4k >"$out/api.jsonl" 2>>"$out/batch.log" || status=1
+  if command -v python3 >/dev/null; then
+    python3 "$repo/perf/batch_table.py" "$out/batch.jsonl" >"$out/batch.md" || status=1
+    cat "$out/batch.md"
+  fi
+  cat "$out/api.jsonl"
 fi
 
 if [[ $steps == *" compare "* ]]; then
