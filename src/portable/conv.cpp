@@ -8,6 +8,8 @@
 // A fourth schedule, the band walk, runs the native CUDA kernel's register-level arithmetic
 // (kbench/conv_band.hpp) for 3×3 masks; a fifth, on host spaces, the native SIMD CPU variants'
 // band walk over rows of floats (kbench/conv_rows.hpp).
+// On CUDA the band variants also take the caller's device views (Variant::on_views): frames of
+// one shape on the caller's stream, the band schedule's frames all in one launch.
 //
 // The row-vector and band schedules turn bytes into floats and sums into bytes through
 // conv_band's helpers, which use byte permutes and paired packing on CUDA devices, and the rows
@@ -15,7 +17,11 @@
 // Isa::tuned and with Isa::plain (`-plain`, the helpers' C++ forms). The flat and team-tiled
 // schedules use no helper and are plain C++ as they are.
 #include <algorithm>
+#include <climits>
+#include <cstddef>
+#include <functional>
 #include <memory>
+#include <utility>
 
 #include "kbench/conv.hpp"
 #include "kbench/conv_band.hpp"
@@ -40,21 +46,56 @@ struct ConvShape {
   conv_band::Taps3x3 taps;
 };
 
+// The shape of a width × height × channels input with rows in_pitch bytes apart, into an output
+// with rows out_pitch bytes apart.
+ConvShape shape_of(int width, int height, int channels, const Mask& mask, Border border,
+                   int in_pitch, int out_pitch) {
+  const ImageSize out = conv_output_size(width, height, mask, border);
+  ConvShape shape;
+  shape.in_width = width;
+  shape.in_height = height;
+  shape.out_width = out.width;
+  shape.out_height = out.height;
+  shape.channels = channels;
+  shape.shift = border == Border::crop ? mask.radius() : 0;
+  shape.mask_size = mask.size;
+  shape.in_pitch = in_pitch;
+  shape.out_pitch = out_pitch;
+  shape.taps = mask.size == 3 ? conv_band::taps_of(mask) : conv_band::Taps3x3{};
+  return shape;
+}
+
+// The shape with pitched rows (portable::row_pitch) on both sides.
 ConvShape shape_of(const ConvInput& input) {
   const ImageSize out =
       conv_output_size(input.image.width, input.image.height, input.mask, input.border);
   const int channels = input.image.channels;
-  return {input.image.width,
-          input.image.height,
-          out.width,
-          out.height,
-          channels,
-          input.border == Border::crop ? input.mask.radius() : 0,
-          input.mask.size,
-          int(portable::row_pitch(std::size_t(input.image.width) * channels)),
-          int(portable::row_pitch(std::size_t(out.width) * channels)),
-          input.mask.size == 3 ? conv_band::taps_of(input.mask) : conv_band::Taps3x3{}};
+  return shape_of(input.image.width, input.image.height, channels, input.mask, input.border,
+                  int(portable::row_pitch(std::size_t(input.image.width) * channels)),
+                  int(portable::row_pitch(std::size_t(out.width) * channels)));
 }
+
+// The images every schedule takes, from the runners' own buffers as from the caller's memory, so
+// that both run the same kernels.
+template <class Exec>
+using InView = Kokkos::View<const std::uint8_t*, typename Exec::memory_space,
+                            Kokkos::MemoryTraits<Kokkos::Unmanaged | Kokkos::RandomAccess>>;
+template <class Exec>
+using OutView = Kokkos::View<std::uint8_t*, typename Exec::memory_space,
+                             Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+// The mask in the caller's scratch memory. Runners keep theirs in an InputBuffer, whose
+// random-access view reads through the texture path, which Kokkos 3.4 gives only to memory it
+// allocated itself.
+template <class Exec>
+using WeightsView = Kokkos::View<const float*, typename Exec::memory_space,
+                                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+// Frames of one shape, each after the one before: frame f's input starts f · in_stride bytes
+// after frame 0's, its output f · out_stride bytes after.
+struct ConvFrames {
+  int count;
+  std::size_t in_stride, out_stride;
+};
 
 // One output pixel, all channels. `Source` reads a clamped input sample: from the image in
 // device memory, or from a staged tile. kSize > 0 fixes the mask size at compile time.
@@ -101,13 +142,14 @@ struct MDRangeSchedule {
   static constexpr bool simple = true;
 
   template <int kSize, class In, class MaskView, class Out>
-  static void run(const ConvShape& s, const In& in, const MaskView& mask, const Out& out) {
+  static void run(const Exec& exec, const ConvShape& s, const In& in, const MaskView& mask,
+                  const Out& out) {
     using Policy =
         Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2, Kokkos::Iterate::Left, Kokkos::Iterate::Left>>;
     const ImageSource<In> source{s, in};
     for (const portable::RowRange& rows : portable::row_chunks(s.out_height, kTileY)) {
       Kokkos::parallel_for(
-          "conv_mdrange", Policy({0, rows.begin}, {s.out_width, rows.end}, {kTileX, kTileY}),
+          "conv_mdrange", Policy(exec, {0, rows.begin}, {s.out_width, rows.end}, {kTileX, kTileY}),
           KOKKOS_LAMBDA(int x, int y) { conv_pixel<kSize>(s, source, mask, out, x, y); });
     }
   }
@@ -134,14 +176,15 @@ struct TeamTiledSchedule {
   };
 
   template <int kSize, class In, class MaskView, class Out>
-  static void run(const ConvShape& s, const In& in, const MaskView& mask, const Out& out) {
+  static void run(const Exec& exec, const ConvShape& s, const In& in, const MaskView& mask,
+                  const Out& out) {
     const int r = s.mask_size / 2;
     const int staged_width = kTileX + 2 * r, staged_height = kTileY + 2 * r;
     const std::size_t scratch_bytes = std::size_t(staged_width) * staged_height * s.channels;
     const int tiles_x = (s.out_width + kTileX - 1) / kTileX;
     const int tiles_y = (s.out_height + kTileY - 1) / kTileY;
     const ImageSource<In> source{s, in};
-    auto policy = Kokkos::TeamPolicy<Exec>(tiles_x * tiles_y, Kokkos::AUTO)
+    auto policy = Kokkos::TeamPolicy<Exec>(exec, tiles_x * tiles_y, Kokkos::AUTO)
                       .set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(scratch_bytes)));
     Kokkos::parallel_for(
         "conv_team_tiled", policy, KOKKOS_LAMBDA(const Team& team) {
@@ -219,43 +262,45 @@ struct RowVectorSchedule {
   using OutWords = Kokkos::View<std::uint32_t*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
   template <int kSize, class In, class MaskView, class Out>
-  static void run(const ConvShape& s, const In& in, const MaskView& mask, const Out& out) {
+  static void run(const Exec& exec, const ConvShape& s, const In& in, const MaskView& mask,
+                  const Out& out) {
     if (kSize != 3) {
-      MDRangeSchedule<Exec>::template run<kSize>(s, in, mask, out);
+      MDRangeSchedule<Exec>::template run<kSize>(exec, s, in, mask, out);
       return;
     }
     const bool crop = s.shift == 1;
     switch (s.channels) {
       case 1:
-        crop ? run_fixed<1, 1>(s, in, mask, out) : run_fixed<1, 0>(s, in, mask, out);
+        crop ? run_fixed<1, 1>(exec, s, in, mask, out) : run_fixed<1, 0>(exec, s, in, mask, out);
         break;
       case 2:
-        crop ? run_fixed<2, 1>(s, in, mask, out) : run_fixed<2, 0>(s, in, mask, out);
+        crop ? run_fixed<2, 1>(exec, s, in, mask, out) : run_fixed<2, 0>(exec, s, in, mask, out);
         break;
       case 3:
-        crop ? run_fixed<3, 1>(s, in, mask, out) : run_fixed<3, 0>(s, in, mask, out);
+        crop ? run_fixed<3, 1>(exec, s, in, mask, out) : run_fixed<3, 0>(exec, s, in, mask, out);
         break;
       default:
-        crop ? run_fixed<4, 1>(s, in, mask, out) : run_fixed<4, 0>(s, in, mask, out);
+        crop ? run_fixed<4, 1>(exec, s, in, mask, out) : run_fixed<4, 0>(exec, s, in, mask, out);
         break;
     }
   }
 
   // kC channels; kShift 1 for crop, 0 for clamp.
   template <int kC, int kShift, class In, class MaskView, class Out>
-  static void run_fixed(const ConvShape& s, const In& in, const MaskView& mask, const Out& out) {
+  static void run_fixed(const Exec& exec, const ConvShape& s, const In& in, const MaskView& mask,
+                        const Out& out) {
     using Window = RowWindow<kC, kShift, kBytes>;
     const Words in_words(reinterpret_cast<const std::uint32_t*>(in.data()), in.size() / 4);
     const Vectors in_vectors(reinterpret_cast<const Bytes16*>(in.data()), in.size() / kBytes);
-    launch<kC, kShift>(s,
+    launch<kC, kShift>(exec, s,
                        VectorRowLoader<Window, kIsa, Vectors, Words>{in_vectors, in_words,
                                                                      s.in_width * kC, s.in_pitch},
                        in, mask, out);
   }
 
   template <int kC, int kShift, class Loader, class In, class MaskView, class Out>
-  static void launch(const ConvShape& s, const Loader& loader, const In& in, const MaskView& mask,
-                     const Out& out) {
+  static void launch(const Exec& exec, const ConvShape& s, const Loader& loader, const In& in,
+                     const MaskView& mask, const Out& out) {
     using Window = RowWindow<kC, kShift, kBytes>;
     const int out_row_bytes = s.out_width * kC;
     const OutWords out_words(reinterpret_cast<std::uint32_t*>(out.data()), out.size() / 4);
@@ -270,7 +315,7 @@ struct RowVectorSchedule {
     for (const portable::RowRange& chunk : portable::row_chunks(groups, kTileRows)) {
       Kokkos::parallel_for(
           "conv_rowvec",
-          Policy({0, chunk.begin}, {segments, chunk.end}, {kTileSegments, kTileRows}),
+          Policy(exec, {0, chunk.begin}, {segments, chunk.end}, {kTileSegments, kTileRows}),
           KOKKOS_LAMBDA(int segment, int group) {
             const int k0 = segment * kBytes, y0 = group * kRows;
             if (k0 + kBytes > out_row_bytes || !loader.covers(k0)) {
@@ -340,11 +385,12 @@ struct RowVectorScheduleR4 : RowVectorSchedule<Exec, kIsa, 4> {
 };
 
 // Band schedule for 3×3 masks and Border::clamp: a work item is conv_band::kBandBytes bytes of a
-// row and a band of rows, walked as the native CUDA kernel walks them (conv_band::convolve_band).
-// It loads the words beside its bytes itself, where the native kernel takes them from the
-// neighbouring lanes by shuffle, which Kokkos does not offer portably. Pitched rows make every
-// width a whole number of vectors; crop borders and other mask sizes take the row-vector
-// schedule.
+// row and a band of rows of one frame, walked as the native CUDA kernel walks them
+// (conv_band::convolve_band); one launch covers every frame. It loads the words beside its bytes
+// itself, where the native kernel takes them from the neighbouring lanes by shuffle, which Kokkos
+// does not offer portably. Pitched rows make every width a whole number of vectors: an item
+// touches the bytes of its row's vectors only, [0, 16 · segments) from each row's start. Crop
+// borders and other mask sizes take the row-vector schedule.
 template <class Exec, Isa kIsa, int kThreads = 128, int kBlocksPerMultiprocessor = 5>
 struct BandSchedule {
   static constexpr const char* name = kIsa == Isa::tuned ? "kokkos-band" : "kokkos-band-plain";
@@ -367,21 +413,29 @@ struct BandSchedule {
     };
     static_assert(!Span::needs_second_after, "clamp reads one word after the item's bytes");
 
-    Vectors in_vectors;
+    Vectors in_vectors;  // the item's frame
     Words in_words;
     int row_bytes, in_pitch, in_height;
     int first_row;  // band input row 0
     int b0;
 
+    // The same rows of the frame `frame` strides of `stride` bytes after this one.
+    KOKKOS_INLINE_FUNCTION LoadedRows in_frame(std::size_t frame, std::size_t stride) const {
+      LoadedRows rows = *this;
+      rows.in_vectors = portable::shifted(in_vectors, frame * (stride / kVectorBytes));
+      rows.in_words = portable::shifted(in_words, frame * (stride / sizeof(std::uint32_t)));
+      return rows;
+    }
+
     KOKKOS_INLINE_FUNCTION void load(Slot& slot, int n) const {
       const std::size_t at =
           std::size_t(clamp_coordinate(first_row + n, in_height)) * in_pitch + b0;
       slot.chunk = in_vectors(at / kVectorBytes);
-      // Clamped into the image; the words outside the row are replaced by clamp_window and
-      // clamp_row_end.
+      // The words beside the item's bytes where the row has them, else one of its own words,
+      // which clamp_window (row start) and clamp_row_end (row end) replace.
       const std::size_t word = at / 4;
-      slot.before = in_words(word > 0 ? word - 1 : 0);
-      slot.after = in_words(word + 4 < in_words.size() ? word + 4 : in_words.size() - 1);
+      slot.before = in_words(b0 > 0 ? word - 1 : word);
+      slot.after = in_words(b0 + kVectorBytes < row_bytes ? word + 4 : word + 3);
     }
 
     KOKKOS_INLINE_FUNCTION conv_band::Window window(const Slot& slot) const {
@@ -393,7 +447,7 @@ struct BandSchedule {
   };
 
   struct VectorRowSink {
-    OutVectors out;
+    OutVectors out;     // the item's frame
     std::size_t first;  // the item's vector in the band's first output row
     int row_vectors;
 
@@ -405,35 +459,53 @@ struct BandSchedule {
   };
 
   template <int kSize, class In, class MaskView, class Out>
-  static void run(const ConvShape& s, const In& in, const MaskView& mask, const Out& out) {
+  static void run(const Exec& exec, const ConvShape& s, const In& in, const MaskView& mask,
+                  const Out& out) {
     if (kSize != 3 || s.shift != 0) {
-      RowVectorSchedule<Exec, kIsa>::template run<kSize>(s, in, mask, out);
+      RowVectorSchedule<Exec, kIsa>::template run<kSize>(exec, s, in, mask, out);
       return;
     }
-    if constexpr (kSize == 3) run_channels(s, in, out);
+    if constexpr (kSize == 3) run_frames(exec, s, ConvFrames{1, 0, 0}, in, out);
   }
 
+  // Every frame: `in` and `out` are frame 0's rows, the others follow at the frames' strides
+  // (multiples of kVectorBytes). A single frame takes the kernel without frame arithmetic, whose
+  // pointers stay launch arguments.
   template <class In, class Out>
-  static void run_channels(const ConvShape& s, const In& in, const Out& out) {
-    switch (s.channels) {
-      case 1:
-        return run_fixed<1>(s, in, out);
-      case 2:
-        return run_fixed<2>(s, in, out);
-      case 3:
-        return run_fixed<3>(s, in, out);
-      default:
-        return run_fixed<4>(s, in, out);
+  static void run_frames(const Exec& exec, const ConvShape& s, const ConvFrames& frames,
+                         const In& in, const Out& out) {
+    if (frames.count == 1) {
+      run_channels<false>(exec, s, frames, in, out);
+    } else {
+      run_channels<true>(exec, s, frames, in, out);
     }
   }
 
-  template <int kC, class In, class Out>
-  static void run_fixed(const ConvShape& s, const In& in, const Out& out) {
+  template <bool kBatch, class In, class Out>
+  static void run_channels(const Exec& exec, const ConvShape& s, const ConvFrames& frames,
+                           const In& in, const Out& out) {
+    switch (s.channels) {
+      case 1:
+        return run_fixed<1, kBatch>(exec, s, frames, in, out);
+      case 2:
+        return run_fixed<2, kBatch>(exec, s, frames, in, out);
+      case 3:
+        return run_fixed<3, kBatch>(exec, s, frames, in, out);
+      default:
+        return run_fixed<4, kBatch>(exec, s, frames, in, out);
+    }
+  }
+
+  template <int kC, bool kBatch, class In, class Out>
+  static void run_fixed(const Exec& exec, const ConvShape& s, const ConvFrames& frames,
+                        const In& in, const Out& out) {
     static_assert(portable::kRowAlignBytes % kVectorBytes == 0, "pitched rows hold whole vectors");
     const int row_bytes = s.in_width * kC;
     const int segments = (row_bytes + kVectorBytes - 1) / kVectorBytes;
-    const int band_rows = conv_band::band_rows(
-        s.out_height, segments, portable::resident_items<Exec>(kThreads, kBlocksPerMultiprocessor));
+    // Bands sized so that the items of all frames about fill the machine once.
+    const int band_rows =
+        conv_band::band_rows(s.out_height, (long long)segments * frames.count,
+                             portable::resident_items<Exec>(kThreads, kBlocksPerMultiprocessor));
     const int bands = (s.out_height + band_rows - 1) / band_rows;
     const LoadedRows<kC> rows{
         Vectors(reinterpret_cast<const Bytes16*>(in.data()), in.size() / kVectorBytes),
@@ -447,21 +519,40 @@ struct BandSchedule {
     const int out_height = s.out_height;
     const int out_row_vectors = s.out_pitch / kVectorBytes;
     const conv_band::Taps3x3 taps = s.taps;
+    const std::size_t in_stride = frames.in_stride;
+    const std::size_t out_stride_vectors = frames.out_stride / kVectorBytes;
+    // Items of a frame, and frames per launch so that a launch's items fit its int range.
+    const int frame_items = segments * bands;
+    const int launch_frames = std::max(1, INT_MAX / frame_items);
     using Policy =
         Kokkos::RangePolicy<Exec, Kokkos::LaunchBounds<kThreads, kBlocksPerMultiprocessor>>;
-    Kokkos::parallel_for(
-        "conv_band", Policy(0, segments * bands), KOKKOS_LAMBDA(int item) {
-          const int band = item / segments, segment = item - band * segments;
-          const int y0 = band * band_rows;
-          LoadedRows<kC> source = rows;
-          source.first_row = y0 - 1;  // Border::clamp: the row above the first output
-          source.b0 = segment * kVectorBytes;
-          const VectorRowSink sink{out_vectors, std::size_t(y0) * out_row_vectors + segment,
-                                   out_row_vectors};
-          const int outputs = out_height - y0 < band_rows ? out_height - y0 : band_rows;
-          conv_band::convolve_band<kC, true, kIsa>(source, sink, taps, outputs,
-                                                   row_bytes - source.b0);
-        });
+    for (int first = 0; first < frames.count; first += launch_frames) {
+      const int count = std::min(launch_frames, frames.count - first);
+      Kokkos::parallel_for(
+          "conv_band", Policy(exec, 0, count * frame_items), KOKKOS_LAMBDA(int item) {
+            // The item's frame, and its place in the frame (kBatch is a constant: the
+            // single-frame kernel does no frame arithmetic).
+            int rest = item;
+            LoadedRows<kC> source = rows;
+            OutVectors frame_out = out_vectors;
+            if (kBatch) {
+              const int frame = item / frame_items;
+              rest = item - frame * frame_items;
+              const std::size_t f = std::size_t(first + frame);
+              source = rows.in_frame(f, in_stride);
+              frame_out = portable::shifted(out_vectors, f * out_stride_vectors);
+            }
+            const int band = rest / segments, segment = rest - band * segments;
+            const int y0 = band * band_rows;
+            source.first_row = y0 - 1;  // Border::clamp: the row above the first output
+            source.b0 = segment * kVectorBytes;
+            const VectorRowSink sink{frame_out, std::size_t(y0) * out_row_vectors + segment,
+                                     out_row_vectors};
+            const int outputs = out_height - y0 < band_rows ? out_height - y0 : band_rows;
+            conv_band::convolve_band<kC, true, kIsa>(source, sink, taps, outputs,
+                                                     row_bytes - source.b0);
+          });
+    }
   }
 };
 
@@ -479,7 +570,8 @@ struct RowsSchedule {
   static constexpr bool simple = false;
 
   template <int kSize, class In, class MaskView, class Out>
-  static void run(const ConvShape& s, const In& in, const MaskView& mask, const Out& out) {
+  static void run(const Exec& exec, const ConvShape& s, const In& in, const MaskView& mask,
+                  const Out& out) {
     const int r = s.mask_size / 2;
     const std::size_t in_row = std::size_t(s.in_width) * s.channels;
     const conv_rows::BandJob job{in.data(),
@@ -495,32 +587,34 @@ struct RowsSchedule {
                                  std::size_t(s.out_width) * s.channels,
                                  s.shift == 0 ? std::ptrdiff_t(r) * s.channels : 0};
     if constexpr (kIsa == Isa::tuned) {
-      walk(job, s.out_height, conv_rows::row_kernels(s.mask_size));
+      walk(exec, job, s.out_height, conv_rows::row_kernels(s.mask_size));
     } else {
-      walk(job, s.out_height, conv_rows::LevelRows<conv_rows::PlainOps, kSize>{});
+      walk(exec, job, s.out_height, conv_rows::LevelRows<conv_rows::PlainOps, kSize>{});
     }
   }
 
   template <class Rows>
-  static void walk(const conv_rows::BandJob& job, int out_height, const Rows& helpers) {
-    const int bands = Exec().concurrency();
-    Kokkos::parallel_for("conv_rows",
-                         Kokkos::RangePolicy<Exec, Kokkos::Schedule<Kokkos::Static>>(0, bands),
-                         [=](int band) {
-                           const int y0 = int(std::int64_t(out_height) * band / bands);
-                           const int y1 = int(std::int64_t(out_height) * (band + 1) / bands);
-                           if (y0 < y1) conv_rows::convolve_band(job, y0, y1, helpers);
-                         });
+  static void walk(const Exec& exec, const conv_rows::BandJob& job, int out_height,
+                   const Rows& helpers) {
+    const int bands = exec.concurrency();
+    Kokkos::parallel_for(
+        "conv_rows", Kokkos::RangePolicy<Exec, Kokkos::Schedule<Kokkos::Static>>(exec, 0, bands),
+        [=](int band) {
+          const int y0 = int(std::int64_t(out_height) * band / bands);
+          const int y1 = int(std::int64_t(out_height) * (band + 1) / bands);
+          if (y0 < y1) conv_rows::convolve_band(job, y0, y1, helpers);
+        });
   }
 };
 
 // The schedule's kernel for the shape's mask: 3 × 3 compiled apart, other sizes at run time.
-template <class Schedule, class In, class MaskView, class Out>
-void convolve(const ConvShape& shape, const In& in, const MaskView& mask, const Out& out) {
+template <class Schedule, class Exec, class In, class MaskView, class Out>
+void convolve(const Exec& exec, const ConvShape& shape, const In& in, const MaskView& mask,
+              const Out& out) {
   if (shape.mask_size == 3) {
-    Schedule::template run<3>(shape, in, mask, out);
+    Schedule::template run<3>(exec, shape, in, mask, out);
   } else {
-    Schedule::template run<0>(shape, in, mask, out);
+    Schedule::template run<0>(exec, shape, in, mask, out);
   }
 }
 
@@ -535,7 +629,9 @@ struct ConvDevice {
 
   template <class Schedule>
   void convolve() const {
-    portable_conv::convolve<Schedule>(shape, in.input(), mask.view(), out.view());
+    portable_conv::convolve<Schedule>(Exec(), shape,
+                                      InView<Exec>(in.view().data(), in.view().size()), mask.view(),
+                                      OutView<Exec>(out.view().data(), out.view().size()));
   }
 
   ConvShape shape;
@@ -609,10 +705,60 @@ class KokkosConvE2eRunner final : public Runner<Conv> {
   portable::PinnedHostView<Exec> host_in_, host_out_;
 };
 
+// The band variants' call on device views (Variant::on_views), every frame on the call's stream.
+// A 3×3 mask with Border::clamp runs BandSchedule::run_frames, all frames in one launch; other
+// masks and crop take the band schedule's fallbacks, one launch (or row chunk) per frame. Each
+// side is the caller's memory where its rows hold whole 16-byte vectors (usable_by_vectors), else
+// a pitched copy in the call's scratch memory: the schedules touch nothing past a row's vectors.
+template <class Exec, Isa kIsa>
+void convolve_views(const ConvViewCall& call) {
+  using Band = BandSchedule<Exec, kIsa>;
+  const Exec exec = portable::stream_instance<Exec>(call.work.stream);
+  const Mask& mask = *call.mask;
+  const ConstImageView& in = call.in;
+  const ImageView& out = call.out;
+  const FrameLayout in_frames =
+      vector_input(in, portable::kRowAlignBytes, call.work, "portable conv input");
+  const FrameLayout out_frames =
+      vector_output(out, portable::kRowAlignBytes, call.work, "portable conv output");
+  const ConvShape s = shape_of(in.width, in.height, in.channels, mask, call.border,
+                               portable::int_pitch(in_frames), portable::int_pitch(out_frames));
+  // Frame 0's rows, to the end of each row's last vector.
+  const InView<Exec> in0(in_frames.data, portable::frame_span(in_frames, in.height,
+                                                              portable::row_pitch(in.row_bytes())));
+  const OutView<Exec> out0(
+      out_frames.data,
+      portable::frame_span(out_frames, out.height, portable::row_pitch(out.row_bytes())));
+  if (mask.size == 3 && call.border == Border::clamp) {
+    Band::run_frames(exec, s, {in.frames, in_frames.frame_stride, out_frames.frame_stride}, in0,
+                     out0);
+  } else {
+    const WeightsView<Exec> weights(static_cast<const float*>(call.work.scratch->uploaded(
+                                        "portable conv mask", mask.weights.data(),
+                                        mask.weights.size() * sizeof(float), call.work.stream)),
+                                    mask.weights.size());
+    for (int f = 0; f < in.frames; ++f) {
+      convolve<Band>(exec, s, portable::shifted(in0, std::size_t(f) * in_frames.frame_stride),
+                     weights, portable::shifted(out0, std::size_t(f) * out_frames.frame_stride));
+    }
+  }
+  finish_vector_output(out_frames, out, call.work);
+}
+
+// The call on device views of a band variant: CUDA only, host backends have none.
+template <class Exec, Isa kIsa>
+std::function<void(const ConvViewCall&)> band_on_views() {
+  if constexpr (backend_of<Exec>() == Backend::cuda) {
+    return convolve_views<Exec, kIsa>;
+  } else {
+    return {};
+  }
+}
+
 // Preference: a GPU backend before the host ones; the team-tiled schedule before the flat one.
 template <class Exec, class Schedule, class Runner = KokkosConvRunner<Exec, Schedule>>
 void add_variant(VariantList<Conv>& list, int preference, const char* suffix = "",
-                 bool end_to_end = false) {
+                 bool end_to_end = false, std::function<void(const ConvViewCall&)> on_views = {}) {
   list.push_back({std::string(Schedule::name) + suffix + "-" + to_string(backend_of<Exec>()),
                   Layer::portable,
                   backend_of<Exec>(),
@@ -621,7 +767,8 @@ void add_variant(VariantList<Conv>& list, int preference, const char* suffix = "
                   {},
                   preference,
                   Schedule::isa,
-                  Schedule::simple});
+                  Schedule::simple,
+                  std::move(on_views)});
 }
 
 }  // namespace kbench::portable_conv
@@ -640,7 +787,8 @@ void register_conv_portable(VariantList<Conv>& list) {
                                                                                      base + 3);
       portable_conv::add_variant<Exec, portable_conv::RowVectorScheduleR4<Exec, kIsa>>(list,
                                                                                        base + 2);
-      portable_conv::add_variant<Exec, portable_conv::BandSchedule<Exec, kIsa>>(list, base + 4);
+      portable_conv::add_variant<Exec, portable_conv::BandSchedule<Exec, kIsa>>(
+          list, base + 4, "", false, portable_conv::band_on_views<Exec, kIsa>());
       if constexpr (portable::backend_of<Exec>() != Backend::cuda) {
         portable_conv::add_variant<Exec, portable_conv::RowsSchedule<Exec, kIsa>>(list, base + 5);
       } else if constexpr (kIsa == Isa::tuned) {

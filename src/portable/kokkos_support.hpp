@@ -1,17 +1,21 @@
 #pragma once
 // What every portable (Kokkos) variant shares: the execution spaces this build has, their
-// registry backend, and host/device buffers that skip copies when the space can read host memory.
+// registry backend, host/device buffers that skip copies when the space can read host memory, and
+// what the calls on device views need (an instance on the caller's stream, frames' extents).
 
 #include <Kokkos_Core.hpp>
 #include <Kokkos_Graph.hpp>
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "kbench/device_memory.hpp"
 #include "kbench/error.hpp"
 #include "kbench/grid.hpp"
 #include "kbench/image.hpp"
@@ -368,5 +372,71 @@ class GraphLaunch {
  private:
   Kokkos::Experimental::GraphNodeRef<Exec> last_;  // the node the next kernel follows
 };
+
+// ---- Calls on device views (Variant::on_views) ------------------------------------------------
+
+// An instance of Exec that queues its work on the caller's `stream` (a cudaStream_t; null is
+// CUDA's legacy default stream). Defined for Kokkos::Cuda, the one space with streams.
+template <class Exec>
+Exec stream_instance(void* stream);
+
+#if defined(KOKKOS_ENABLE_CUDA)
+// Streams whose instance is kept; a call on a further stream drops the oldest instance made.
+constexpr std::size_t kKeptStreamInstances = 16;
+
+// Kokkos 3.4's Kokkos::Cuda(stream) sets up an instance of its own (it synchronises the device,
+// allocates scratch memory and zeroes it), so each stream's instance is made at its first call
+// and kept until Kokkos finalises. A null stream takes Kokkos' default instance, which launches
+// on stream 0, the legacy default stream (kbench is built without per-thread default streams);
+// Kokkos::Cuda(nullptr) would set up Kokkos' process-wide state a second time.
+template <>
+inline Kokkos::Cuda stream_instance<Kokkos::Cuda>(void* stream) {
+  if (!stream) return Kokkos::Cuda();
+  struct Kept {
+    std::mutex mutex;
+    std::vector<std::pair<void*, Kokkos::Cuda>> instances;  // oldest first
+    bool emptied_at_finalize = false;
+  };
+  // Never destroyed: a Kokkos::Cuda may not outlive Kokkos, so the finalize hook empties it.
+  static Kept* const kept = new Kept;
+  const std::lock_guard<std::mutex> lock(kept->mutex);
+  for (const auto& entry : kept->instances) {
+    if (entry.first == stream) return entry.second;
+  }
+  if (!kept->emptied_at_finalize) {
+    Kokkos::push_finalize_hook([] {
+      const std::lock_guard<std::mutex> hook_lock(kept->mutex);
+      kept->instances.clear();
+    });
+    kept->emptied_at_finalize = true;
+  }
+  if (kept->instances.size() == kKeptStreamInstances)
+    kept->instances.erase(kept->instances.begin());
+  kept->instances.emplace_back(stream, Kokkos::Cuda(static_cast<cudaStream_t>(stream)));
+  return kept->instances.back().second;
+}
+#endif
+
+// The bytes of one frame of `layout` that a kernel reaching `reach` bytes into each of `rows`
+// rows spans.
+inline std::size_t frame_span(const FrameLayout& layout, int rows, std::size_t reach) {
+  return std::size_t(rows - 1) * layout.pitch + reach;
+}
+
+// The layout's pitch as the int that kernels' shapes hold.
+inline int int_pitch(const FrameLayout& layout) {
+  if (layout.pitch > std::size_t(INT_MAX)) {
+    throw Error("a row pitch of " + std::to_string(layout.pitch) +
+                " bytes is more than the portable kernels take (" + std::to_string(INT_MAX) + ")");
+  }
+  return int(layout.pitch);
+}
+
+// An unmanaged rank-1 view of the same extent `count` elements further on: a kernel's views of
+// frame 0 moved to another frame.
+template <class View>
+KOKKOS_INLINE_FUNCTION View shifted(const View& view, std::size_t count) {
+  return View(view.data() + count, view.extent(0));
+}
 
 }  // namespace kbench::portable

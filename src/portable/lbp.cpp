@@ -9,13 +9,18 @@
 //    coded from one 16-byte load per input row plus the words beside it, four codes at a time
 //    (lbp_codes4), and stored with one 16-byte store; persistent teams, as many as run at once,
 //    count into a team histogram and merge it once.
+// On CUDA the vector variants also take the caller's device views (Variant::on_views): every frame
+// in one launch on the caller's stream, each frame's counts merged into its own histogram.
 // The team-histogram and vector schedules code through lbp_codes4, fp16 pairs on CUDA devices:
 // they are registered twice, as built with Isa::tuned and with Isa::plain (`-plain`, the SWAR
 // comparisons everywhere). ScatterView codes through the scalar lbp_code and is plain as it is.
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <type_traits>
 
 #include <Kokkos_ScatterView.hpp>
 
@@ -42,18 +47,35 @@ struct LbpShape {
   int in_pitch, out_pitch;
 };
 
-LbpShape shape_of(const LbpInput& input) {
-  const ImageSize out = lbp_output_size(input.gray.width, input.gray.height, input.params.border);
-  return {input.gray.width,
-          input.gray.height,
+// The shape of a width × height input with rows in_pitch bytes apart, into codes with rows
+// out_pitch bytes apart.
+LbpShape shape_of(int width, int height, const LbpParams& params, int in_pitch, int out_pitch) {
+  const ImageSize out = lbp_output_size(width, height, params.border);
+  return {width,
+          height,
           out.width,
           out.height,
-          input.params.border == Border::crop ? 1 : 0,
-          lbp_bin_count(input.params.mapping),
-          input.params.mapping != LbpMapping::plain,
-          int(portable::row_pitch(std::size_t(input.gray.width))),
-          int(portable::row_pitch(std::size_t(out.width)))};
+          params.border == Border::crop ? 1 : 0,
+          lbp_bin_count(params.mapping),
+          params.mapping != LbpMapping::plain,
+          in_pitch,
+          out_pitch};
 }
+
+// The shape with pitched rows (portable::row_pitch) on both sides.
+LbpShape shape_of(const LbpInput& input) {
+  const ImageSize out = lbp_output_size(input.gray.width, input.gray.height, input.params.border);
+  return shape_of(input.gray.width, input.gray.height, input.params,
+                  int(portable::row_pitch(std::size_t(input.gray.width))),
+                  int(portable::row_pitch(std::size_t(out.width))));
+}
+
+// Frames of one shape, each after the one before: frame f's input starts f · in_stride bytes
+// after frame 0's, its codes f · out_stride bytes after.
+struct LbpFrames {
+  int count;
+  std::size_t in_stride, out_stride;
+};
 
 // The mapping tables in one array: value of code c at c, its bin at kLbpCodes + c.
 using TableBytes = std::array<std::uint8_t, 2 * kLbpCodes>;
@@ -113,8 +135,15 @@ class TeamHistogram {
         bins_(bins),
         copies_(team.team_size() < kMaxCopies ? team.team_size() : kMaxCopies),
         copy_(team.team_rank() % copies_) {
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (bins + 1) * copies_),
-                         [&](int i) { counts_(i) = 0; });
+    zero(team);
+  }
+
+  // After merge_into: zeroes the counts for the next histogram, once every thread has read them;
+  // counting may start on return.
+  KOKKOS_INLINE_FUNCTION void restart(const Team& team) const {
+    team.team_barrier();
+    zero(team);
+    team.team_barrier();
   }
 
   KOKKOS_INLINE_FUNCTION void count(int bin) const {
@@ -154,6 +183,11 @@ class TeamHistogram {
   }
 
  private:
+  KOKKOS_INLINE_FUNCTION void zero(const Team& team) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (bins_ + 1) * copies_),
+                         [&](int i) { counts_(i) = 0; });
+  }
+
   Scratch counts_;
   int bins_, copies_, copy_;
 };
@@ -302,22 +336,30 @@ constexpr int kWindowBytes = kVecBytes + 2;
 constexpr int kWindowWords = kVecWords + 1;
 
 // Windows of pitched rows (16-byte aligned at any width): the item's own samples in one vector
-// load, plus the word after it and, for clamp (kShift 0, whose window starts in the previous
-// word), the word before it; neighbouring items load those words too, so they come from the
-// cache. Where the row starts or ends within the window, the sample beyond it repeats the edge
-// sample, as clamping does (crop's kept outputs never read past the row).
+// load, plus the word after it where the row goes on past the vector and, for clamp (kShift 0,
+// whose window starts in the previous word), the word before it where the row has one;
+// neighbouring items load those words too, so they come from the cache. Where the row starts or
+// ends within the window, the sample beyond it repeats the edge sample, as clamping does (crop's
+// kept outputs never read past the row). An item touches [x0, x0 + kVecBytes) of each row it
+// reads, and the word after that where x0 + kVecBytes < width.
 template <int kShift, class Vectors, class Words>
 struct VectorRows {
   static_assert(portable::kRowAlignBytes % kVecBytes == 0, "pitched rows hold whole vectors");
-  Vectors vectors;
+  Vectors vectors;  // the item's frame
   Words words;
   int width, pitch;
+
+  // The same rows of the frame `frame` strides of `stride` bytes after this one.
+  KOKKOS_INLINE_FUNCTION VectorRows in_frame(std::size_t frame, std::size_t stride) const {
+    return {portable::shifted(vectors, frame * (stride / kVecBytes)),
+            portable::shifted(words, frame * (stride / sizeof(std::uint32_t))), width, pitch};
+  }
 
   KOKKOS_INLINE_FUNCTION void window(int row, int x0, std::uint32_t (&w)[kWindowWords]) const {
     const std::size_t at = std::size_t(row) * pitch + x0;
     const Bytes16 v = vectors(at / kVecBytes);
-    // Past the pitch the word is never a kept sample: clamp_end replaces it where it would be.
-    const std::uint32_t after = x0 + kVecBytes < pitch ? words(at / 4 + kVecWords) : 0u;
+    // Past the row the word is never a kept sample: clamp_end replaces it where it would be.
+    const std::uint32_t after = x0 + kVecBytes < width ? words(at / 4 + kVecWords) : 0u;
     if constexpr (kShift == 1) {
       for (int k = 0; k < kVecWords; ++k) w[k] = v.word[k];
       w[kVecWords] = after;
@@ -352,10 +394,17 @@ struct VectorRows {
 template <class Codes>
 struct CodeStore {
   using Memory = typename Codes::memory_space;
-  Kokkos::View<Bytes16*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>> vectors;
+  Kokkos::View<Bytes16*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>> vectors;  // the frame
 
   explicit CodeStore(const Codes& codes)
       : vectors(reinterpret_cast<Bytes16*>(codes.data()), codes.size() / kVecBytes) {}
+
+  // The same rows of the frame `frame` strides of `stride` bytes after this one.
+  KOKKOS_INLINE_FUNCTION CodeStore in_frame(std::size_t frame, std::size_t stride) const {
+    CodeStore moved = *this;
+    moved.vectors = portable::shifted(vectors, frame * (stride / kVecBytes));
+    return moved;
+  }
 
   KOKKOS_INLINE_FUNCTION void store(std::size_t at,
                                     const std::uint32_t (&values)[kVecWords]) const {
@@ -390,36 +439,71 @@ struct VectorSchedule {
   template <class Hist>
   using State = Stateless<Hist>;
 
+  // The views the kernels take, from the runners' own buffers as from the caller's memory, so
+  // that both run the same kernels.
+  using InBytes = Kokkos::View<const std::uint8_t*, Memory, Unmanaged>;
+  using CodeBytes = Kokkos::View<std::uint8_t*, Memory, Unmanaged>;
+  using TableView = Kokkos::View<const std::uint8_t*, Memory, Unmanaged>;
+  using Hists = Kokkos::View<std::uint32_t*, Memory, Unmanaged>;
+
   // Adds into `hist`, which is zero, and zeroes `next`.
   template <class In, class Tables, class Codes, class Hist>
   static void run(const LbpShape& s, const In& in, const Tables& tables, const Codes& codes,
                   const Hist& hist, const Hist& next, State<Hist>&) {
-    if (s.shift == 1) {
-      run_border<1>(s, in, tables, codes, hist, next);
+    run_frames(Exec(), s, LbpFrames{1, 0, 0}, InBytes(in.data(), in.size()),
+               TableView(tables.data(), tables.size()), CodeBytes(codes.data(), codes.size()),
+               Hists(hist.data(), hist.size()), Hists(next.data(), next.size()));
+  }
+
+  // Every frame: `in` and `codes` are frame 0's rows, the others follow at the frames' strides
+  // (multiples of kVecBytes); frame f's histogram is hists[f · bins ...], which is zero. Zeroes
+  // `next`. A single frame takes the kernel without frame arithmetic, whose pointers stay launch
+  // arguments.
+  static void run_frames(const Exec& exec, const LbpShape& s, const LbpFrames& frames,
+                         const InBytes& in, const TableView& tables, const CodeBytes& codes,
+                         const Hists& hists, const Hists& next) {
+    if (frames.count == 1) {
+      run_borders<false>(exec, s, frames, in, tables, codes, hists, next);
     } else {
-      run_border<0>(s, in, tables, codes, hist, next);
+      run_borders<true>(exec, s, frames, in, tables, codes, hists, next);
+    }
+  }
+
+  template <bool kBatch>
+  static void run_borders(const Exec& exec, const LbpShape& s, const LbpFrames& frames,
+                          const InBytes& in, const TableView& tables, const CodeBytes& codes,
+                          const Hists& hists, const Hists& next) {
+    if (s.shift == 1) {
+      run_border<1, kBatch>(exec, s, frames, in, tables, codes, hists, next);
+    } else {
+      run_border<0, kBatch>(exec, s, frames, in, tables, codes, hists, next);
     }
   }
 
   // kShift 1 for crop, 0 for clamp.
-  template <int kShift, class In, class Tables, class Codes, class Hist>
-  static void run_border(const LbpShape& s, const In& in, const Tables& tables, const Codes& codes,
-                         const Hist& hist, const Hist& next) {
+  template <int kShift, bool kBatch>
+  static void run_border(const Exec& exec, const LbpShape& s, const LbpFrames& frames,
+                         const InBytes& in, const TableView& tables, const CodeBytes& codes,
+                         const Hists& hists, const Hists& next) {
     using Vectors = Kokkos::View<const Bytes16*, Memory, Unmanaged>;
     using Words = Kokkos::View<const std::uint32_t*, Memory, Unmanaged>;
     const VectorRows<kShift, Vectors, Words> rows{
         Vectors(reinterpret_cast<const Bytes16*>(in.data()), in.size() / kVecBytes),
         Words(reinterpret_cast<const std::uint32_t*>(in.data()), in.size() / 4), s.in_width,
         s.in_pitch};
-    launch<kShift>(s, rows, tables, CodeStore<Codes>(codes), hist, next);
+    launch<kShift, kBatch>(exec, s, frames, rows, tables, CodeStore<CodeBytes>(codes), hists, next);
   }
 
-  template <int kShift, class Rows, class Tables, class Out, class Hist>
-  static void launch(const LbpShape& s, const Rows& rows, const Tables& tables, const Out& out,
-                     const Hist& hist, const Hist& next) {
-    // Fewer than 2^32 coded pixels (lbp_output_size), so fewer items too.
+  template <int kShift, bool kBatch, class Rows, class Out>
+  static void launch(const Exec& exec, const LbpShape& s, const LbpFrames& frames, const Rows& rows,
+                     const TableView& tables, const Out& out, const Hists& hists,
+                     const Hists& next) {
+    // Fewer than 2^32 coded pixels a frame (lbp_output_size), so fewer items too; in all, no more
+    // items than bytes of codes in memory, so items × league fits in 64 bits.
     const unsigned vecs_per_row = unsigned((s.out_width + kVecBytes - 1) / kVecBytes);
-    const unsigned items = vecs_per_row * unsigned(s.out_height);
+    const unsigned frame_items = vecs_per_row * unsigned(s.out_height);
+    const std::uint64_t items = std::uint64_t(frame_items) * std::uint64_t(frames.count);
+    const std::size_t in_stride = frames.in_stride, out_stride = frames.out_stride;
     const auto scratch =
         Kokkos::PerTeam(Histogram::scratch_bytes(s.bins) + Staged::shmem_size(2 * kLbpCodes));
     const auto body = KOKKOS_LAMBDA(const Team& team) {
@@ -431,34 +515,65 @@ struct VectorSchedule {
                              [&](int i) { staged(i) = tables(i); });
       }
       team.team_barrier();
-      // The team's items; its threads take every team_size-th one. Each thread finds the row and
-      // column of its first item by division, then steps by whole rows and a remainder.
+      // The team's items.
       const std::uint64_t rank = team.league_rank(), league = team.league_size();
-      const unsigned end = unsigned(items * (rank + 1) / league);
-      const unsigned first = unsigned(items * rank / league) + unsigned(team.team_rank());
-      const unsigned step = unsigned(team.team_size());
-      const unsigned step_rows = step / vecs_per_row, step_vecs = step % vecs_per_row;
-      unsigned y = first / vecs_per_row, v = first % vecs_per_row;
-      for (std::uint64_t item = first; item < end; item += step) {
-        code_item<kShift>(s, rows, staged, out, counts, int(y), int(v) * kVecBytes);
-        y += step_rows;
-        v += step_vecs;
-        if (v >= vecs_per_row) {
-          v -= vecs_per_row;
-          ++y;
+      const std::uint64_t begin = items * rank / league, end = items * (rank + 1) / league;
+      // kBatch is a constant: the single-frame kernel does no frame arithmetic.
+      if (kBatch) {
+        // Frame by frame: a frame's counts are merged into its histogram before the next
+        // frame's start.
+        for (std::uint64_t frame = begin / frame_items, frame_begin = frame * frame_items;
+             frame_begin < end; ++frame, frame_begin += frame_items) {
+          if (frame_begin > begin) counts.restart(team);
+          code_items<kShift>(
+              team, s, rows.in_frame(frame, in_stride), staged, out.in_frame(frame, out_stride),
+              counts, vecs_per_row, unsigned(begin > frame_begin ? begin - frame_begin : 0),
+              unsigned(end - frame_begin < frame_items ? end - frame_begin : frame_items));
+          counts.merge_into(team, Hists(hists.data() + frame * s.bins, s.bins));
         }
+      } else {
+        code_items<kShift>(team, s, rows, staged, out, counts, vecs_per_row, unsigned(begin),
+                           unsigned(end));
+        counts.merge_into(team, hists);
       }
-      counts.merge_into(team, hist);
     };
     // Host backends run one thread per team (counting without atomics), a team per thread; GPUs
     // teams of kTeamSize, which the launch bounds make fit.
     const int team_size = backend_of<Exec>() == Backend::cuda ? kTeamSize : 1;
     const long long resident =
         portable::resident_items<Exec>(team_size, kGpuTeamsPerSm) / team_size;
-    const std::uint64_t teams_needed = (std::uint64_t(items) + team_size - 1) / team_size;
+    // A team takes at most one frame's items at a time, so frames smaller than a team get a team
+    // each.
+    const std::uint64_t team_pass = std::min<std::uint64_t>(team_size, frame_items);
+    const std::uint64_t teams_needed = (items + team_pass - 1) / team_pass;
     const int league = int(
         std::max<std::uint64_t>(1, std::min<std::uint64_t>(std::uint64_t(resident), teams_needed)));
-    Kokkos::parallel_for("lbp_vec", Policy(league, team_size).set_scratch_size(0, scratch), body);
+    Kokkos::parallel_for("lbp_vec", Policy(exec, league, team_size).set_scratch_size(0, scratch),
+                         body);
+  }
+
+  // The team's items [first, end) of one frame: its threads take every team_size-th one. Each
+  // thread finds the row and column of its first item by division, then steps by whole rows and a
+  // remainder.
+  template <int kShift, class Rows, class Tables, class Out>
+  KOKKOS_INLINE_FUNCTION static void code_items(const Team& team, const LbpShape& s,
+                                                const Rows& rows, const Tables& tables,
+                                                const Out& out, const Histogram& counts,
+                                                unsigned vecs_per_row, unsigned first,
+                                                unsigned end) {
+    const unsigned own = first + unsigned(team.team_rank());
+    const unsigned step = unsigned(team.team_size());
+    const unsigned step_rows = step / vecs_per_row, step_vecs = step % vecs_per_row;
+    unsigned y = own / vecs_per_row, v = own % vecs_per_row;
+    for (std::uint64_t item = own; item < end; item += step) {
+      code_item<kShift>(s, rows, tables, out, counts, int(y), int(v) * kVecBytes);
+      y += step_rows;
+      v += step_vecs;
+      if (v >= vecs_per_row) {
+        v -= vecs_per_row;
+        ++y;
+      }
+    }
   }
 
   // Codes, maps, counts and stores output pixels x0 to x0 + kVecBytes − 1 of row y.
@@ -581,6 +696,60 @@ constexpr int backend_preference() {
   return 0;
 }
 
+// The vector variants' call on device views (Variant::on_views): every frame in one launch on the
+// call's stream. Each side is the caller's memory where its rows hold whole 16-byte vectors
+// (usable_by_vectors), else a pitched copy in the call's scratch memory: the kernel touches
+// nothing past a row's vectors.
+template <class Exec, Isa kIsa>
+void code_views(const LbpViewCall& call) {
+  using Vector = VectorSchedule<Exec, kIsa>;
+  const Exec exec = portable::stream_instance<Exec>(call.work.stream);
+  const ConstImageView& in = call.in;
+  const ImageView& codes = call.codes;
+  const int bins = lbp_bin_count(call.params.mapping);
+  fill_async(call.histograms, 0, std::size_t(in.frames) * bins * sizeof(std::uint32_t),
+             call.work.stream);
+  const FrameLayout in_frames = vector_input(in, kVecBytes, call.work, "portable lbp input");
+  const FrameLayout out_frames = vector_output(codes, kVecBytes, call.work, "portable lbp codes");
+  const LbpShape s = shape_of(in.width, in.height, call.params, portable::int_pitch(in_frames),
+                              portable::int_pitch(out_frames));
+  // Frame 0's rows as far as an item reaches: its vector [x0, x0 + kVecBytes) of every row and,
+  // in input rows that go on past the last vector, the word after it (VectorRows).
+  const std::size_t vectors_end = portable::row_pitch(std::size_t(codes.width));
+  const std::size_t in_reach =
+      vectors_end < in.row_bytes() ? vectors_end + sizeof(std::uint32_t) : vectors_end;
+  // The plain mapping reads no table.
+  typename Vector::TableView tables;
+  if (s.mapped) {
+    const TableBytes bytes = table_bytes(call.params.mapping);
+    tables = typename Vector::TableView(
+        static_cast<const std::uint8_t*>(call.work.scratch->uploaded(
+            "portable lbp tables", bytes.data(), bytes.size(), call.work.stream)),
+        bytes.size());
+  }
+  Vector::run_frames(
+      exec, s, {in.frames, in_frames.frame_stride, out_frames.frame_stride},
+      typename Vector::InBytes(in_frames.data,
+                               portable::frame_span(in_frames, in.height, in_reach)),
+      tables,
+      typename Vector::CodeBytes(out_frames.data,
+                                 portable::frame_span(out_frames, codes.height, vectors_end)),
+      typename Vector::Hists(call.histograms, std::size_t(in.frames) * bins),
+      typename Vector::Hists());
+  finish_vector_output(out_frames, codes, call.work);
+}
+
+// The variant's call on device views: the vector schedule on CUDA; none elsewhere.
+template <class Exec, class Schedule>
+std::function<void(const LbpViewCall&)> on_views() {
+  if constexpr (backend_of<Exec>() == Backend::cuda &&
+                std::is_same<Schedule, VectorSchedule<Exec, Schedule::isa>>::value) {
+    return code_views<Exec, Schedule::isa>;
+  } else {
+    return {};
+  }
+}
+
 template <class Exec, class Schedule>
 void add_variant(VariantList<Lbp>& list) {
   list.push_back({std::string(Schedule::name) + "-" + to_string(backend_of<Exec>()),
@@ -591,7 +760,8 @@ void add_variant(VariantList<Lbp>& list) {
                   {},
                   backend_preference<Exec>() + Schedule::preference_offset,
                   Schedule::isa,
-                  Schedule::simple});
+                  Schedule::simple,
+                  on_views<Exec, Schedule>()});
 }
 
 }  // namespace kbench::portable_lbp
