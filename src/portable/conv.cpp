@@ -384,13 +384,14 @@ struct RowVectorScheduleR4 : RowVectorSchedule<Exec, kIsa, 4> {
       kIsa == Isa::tuned ? "kokkos-rowvec-r4" : "kokkos-rowvec-r4-plain";
 };
 
-// Band schedule for 3×3 masks and Border::clamp: a work item is conv_band::kBandBytes bytes of a
+// Band schedule for 3×3 masks, either border: a work item is conv_band::kBandBytes bytes of a
 // row and a band of rows of one frame, walked as the native CUDA kernel walks them
 // (conv_band::convolve_band); one launch covers every frame. It loads the words beside its bytes
 // itself, where the native kernel takes them from the neighbouring lanes by shuffle, which Kokkos
 // does not offer portably. Pitched rows make every width a whole number of vectors: an item
-// touches the bytes of its row's vectors only, [0, 16 · segments) from each row's start. Crop
-// borders and other mask sizes take the row-vector schedule.
+// touches the bytes of its row's vectors only, [0, 16 · segments) from each row's start (crop's
+// items cover the output row, whose taps end inside the input row). Other mask sizes take the
+// row-vector schedule.
 template <class Exec, Isa kIsa, int kThreads = 128, int kBlocksPerMultiprocessor = 5>
 struct BandSchedule {
   static constexpr const char* name = kIsa == Isa::tuned ? "kokkos-band" : "kokkos-band-plain";
@@ -403,15 +404,17 @@ struct BandSchedule {
   static constexpr int kVectorBytes = conv_band::kBandBytes;
   static_assert(sizeof(Bytes16) == kVectorBytes, "a work item's bytes are one vector");
 
-  // Input rows of one work item's band: its vector of each row and the words beside it.
-  template <int kC>
+  // Input rows of one work item's band: its vector of each row and the words beside it (clamp:
+  // the word before and the word after; crop, whose window starts at the item's first byte: the
+  // word after, and for 3 and 4 channels the second word after).
+  template <int kC, bool kClamp>
   struct LoadedRows {
-    using Span = conv_band::WindowSpan<kC, true>;
+    using Span = conv_band::WindowSpan<kC, kClamp>;
     struct Slot {
       Bytes16 chunk;
-      std::uint32_t before, after;
+      std::uint32_t before, after, after2;
     };
-    static_assert(!Span::needs_second_after, "clamp reads one word after the item's bytes");
+    static_assert(!(kClamp && Span::needs_second_after), "clamp reads one word after the bytes");
 
     Vectors in_vectors;  // the item's frame
     Words in_words;
@@ -432,16 +435,22 @@ struct BandSchedule {
           std::size_t(clamp_coordinate(first_row + n, in_height)) * in_pitch + b0;
       slot.chunk = in_vectors(at / kVectorBytes);
       // The words beside the item's bytes where the row has them, else one of its own words,
-      // which clamp_window (row start) and clamp_row_end (row end) replace.
+      // which clamp_window (row start) and clamp_row_end (row end) replace, or which feed only
+      // crop outputs past the row's end.
       const std::size_t word = at / 4;
-      slot.before = in_words(b0 > 0 ? word - 1 : word);
+      if constexpr (kClamp) {
+        slot.before = in_words(b0 > 0 ? word - 1 : word);
+      } else if constexpr (Span::needs_second_after) {
+        slot.after2 = in_words(b0 + kVectorBytes + 4 < row_bytes ? word + 5 : word + 3);
+      }
       slot.after = in_words(b0 + kVectorBytes < row_bytes ? word + 4 : word + 3);
     }
 
     KOKKOS_INLINE_FUNCTION conv_band::Window window(const Slot& slot) const {
-      conv_band::Window win = {{slot.before, slot.chunk.word[0], slot.chunk.word[1],
-                                slot.chunk.word[2], slot.chunk.word[3], slot.after, 0}};
-      conv_band::clamp_window<kC, true, kIsa>(win, b0);
+      conv_band::Window win = {{kClamp ? slot.before : 0u, slot.chunk.word[0], slot.chunk.word[1],
+                                slot.chunk.word[2], slot.chunk.word[3], slot.after,
+                                Span::needs_second_after ? slot.after2 : 0u}};
+      conv_band::clamp_window<kC, kClamp, kIsa>(win, b0);
       return win;
     }
   };
@@ -461,7 +470,7 @@ struct BandSchedule {
   template <int kSize, class In, class MaskView, class Out>
   static void run(const Exec& exec, const ConvShape& s, const In& in, const MaskView& mask,
                   const Out& out) {
-    if (kSize != 3 || s.shift != 0) {
+    if (kSize != 3) {
       RowVectorSchedule<Exec, kIsa>::template run<kSize>(exec, s, in, mask, out);
       return;
     }
@@ -484,30 +493,42 @@ struct BandSchedule {
   template <bool kBatch, class In, class Out>
   static void run_channels(const Exec& exec, const ConvShape& s, const ConvFrames& frames,
                            const In& in, const Out& out) {
-    switch (s.channels) {
-      case 1:
-        return run_fixed<1, kBatch>(exec, s, frames, in, out);
-      case 2:
-        return run_fixed<2, kBatch>(exec, s, frames, in, out);
-      case 3:
-        return run_fixed<3, kBatch>(exec, s, frames, in, out);
-      default:
-        return run_fixed<4, kBatch>(exec, s, frames, in, out);
+    if (s.shift == 0) {
+      run_border<true, kBatch>(exec, s, frames, in, out);
+    } else {
+      run_border<false, kBatch>(exec, s, frames, in, out);
     }
   }
 
-  template <int kC, bool kBatch, class In, class Out>
+  template <bool kClamp, bool kBatch, class In, class Out>
+  static void run_border(const Exec& exec, const ConvShape& s, const ConvFrames& frames,
+                         const In& in, const Out& out) {
+    switch (s.channels) {
+      case 1:
+        return run_fixed<1, kClamp, kBatch>(exec, s, frames, in, out);
+      case 2:
+        return run_fixed<2, kClamp, kBatch>(exec, s, frames, in, out);
+      case 3:
+        return run_fixed<3, kClamp, kBatch>(exec, s, frames, in, out);
+      default:
+        return run_fixed<4, kClamp, kBatch>(exec, s, frames, in, out);
+    }
+  }
+
+  // Items cover the output rows' vectors; clamp's bands start a row above their first output
+  // (clamped), crop's at it.
+  template <int kC, bool kClamp, bool kBatch, class In, class Out>
   static void run_fixed(const Exec& exec, const ConvShape& s, const ConvFrames& frames,
                         const In& in, const Out& out) {
     static_assert(portable::kRowAlignBytes % kVectorBytes == 0, "pitched rows hold whole vectors");
     const int row_bytes = s.in_width * kC;
-    const int segments = (row_bytes + kVectorBytes - 1) / kVectorBytes;
+    const int segments = (s.out_width * kC + kVectorBytes - 1) / kVectorBytes;
     // Bands sized so that the items of all frames about fill the machine once.
     const int band_rows =
         conv_band::band_rows(s.out_height, (long long)segments * frames.count,
                              portable::resident_items<Exec>(kThreads, kBlocksPerMultiprocessor));
     const int bands = (s.out_height + band_rows - 1) / band_rows;
-    const LoadedRows<kC> rows{
+    const LoadedRows<kC, kClamp> rows{
         Vectors(reinterpret_cast<const Bytes16*>(in.data()), in.size() / kVectorBytes),
         Words(reinterpret_cast<const std::uint32_t*>(in.data()), in.size() / 4),
         row_bytes,
@@ -533,7 +554,7 @@ struct BandSchedule {
             // The item's frame, and its place in the frame (kBatch is a constant: the
             // single-frame kernel does no frame arithmetic).
             int rest = item;
-            LoadedRows<kC> source = rows;
+            LoadedRows<kC, kClamp> source = rows;
             OutVectors frame_out = out_vectors;
             if (kBatch) {
               const int frame = item / frame_items;
@@ -544,13 +565,13 @@ struct BandSchedule {
             }
             const int band = rest / segments, segment = rest - band * segments;
             const int y0 = band * band_rows;
-            source.first_row = y0 - 1;  // Border::clamp: the row above the first output
+            source.first_row = kClamp ? y0 - 1 : y0;
             source.b0 = segment * kVectorBytes;
             const VectorRowSink sink{frame_out, std::size_t(y0) * out_row_vectors + segment,
                                      out_row_vectors};
             const int outputs = out_height - y0 < band_rows ? out_height - y0 : band_rows;
-            conv_band::convolve_band<kC, true, kIsa>(source, sink, taps, outputs,
-                                                     row_bytes - source.b0);
+            conv_band::convolve_band<kC, kClamp, kIsa>(source, sink, taps, outputs,
+                                                       row_bytes - source.b0);
           });
     }
   }
@@ -706,8 +727,8 @@ class KokkosConvE2eRunner final : public Runner<Conv> {
 };
 
 // The band variants' call on device views (Variant::on_views), every frame on the call's stream.
-// A 3×3 mask with Border::clamp runs BandSchedule::run_frames, all frames in one launch; other
-// masks and crop take the band schedule's fallbacks, one launch (or row chunk) per frame. Each
+// A 3×3 mask runs BandSchedule::run_frames, all frames in one launch; other masks take the band
+// schedule's fallback, one launch (or row chunk) per frame. Each
 // side is the caller's memory where its rows hold whole 16-byte vectors (usable_by_vectors), else
 // a pitched copy in the call's scratch memory: the schedules touch nothing past a row's vectors.
 template <class Exec, Isa kIsa>
@@ -729,7 +750,7 @@ void convolve_views(const ConvViewCall& call) {
   const OutView<Exec> out0(
       out_frames.data,
       portable::frame_span(out_frames, out.height, portable::row_pitch(out.row_bytes())));
-  if (mask.size == 3 && call.border == Border::clamp) {
+  if (mask.size == 3) {
     Band::run_frames(exec, s, {in.frames, in_frames.frame_stride, out_frames.frame_stride}, in0,
                      out0);
   } else {
