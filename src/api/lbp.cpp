@@ -19,6 +19,17 @@ std::uint32_t* histograms_in_scratch(const ViewWork& work, int frames, LbpMappin
   return static_cast<std::uint32_t*>(work.scratch->bytes("lbp histograms", bytes));
 }
 
+// `in`'s frames converted to gray into `gray`, as a packed view of it.
+ConstImageView gray_frames(const ConstImageView& in, std::vector<std::uint8_t>& gray) {
+  const std::size_t frame_bytes = std::size_t(in.width) * std::size_t(in.height);
+  gray.resize(frame_bytes * std::size_t(in.frames));
+  for (int f = 0; f < in.frames; ++f) {
+    const ImageU8 frame = to_gray(api::image_of(in, f));
+    std::copy(frame.data.begin(), frame.data.end(), gray.begin() + std::size_t(f) * frame_bytes);
+  }
+  return {gray.data(), in.width, in.height, 1, 0, in.frames, 0, MemoryPlace::host()};
+}
+
 // Every frame in one call of a variant that takes device views; without a histogram output, the
 // histograms go to the context's scratch memory.
 void lbp_on_device(Context& context, const ConstImageView& in, const ImageView& codes,
@@ -58,10 +69,12 @@ void lbp(Context& context, const ConstImageView& in, const ImageView& codes,
   const Variant<Lbp>& variant =
       api::choose<Lbp>(context, LbpInput{api::image_shape(in.width, in.height, 1), params}, choice,
                        shape_of(in, options));
-  if (in.channels == 1 && variant.backend == Backend::cuda && variant.on_views) {
-    // Gray host frames through the device call: every frame in one launch.
+  if (variant.backend == Backend::cuda && variant.on_views) {
+    // Host frames, in gray, through the device call: every frame in one launch.
+    std::vector<std::uint8_t> gray;
+    const ConstImageView gray_in = in.channels == 1 ? in : gray_frames(in, gray);
     api::through_device(
-        context, variant, in, codes,
+        context, variant, gray_in, codes,
         [&](const ConstImageView& device_in, const ImageView& device_codes, const ViewWork& work) {
           std::uint32_t* counts = histograms_in_scratch(work, in.frames, options.mapping);
           variant.on_views(LbpViewCall{device_in, device_codes, counts, params, work});
