@@ -2,7 +2,9 @@
 # One entry point for setting up, building, testing and running the project.
 #
 #   scripts/dev.sh test          install what is missing, build the host configuration, run the tests,
-#                                then install it and build and run examples/consumer against it
+#                                then install it and build and run examples/consumer against it,
+#                                then build the Python package into build/python-venv and run its
+#                                tests (python/tests)
 #   scripts/dev.sh run [ARGS]    build the best configuration this machine has (cuda with a GPU,
 #                                else host) and run compare (default: --algo conv --size 1080p)
 #   scripts/dev.sh build PRESET  install what is missing and build one configuration (host, cuda,
@@ -18,7 +20,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 jobs=${KBENCH_JOBS:-$(nproc)}
 packages=(g++ make cmake patch tar ca-certificates catch2 libcli11-dev libstb-dev libopenmpi-dev
-  openmpi-bin python3 python3-matplotlib)
+  openmpi-bin python3 python3-dev python3-venv python3-matplotlib)
 # Only for `fuzz`: clang with its libFuzzer and sanitizer runtimes.
 fuzz_packages=(clang-14 libclang-rt-14-dev)
 
@@ -96,6 +98,17 @@ consumer() {
   "$work/consumer"
 }
 
+# Builds the Python package (pyproject.toml, python/) into a virtual environment and runs its
+# pytest suite. Its build tools and NumPy come from PyPI.
+python_package() {
+  local venv="$repo/build/python-venv"
+  [[ -x $venv/bin/python ]] || python3 -m venv "$venv"
+  "$venv/bin/pip" install -q numpy pytest nanobind scikit-build-core
+  "$venv/bin/pip" install -q --no-build-isolation "$repo"
+  echo "dev.sh: the Python package's tests:"
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider "$repo/python/tests"
+}
+
 has_gpu() {
   command -v nvcc >/dev/null && command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1
 }
@@ -110,6 +123,7 @@ case "${1:-}" in
     build host
     OMP_PROC_BIND=false ctest --test-dir "$repo/build/host" --output-on-failure
     OMP_PROC_BIND=false consumer
+    OMP_PROC_BIND=false python_package
     ;;
   sanitize)
     build asan
