@@ -106,7 +106,7 @@ python_package() {
   "$venv/bin/pip" install -q numpy pytest nanobind scikit-build-core
   "$venv/bin/pip" install -q --no-build-isolation "$repo"
   echo "dev.sh: the Python package's tests:"
-  "$venv/bin/python" -m pytest -q -p no:cacheprovider "$repo/python/tests"
+  "$venv/bin/python" -m pytest -q "$repo/python/tests"
 }
 
 has_gpu() {
