@@ -18,7 +18,10 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <tuple>
 
 #include "kbench/lbp.hpp"
 #include "native_cuda/cuda_support.hpp"
@@ -345,6 +348,23 @@ auto lbp_vec_for(const Geometry& g) {
 // Frames per launch: CUDA's grid y holds at most 65535 blocks.
 constexpr int kMaxFramesPerLaunch = kMaxGridY;
 
+// Blocks of `kernel` with `shared_bytes` that the current device keeps resident, asked of the
+// occupancy calculator once per kernel, size and device (calls on views make a VecKernel per call).
+template <class Kernel>
+long long resident_vec_blocks(Kernel kernel, std::size_t shared_bytes) {
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  const auto key = std::make_tuple(reinterpret_cast<const void*>(kernel), shared_bytes, device);
+  static std::mutex mutex;
+  static std::map<decltype(key), long long> known;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto found = known.find(key);
+  if (found != known.end()) return found->second;
+  const long long blocks = resident_blocks(kernel, kVecThreads, shared_bytes, LLONG_MAX);
+  known.emplace(key, blocks);
+  return blocks;
+}
+
 // Launches lbp_vec over `frames` frames of `g` (1 for the runners); the frames share one wave of
 // resident blocks, at least one block each.
 struct VecKernel {
@@ -360,7 +380,7 @@ struct VecKernel {
         items((unsigned long long)vecs_per_row * unsigned(g.out_height)),
         shared_bytes(std::size_t(g.bins + 1) * kHistCopies * sizeof(std::uint32_t)),
         kernel(lbp_vec_for(g)),
-        resident(resident_blocks(kernel, kVecThreads, shared_bytes, LLONG_MAX)),
+        resident(resident_vec_blocks(kernel, shared_bytes)),
         work_blocks(int(std::min<unsigned long long>((items + kVecThreads - 1) / kVecThreads,
                                                      (unsigned long long)resident))) {}
 
