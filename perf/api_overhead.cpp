@@ -10,13 +10,16 @@
 // each as a burst of calls on the legacy stream then one wait (GPU time per call), and the
 // host's time to queue one call (the burst's queueing alone): one JSON line per case; and the
 // device's copy bandwidth (a device-to-device copy, bytes read + written per second), the floor
-// that batch figures are set against.
+// that batch figures are set against; and, per size, the host-to-device rate of the three ways a
+// call on host views could move a frame: from the caller's pageable memory, from page-locked
+// memory, and copied into page-locked memory on every host thread first (a Context's staging).
 //
 //   api-overhead [--reps N] [WxH ...]    (variant: each algorithm's preferred one here)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -150,6 +153,46 @@ void time_device_copy(int reps) {
   std::fflush(stdout);
 }
 
+void time_host_transfers(const std::string& size_name, std::size_t bytes, int reps) {
+  std::vector<std::uint8_t> pageable(bytes, 1);
+  kbench::PinnedMemory pinned(bytes);
+  kbench::DeviceMemory device(bytes, 0);
+  auto* staging = static_cast<std::uint8_t*>(pinned.data());
+  const auto rate = [&](auto&& move) {
+    std::vector<double> seconds;
+    for (int r = 0; r <= reps; ++r) {
+      const Clock::time_point start = Clock::now();
+      move();
+      kbench::synchronize(nullptr);
+      if (r > 0) seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    }
+    return double(bytes) / median(seconds) / 1e9;
+  };
+  const auto to_device = [&](const void* from) {
+    kbench::copy_rows_async(device.data(), bytes, from, bytes, bytes, 1, nullptr);
+  };
+  const double from_pageable = rate([&] { to_device(pageable.data()); });
+  const double from_pinned = rate([&] { to_device(staging); });
+  const double staged = rate([&] {
+    const std::ptrdiff_t chunks = 64;
+#pragma omp parallel for schedule(static)
+    for (std::ptrdiff_t c = 0; c < chunks; ++c) {
+      const std::size_t begin = bytes * std::size_t(c) / chunks;
+      const std::size_t end = bytes * std::size_t(c + 1) / chunks;
+      std::memcpy(staging + begin, pageable.data() + begin, end - begin);
+    }
+    to_device(staging);
+  });
+  std::printf(
+      "{\"path\": \"host to device\", \"size\": \"%s\", \"bytes\": %zu, \"reps\": %d, "
+      "\"pageable_gb_per_s\": %.2f, \"pinned_gb_per_s\": %.2f, "
+      "\"staged_through_pinned_gb_per_s\": %.2f, \"host_threads\": %d, "
+      "\"gpu\": \"%s\", \"commit\": \"%s\"}\n",
+      size_name.c_str(), bytes, reps, from_pageable, from_pinned, staged, kbench::host_threads(),
+      kbench::gpu_name().c_str(), kbench::build_commit());
+  std::fflush(stdout);
+}
+
 void time_device_calls(kbench::Context& context, const std::string& size_name,
                        const kbench::ImageU8& rgb, int reps) {
   const kbench::ConvInput conv_input{rgb, kbench::builtin_mask("gaussian"), kbench::Border::clamp};
@@ -222,7 +265,10 @@ int main(int argc, char** argv) {
             kbench::lbp(context, kbench::image_view(lbp_input.gray), kbench::image_view(codes),
                         histogram.data(), {}, {lbp_variant.name, "", ""});
           });
-      if (kbench::gpu_available()) time_device_calls(context, size_name, rgb, reps);
+      if (kbench::gpu_available()) {
+        time_device_calls(context, size_name, rgb, reps);
+        time_host_transfers(size_name, rgb.data.size(), reps);
+      }
     }
   } catch (const kbench::Error& e) {
     std::fprintf(stderr, "api-overhead: %s\n", e.what());

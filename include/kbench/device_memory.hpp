@@ -51,6 +51,26 @@ class DeviceMemory {
   int device_ = 0;
 };
 
+// Page-locked host memory (cudaMallocHost), which the GPU copies to and from asynchronously,
+// freed on destruction. Movable, not copyable.
+class PinnedMemory {
+ public:
+  PinnedMemory() = default;
+  explicit PinnedMemory(std::size_t bytes);
+  ~PinnedMemory();
+  PinnedMemory(PinnedMemory&& other) noexcept;
+  PinnedMemory& operator=(PinnedMemory&& other) noexcept;
+  PinnedMemory(const PinnedMemory&) = delete;
+  PinnedMemory& operator=(const PinnedMemory&) = delete;
+
+  void* data() const { return data_; }
+  std::size_t size() const { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 // Copies `rows` rows of `row_bytes` bytes, rows `from_pitch` apart to rows `to_pitch` apart,
 // between host and device memory in any direction, queued on `stream`.
 void copy_rows_async(void* to, std::size_t to_pitch, const void* from, std::size_t from_pitch,

@@ -34,6 +34,13 @@ DeviceMemory::~DeviceMemory() = default;
 DeviceMemory::DeviceMemory(DeviceMemory&&) noexcept = default;
 DeviceMemory& DeviceMemory::operator=(DeviceMemory&&) noexcept = default;
 
+PinnedMemory::PinnedMemory(std::size_t) {
+  no_cuda("page-locked memory");
+}
+PinnedMemory::~PinnedMemory() = default;
+PinnedMemory::PinnedMemory(PinnedMemory&&) noexcept = default;
+PinnedMemory& PinnedMemory::operator=(PinnedMemory&&) noexcept = default;
+
 void copy_rows_async(void*, std::size_t, const void*, std::size_t, std::size_t, std::size_t,
                      void*) {
   no_cuda("a device copy");

@@ -105,6 +105,29 @@ DeviceMemory& DeviceMemory::operator=(DeviceMemory&& other) noexcept {
   return *this;
 }
 
+PinnedMemory::PinnedMemory(std::size_t bytes) : size_(bytes) {
+  const cudaError_t status = cudaMallocHost(&data_, bytes);
+  if (status != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky allocation error
+    data_ = nullptr;
+    throw OutOfMemory("cannot allocate " + std::to_string(bytes) +
+                      " bytes of page-locked host memory: " + cudaGetErrorString(status));
+  }
+}
+
+PinnedMemory::~PinnedMemory() {
+  if (data_) cudaFreeHost(data_);
+}
+
+PinnedMemory::PinnedMemory(PinnedMemory&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+PinnedMemory& PinnedMemory::operator=(PinnedMemory&& other) noexcept {
+  std::swap(data_, other.data_);
+  std::swap(size_, other.size_);
+  return *this;
+}
+
 void copy_rows_async(void* to, std::size_t to_pitch, const void* from, std::size_t from_pitch,
                      std::size_t row_bytes, std::size_t rows, void* stream) {
   if (rows == 0 || row_bytes == 0) return;
