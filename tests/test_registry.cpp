@@ -3,6 +3,7 @@
 #include <set>
 
 #include "kbench/all_algorithms.hpp"
+#include "kbench/cpu_features.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/registry.hpp"
@@ -178,6 +179,21 @@ TEST_CASE("the listing covers every algorithm's variants", "[registry]") {
   CHECK(algorithm_names() == std::vector<std::string>{KBENCH_FOR_EACH_ALGORITHM(KBENCH_TAG)});
 #undef KBENCH_TAG
   CHECK(algorithm_names().size() == listed.size());
+}
+
+TEST_CASE("every algorithm registers the SIMD CPU levels this CPU has in every build",
+          "[registry]") {
+  // The CUDA configuration compiles the native CPU layer with the host compiler too: a build
+  // that registered only the generic level would leave an AVX-512 machine without its variants.
+  std::map<std::string, std::set<std::string>> names;
+  for (const VariantInfo& v : all_variants()) names[v.algorithm].insert(v.name);
+  for (const std::string& algorithm : algorithm_names()) {
+    for (const CpuLevel level : {CpuLevel::generic, CpuLevel::avx2, CpuLevel::avx512}) {
+      if (!cpu_supports(level)) continue;
+      INFO(algorithm << " on a CPU with " << to_string(level));
+      CHECK(names[algorithm].count(simd_variant_name(level)) == 1);
+    }
+  }
 }
 
 TEST_CASE("looking up a variant by name", "[registry]") {
