@@ -115,31 +115,43 @@ const Variant<Algorithm>& choose(Context& context, const typename Algorithm::Inp
 // two threads at once: calls through the portable layer take this lock.
 std::mutex& kokkos_mutex();
 
+// Runs `work` (which runs or queues `variant`), holding kokkos_mutex() when it is a portable
+// variant.
+template <class Algorithm, class Work>
+void in_kokkos_turn(const Variant<Algorithm>& variant, const Work& work) {
+  std::unique_lock<std::mutex> lock(kokkos_mutex(), std::defer_lock);
+  if (variant.layer == Layer::portable) lock.lock();
+  work();
+}
+
+// What a call of `variant` ran, with its times.
+template <class Algorithm>
+CallInfo call_info(const Variant<Algorithm>& variant, double compute_ms, double total_ms) {
+  return {Algorithm::name,
+          variant.name,
+          to_string(variant.layer),
+          to_string(variant.backend),
+          compute_ms,
+          total_ms,
+          ""};
+}
+
 // Runs `queue` (which queues `variant`'s work on views on the call's stream) and records the
 // call.
 template <class Algorithm, class Queue>
 void run_on_views(Context& context, const Variant<Algorithm>& variant, const Queue& queue,
                   const Stream& stream) {
-  {
-    std::unique_lock<std::mutex> lock(kokkos_mutex(), std::defer_lock);
-    if (variant.layer == Layer::portable) lock.lock();
-    queue();
-  }
-  end_device_call(context, stream,
-                  {Algorithm::name, variant.name, to_string(variant.layer),
-                   to_string(variant.backend), 0, 0, ""});
+  in_kokkos_turn(variant, queue);
+  end_device_call(context, stream, call_info(variant, 0, 0));
 }
 
 template <class Algorithm>
 typename Algorithm::Output run(Context& context, const Variant<Algorithm>& variant,
                                const typename Algorithm::Input& input) {
   RunTimes times;
-  std::unique_lock<std::mutex> lock(kokkos_mutex(), std::defer_lock);
-  if (variant.layer == Layer::portable) lock.lock();
-  typename Algorithm::Output out = run_once(variant, input, &times);
-  if (lock.owns_lock()) lock.unlock();
-  record_call(context, {Algorithm::name, variant.name, to_string(variant.layer),
-                        to_string(variant.backend), times.compute_ms, times.total_ms, ""});
+  typename Algorithm::Output out;
+  in_kokkos_turn(variant, [&] { out = run_once(variant, input, &times); });
+  record_call(context, call_info(variant, times.compute_ms, times.total_ms));
   return out;
 }
 
@@ -170,18 +182,12 @@ void through_device(Context& context, const Variant<Algorithm>& variant, const C
   copy_view_async(device_in, in, work.stream);
   synchronize(work.stream);
   const Clock::time_point computing = Clock::now();
-  {
-    std::unique_lock<std::mutex> lock(kokkos_mutex(), std::defer_lock);
-    if (variant.layer == Layer::portable) lock.lock();
-    run(ConstImageView(device_in), device_out, work);
-  }
+  in_kokkos_turn(variant, [&] { run(ConstImageView(device_in), device_out, work); });
   synchronize(work.stream);
   const Clock::time_point computed = Clock::now();
   copy_view_async(out, device_out, work.stream);
   synchronize(work.stream);
-  record_call(context,
-              {Algorithm::name, variant.name, to_string(variant.layer), to_string(variant.backend),
-               ms(computing, computed), ms(start, Clock::now()), ""});
+  record_call(context, call_info(variant, ms(computing, computed), ms(start, Clock::now())));
 }
 
 }  // namespace kbench::api
