@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "compare/compare.hpp"
 #include "kbench/context.hpp"
 #include "kbench/conv.hpp"
 #include "kbench/device_memory.hpp"
@@ -113,6 +114,27 @@ class DeviceFrames {
   ImageView view_;
   DeviceMemory memory_;
 };
+
+// compare --batch N's problem: N copies of `single`'s input; where the input is generated, frame
+// f > 0 gets `regenerate(frame, options)` with the options' seed moved on by f.
+template <class A, class Regenerate>
+Case<Batch<A>> batch_case(const Options& options, const Case<A>& single,
+                          const Regenerate& regenerate) {
+  Case<Batch<A>> problem;
+  problem.frames = options.batch;
+  problem.name = single.name + "-batch" + std::to_string(options.batch);
+  problem.description = single.description + ", " + std::to_string(options.batch) + " frames";
+  Options frame_options = options;
+  for (int f = 0; f < options.batch; ++f) {
+    typename A::Input frame = single.input;
+    if (options.image_path.empty() && f > 0) {
+      frame_options.seed = options.seed + std::uint64_t(f);
+      regenerate(frame, frame_options);
+    }
+    problem.input.frames.push_back(std::move(frame));
+  }
+  return problem;
+}
 
 // Batch<A>'s variants: every variant of A frame by frame, and `<name>-views` beside each that
 // takes device views, made by ViewsRunner(variant, input).

@@ -63,21 +63,10 @@ class LbpViewsRunner final : public Runner<Batch<Lbp>> {
 
 // --batch N: N generated frames (seeds seed … seed + N − 1), or the --image N times.
 int run_lbp_batch(const Options& options, const Case<Lbp>& single) {
-  Case<Batch<Lbp>> problem;
-  problem.frames = options.batch;
-  problem.name = single.name + "-batch" + std::to_string(options.batch);
-  problem.description = single.description + ", " + std::to_string(options.batch) + " frames";
-  Options frame_options = options;
-  for (int f = 0; f < options.batch; ++f) {
-    LbpInput frame = single.input;
-    if (options.image_path.empty() && f > 0) {
-      frame_options.seed = options.seed + std::uint64_t(f);
-      std::string name;
-      frame.gray = load_or_generate(frame_options, 1, &name);
-    }
-    problem.input.frames.push_back(std::move(frame));
-  }
-  return run(options, problem);
+  return run(options, batch_case(options, single, [](auto& frame, const Options& frame_options) {
+               std::string name;
+               frame.gray = load_or_generate(frame_options, 1, &name);
+             }));
 }
 
 struct LbpOptions {
