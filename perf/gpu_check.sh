@@ -118,29 +118,28 @@ if [[ $steps == *" tools "* ]]; then
   grep -E "^(FAIL|hostile inputs:)" "$out/tools.log"
 fi
 
+# memcheck and racecheck over compare's CUDA variants: sanitize_compare ALGO "ARGS".
+sanitize_compare() {
+  local algo=$1 case=$2 tool
+  for tool in memcheck racecheck; do
+    echo "-- $algo $tool $case" >>"$out/sanitizer.log"
+    # shellcheck disable=SC2086
+    compute-sanitizer --tool "$tool" --error-exitcode 3 "$bin/compare" --algo "$algo" \
+      $case --backend cuda --check-only >>"$out/sanitizer.log" 2>&1 || status=1
+  done
+}
+
 if [[ $steps == *" sanitizer "* ]]; then
   echo "== compute-sanitizer over the CUDA variants"
   for algo in "${algorithms[@]}"; do
     IFS=';' read -ra cases <<<"${sanitizer_cases[$algo]:-}"
-    for case in "${cases[@]}"; do
-      for tool in memcheck racecheck; do
-        echo "-- $algo $tool $case" >>"$out/sanitizer.log"
-        # shellcheck disable=SC2086
-        compute-sanitizer --tool "$tool" --error-exitcode 3 "$bin/compare" --algo "$algo" \
-          $case --backend cuda --check-only >>"$out/sanitizer.log" 2>&1 || status=1
-      done
-    done
+    for case in "${cases[@]}"; do sanitize_compare "$algo" "$case"; done
   done
   # Calls on device views: batches in place and staged (odd widths), and the GPU suite's
   # device-view cases (every layout, alpha, other masks, two contexts on their own streams).
   for algo in conv lbp; do
     for case in "--size 320x240 --batch 3" "--size 301x37 --batch 3 --border crop"; do
-      for tool in memcheck racecheck; do
-        echo "-- $algo $tool $case" >>"$out/sanitizer.log"
-        # shellcheck disable=SC2086
-        compute-sanitizer --tool "$tool" --error-exitcode 3 "$bin/compare" --algo "$algo" \
-          $case --backend cuda --check-only >>"$out/sanitizer.log" 2>&1 || status=1
-      done
+      sanitize_compare "$algo" "$case"
     done
   done
   echo "-- kbench_tests memcheck [api_device]" >>"$out/sanitizer.log"
