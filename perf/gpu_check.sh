@@ -39,6 +39,11 @@ export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
 # The CUDA runtime the binaries link against, where the toolkit keeps it.
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64
 status=0
+# A step's command failed: named on the console, and the script's exit status is 1.
+failed() {
+  echo "FAILED: $1 (see its log in $out)"
+  status=1
+}
 
 algorithms=("$@")
 if [[ ${#algorithms[@]} -eq 0 ]]; then
@@ -101,7 +106,7 @@ declare -A sweep_cases=([sad]=test1)
 
 if [[ $steps == *" tests "* ]]; then
   echo "== tests"
-  OMP_PROC_BIND=false "$bin/kbench_tests" 2>&1 | tee -a "$out/tests.log" | tail -3 || status=1
+  OMP_PROC_BIND=false "$bin/kbench_tests" 2>&1 | tee -a "$out/tests.log" | tail -3 || failed tests
 fi
 
 if [[ $steps == *" tools "* ]]; then
@@ -110,9 +115,9 @@ if [[ $steps == *" tools "* ]]; then
     read -r file mode <<<"$script"
     echo "-- $script" >>"$out/tools.log"
     if [[ -n $mode ]]; then
-      "$repo/tests/$file" "$mode" "$bin" >>"$out/tools.log" 2>&1 || status=1
+      "$repo/tests/$file" "$mode" "$bin" >>"$out/tools.log" 2>&1 || failed tools
     else
-      "$repo/tests/$file" "$bin" >>"$out/tools.log" 2>&1 || status=1
+      "$repo/tests/$file" "$bin" >>"$out/tools.log" 2>&1 || failed tools
     fi
   done
   grep -E "^(FAIL|hostile inputs:)" "$out/tools.log"
@@ -125,7 +130,7 @@ sanitize_compare() {
     echo "-- $algo $tool $case" >>"$out/sanitizer.log"
     # shellcheck disable=SC2086
     compute-sanitizer --tool "$tool" --error-exitcode 3 "$bin/compare" --algo "$algo" \
-      $case --backend cuda --check-only >>"$out/sanitizer.log" 2>&1 || status=1
+      $case --backend cuda --check-only >>"$out/sanitizer.log" 2>&1 || failed sanitizer
   done
 }
 
@@ -144,7 +149,7 @@ if [[ $steps == *" sanitizer "* ]]; then
   done
   echo "-- kbench_tests memcheck [api_device]" >>"$out/sanitizer.log"
   compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/kbench_tests" "[api_device]" \
-    >>"$out/sanitizer.log" 2>&1 || status=1
+    >>"$out/sanitizer.log" 2>&1 || failed sanitizer
   grep -E "^-- |ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer.log"
 fi
 
@@ -155,12 +160,12 @@ if [[ $steps == *" batch "* ]]; then
     for v in ${batch_variants[$algo]}; do variant_args+=(--variant "$v"); done
     for size in "${batch_sizes[@]}"; do
       "$bin/compare" --algo "$algo" --size "$size" --batch "$batch_frames" "${variant_args[@]}" \
-        --json "$out/batch.jsonl" >>"$out/batch.log" 2>&1 || status=1
+        --json "$out/batch.jsonl" >>"$out/batch.log" 2>&1 || failed batch
     done
   done
-  "$bin/api-overhead" 1080p 4k >"$out/api.jsonl" 2>>"$out/batch.log" || status=1
+  "$bin/api-overhead" 1080p 4k >"$out/api.jsonl" 2>>"$out/batch.log" || failed batch
   if command -v python3 >/dev/null; then
-    python3 "$repo/perf/batch_table.py" "$out/batch.jsonl" >"$out/batch.md" || status=1
+    python3 "$repo/perf/batch_table.py" "$out/batch.jsonl" >"$out/batch.md" || failed batch
     cat "$out/batch.md"
   fi
   cat "$out/api.jsonl"
@@ -172,7 +177,7 @@ if [[ $steps == *" compare "* ]]; then
     mapfile -t cases < <("$bin/compare" --algo "$algo" --list-cases)
     for case in "${cases[@]}"; do
       "$bin/compare" --algo "$algo" --size "$case" --json "$out/compare.jsonl" \
-        >>"$out/compare.log" 2>&1 || status=1
+        >>"$out/compare.log" 2>&1 || failed compare
     done
   done
   grep -E "^(variant|cuda|kokkos)|^[a-z]+ on " "$out/compare.log" | tail -60
@@ -186,7 +191,7 @@ if [[ $steps == *" threads "* ]]; then
     for threads in 1 2 4 8 16; do
       [[ $threads -le $(nproc) ]] || continue
       OMP_NUM_THREADS=$threads "$bin/compare" --algo "$algo" --size "$sweep_case" \
-        --backend openmp --reps 5 --json "$out/compare.jsonl" >>"$out/compare.log" 2>&1 || status=1
+        --backend openmp --reps 5 --json "$out/compare.jsonl" >>"$out/compare.log" 2>&1 || failed threads
     done
   done
 fi
@@ -199,7 +204,7 @@ if [[ $steps == *" widths "* ]]; then
   done
   if [[ ${#widths[@]} -gt 0 ]]; then
     KBENCH_BUILD=$build "$repo/perf/width_sweep.sh" "$out/widths" "${widths[@]}" \
-      >"$out/widths.log" 2>&1 || status=1
+      >"$out/widths.log" 2>&1 || failed widths
     tail -40 "$out/widths.log"
   fi
 fi
@@ -209,11 +214,11 @@ if [[ $steps == *" big "* ]]; then
   for case in "${big_cases[@]}"; do
     # shellcheck disable=SC2086
     "$bin/compare" --algo $case --backend cuda --check-rows "$big_check_rows" --reps 5 \
-      --json "$out/big.jsonl" >>"$out/big.log" 2>&1 || status=1
+      --json "$out/big.jsonl" >>"$out/big.log" 2>&1 || failed big
   done
   for case in "${tall_cases[@]}"; do
     # shellcheck disable=SC2086
-    "$bin/compare" --algo $case --backend cuda --check-only >>"$out/big.log" 2>&1 || status=1
+    "$bin/compare" --algo $case --backend cuda --check-only >>"$out/big.log" 2>&1 || failed big
   done
   grep -E "^(conv|lbp) on |^(GPU )?memory:|^(cuda|kokkos)-|skipping" "$out/big.log" | tail -90
 fi
@@ -223,7 +228,7 @@ if [[ $steps == *" noise "* && " ${algorithms[*]} " == *" sad-pruned "* ]]; then
   for case in "${noise_cases[@]}"; do
     for sigma in "${noise_levels[@]}"; do
       "$bin/compare" --algo sad-pruned --size "$case" --noise "$sigma" --backend cuda \
-        --json "$out/compare.jsonl" >>"$out/noise.log" 2>&1 || status=1
+        --json "$out/compare.jsonl" >>"$out/noise.log" 2>&1 || failed noise
     done
   done
   grep -E "^(sad-pruned|sad) on |^(cuda|kokkos)-.*(pruned|regblock-vsad-p32|fused)" \
@@ -235,7 +240,7 @@ if [[ $steps == *" topk "* && " ${algorithms[*]} " == *" sad-pruned "* ]]; then
   for sigma in "${noise_levels[@]}"; do
     "$bin/compare" --algo sad-pruned --size "${noise_cases[0]}" --noise "$sigma" \
       --top "$topk_positions" --backend cuda --json "$out/compare.jsonl" >>"$out/topk.log" 2>&1 ||
-      status=1
+      failed profile
   done
   grep -E "^(sad-pruned|sad) on |^(cuda|kokkos)-.*(pruned|regblock-vsad-p32|team)" \
     "$out/topk.log" | tail -40
@@ -245,7 +250,7 @@ if [[ $steps == *" cemd-sweep "* && " ${algorithms[*]} " == *" cemd "* ]]; then
   echo "== cemd size sweep (GPU variants)"
   for case in "${cemd_sweep_cases[@]}"; do
     "$bin/compare" --algo cemd --size "$case" --backend cuda --json "$out/compare.jsonl" \
-      >>"$out/cemd_sweep.log" 2>&1 || status=1
+      >>"$out/cemd_sweep.log" 2>&1 || failed cemd-sweep
   done
   grep -E "^cemd on |^(cuda|kokkos)-" "$out/cemd_sweep.log" | tail -40
 fi
@@ -255,7 +260,7 @@ if [[ $steps == *" peers "* ]] && command -v python3 >/dev/null; then
   for algo in "${algorithms[@]}"; do
     for case in ${peer_cases[$algo]:-}; do
       python3 "$repo/perf/peers.py" --algo "$algo" --size "$case" --bin "$bin" \
-        --json "$out/compare.jsonl" 2>&1 | tee -a "$out/peers.log" || status=1
+        --json "$out/compare.jsonl" 2>&1 | tee -a "$out/peers.log" || failed peers
     done
   done
 fi
@@ -268,7 +273,7 @@ if [[ $steps == *" profile "* ]]; then
     # shellcheck disable=SC2086
     ncu --clock-control none --print-summary per-kernel "$bin/compare" --algo "$algo" \
       ${profile_cases[$algo]} --backend cuda --reps 1 --budget-ms 1 >>"$out/profile.log" 2>&1 ||
-      status=1
+      failed profile
   done
   grep -E "^-- |^  [a-z_].*\(|Duration" "$out/profile.log" | head -80
 fi
@@ -277,11 +282,11 @@ if [[ $steps == *" compare "* || $steps == *" threads "* || $steps == *" noise "
   $steps == *" topk "* ||
   $steps == *" cemd-sweep "* || $steps == *" peers "* ]] &&
   command -v python3 >/dev/null; then
-  python3 "$repo/perf/report.py" "$out/compare.jsonl" --markdown "$out/report.md" || status=1
+  python3 "$repo/perf/report.py" "$out/compare.jsonl" --markdown "$out/report.md" || failed report
 fi
 
 if [[ $steps == *" sweep "* && " ${algorithms[*]} " == *" lbp "* ]]; then
   echo "== lbp size sweep"
-  KBENCH_BUILD=$build "$repo/perf/lbp_size_sweep.sh" "$out" | tail -30 || status=1
+  KBENCH_BUILD=$build "$repo/perf/lbp_size_sweep.sh" "$out" | tail -30 || failed sweep
 fi
 exit $status

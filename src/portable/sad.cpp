@@ -25,14 +25,32 @@ namespace kbench::portable_sad {
 
 using portable::backend_of;
 
+// Map positions per team in map_argmin's reduction.
+constexpr std::int64_t kArgminTeamPositions = 4096;
+
+// The map's smallest sad_key: a team per run of positions, reduced inside the team and then
+// across teams. A team reduction because Kokkos 3.4's RangePolicy reduction on CUDA draws
+// compute-sanitizer racecheck's shared-memory hazard warnings; its team reductions do not.
 template <class Exec>
 std::uint64_t map_argmin(const MapView<Exec>& map) {
+  using Policy = Kokkos::TeamPolicy<Exec>;
+  const std::int64_t positions = std::int64_t(map.extent(0));
+  const int teams = int((positions + kArgminTeamPositions - 1) / kArgminTeamPositions);
   std::uint64_t best = kNoSadKey;
   Kokkos::parallel_reduce(
-      "sad_argmin",
-      Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(0, std::int64_t(map.extent(0))),
-      KOKKOS_LAMBDA(std::int64_t index, std::uint64_t & partial) {
-        partial = sad_min(partial, sad_key(map(index), std::uint32_t(index)));
+      "sad_argmin", Policy(teams, Kokkos::AUTO),
+      KOKKOS_LAMBDA(const typename Policy::member_type& team, std::uint64_t& partial) {
+        const std::int64_t begin = team.league_rank() * kArgminTeamPositions;
+        const std::int64_t end =
+            begin + kArgminTeamPositions < positions ? begin + kArgminTeamPositions : positions;
+        std::uint64_t team_best = kNoSadKey;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, begin, end),
+            [&](std::int64_t index, std::uint64_t& item_best) {
+              item_best = sad_min(item_best, sad_key(map(index), std::uint32_t(index)));
+            },
+            Kokkos::Min<std::uint64_t>(team_best));
+        partial = sad_min(partial, team_best);
       },
       Kokkos::Min<std::uint64_t>(best));
   return best;
