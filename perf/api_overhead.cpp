@@ -10,16 +10,15 @@
 // each as a burst of calls on the legacy stream then one wait (GPU time per call), and the
 // host's time to queue one call (the burst's queueing alone): one JSON line per case; and the
 // device's copy bandwidth (a device-to-device copy, bytes read + written per second), the floor
-// that batch figures are set against; and, per size, the host-to-device rate of the three ways a
-// call on host views could move a frame: from the caller's pageable memory, from page-locked
-// memory, and copied into page-locked memory on every host thread first (a Context's staging).
+// that batch figures are set against; and, per size, the rates at which a frame moves to the
+// device from the caller's pageable memory, from page-locked memory and through a Context's
+// page-locked staging (the path of a call on host views), and back without and with staging.
 //
 //   api-overhead [--reps N] [WxH ...]    (variant: each algorithm's preferred one here)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -153,11 +152,15 @@ void time_device_copy(int reps) {
   std::fflush(stdout);
 }
 
-void time_host_transfers(const std::string& size_name, std::size_t bytes, int reps) {
-  std::vector<std::uint8_t> pageable(bytes, 1);
+// Host-to-device and back for one image: from and to the caller's pageable memory directly,
+// from page-locked memory, and through the context's page-locked staging (upload_staged and
+// download_staged, the path of a call on host views).
+void time_host_transfers(const std::string& size_name, const kbench::ImageU8& image, int reps) {
+  const std::size_t bytes = image.data.size();
+  kbench::ImageU8 back(image.width, image.height, image.channels);
   kbench::PinnedMemory pinned(bytes);
-  kbench::DeviceMemory device(bytes, 0);
-  auto* staging = static_cast<std::uint8_t*>(pinned.data());
+  const OnDevice device(image);
+  const kbench::ConstImageView host = kbench::image_view(image);
   const auto rate = [&](auto&& move) {
     std::vector<double> seconds;
     for (int r = 0; r <= reps; ++r) {
@@ -168,28 +171,24 @@ void time_host_transfers(const std::string& size_name, std::size_t bytes, int re
     }
     return double(bytes) / median(seconds) / 1e9;
   };
-  const auto to_device = [&](const void* from) {
-    kbench::copy_rows_async(device.data(), bytes, from, bytes, bytes, 1, nullptr);
-  };
-  const double from_pageable = rate([&] { to_device(pageable.data()); });
-  const double from_pinned = rate([&] { to_device(staging); });
-  const double staged = rate([&] {
-    const std::ptrdiff_t chunks = 64;
-#pragma omp parallel for schedule(static)
-    for (std::ptrdiff_t c = 0; c < chunks; ++c) {
-      const std::size_t begin = bytes * std::size_t(c) / chunks;
-      const std::size_t end = bytes * std::size_t(c + 1) / chunks;
-      std::memcpy(staging + begin, pageable.data() + begin, end - begin);
-    }
-    to_device(staging);
+  const double up_pageable = rate([&] { kbench::copy_view_async(device.view, host, nullptr); });
+  const double up_pinned = rate([&] {
+    kbench::copy_rows_async(device.view.data, bytes, pinned.data(), bytes, bytes, 1, nullptr);
+  });
+  const double up_staged =
+      rate([&] { kbench::upload_staged(device.view, host, pinned.data(), nullptr); });
+  const double down_pageable =
+      rate([&] { kbench::copy_view_async(kbench::image_view(back), device.view, nullptr); });
+  const double down_staged = rate([&] {
+    kbench::download_staged(kbench::image_view(back), device.view, pinned.data(), nullptr);
   });
   std::printf(
       "{\"path\": \"host to device\", \"size\": \"%s\", \"bytes\": %zu, \"reps\": %d, "
-      "\"pageable_gb_per_s\": %.2f, \"pinned_gb_per_s\": %.2f, "
-      "\"staged_through_pinned_gb_per_s\": %.2f, \"host_threads\": %d, "
+      "\"pageable_gb_per_s\": %.2f, \"pinned_gb_per_s\": %.2f, \"staged_gb_per_s\": %.2f, "
+      "\"to_pageable_gb_per_s\": %.2f, \"staged_back_gb_per_s\": %.2f, \"host_threads\": %d, "
       "\"gpu\": \"%s\", \"commit\": \"%s\"}\n",
-      size_name.c_str(), bytes, reps, from_pageable, from_pinned, staged, kbench::host_threads(),
-      kbench::gpu_name().c_str(), kbench::build_commit());
+      size_name.c_str(), bytes, reps, up_pageable, up_pinned, up_staged, down_pageable, down_staged,
+      kbench::host_threads(), kbench::gpu_name().c_str(), kbench::build_commit());
   std::fflush(stdout);
 }
 
@@ -267,7 +266,7 @@ int main(int argc, char** argv) {
           });
       if (kbench::gpu_available()) {
         time_device_calls(context, size_name, rgb, reps);
-        time_host_transfers(size_name, rgb.data.size(), reps);
+        time_host_transfers(size_name, rgb, reps);
       }
     }
   } catch (const kbench::Error& e) {

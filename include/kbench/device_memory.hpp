@@ -103,6 +103,8 @@ class DeviceScratch {
   void begin(void* stream);
   void* bytes(const std::string& name, std::size_t size);
   const void* uploaded(const std::string& name, const void* host, std::size_t size, void* stream);
+  // Page-locked host memory of at least `size` bytes for staged copies, grown, never shrunk.
+  void* staging(std::size_t size);
 
  private:
   struct Uploaded {
@@ -115,6 +117,7 @@ class DeviceScratch {
   void* event_ = nullptr;  // a cudaEvent_t, created at the first change of stream
   std::unordered_map<std::string, DeviceMemory> buffers_;
   std::unordered_map<std::string, Uploaded> uploads_;
+  PinnedMemory staging_;
 };
 
 // Where a call on views runs: the caller's stream and the context's scratch memory.
@@ -133,6 +136,15 @@ struct FrameLayout {
 // Copies every frame of `from` into `to`, views of one shape in any two places, queued on
 // `stream`.
 void copy_view_async(const ImageView& to, const ConstImageView& from, void* stream);
+// Copies host view `from` into device view `to` (one shape) through `staging`, page-locked memory
+// of at least from's packed bytes: the host threads pack a step of rows into it while the
+// previous step's copy to the device runs (a copy from pageable memory runs at a quarter to a
+// half of one from page-locked memory). Returns with the last step queued on `stream`.
+void upload_staged(const ImageView& to, const ConstImageView& from, void* staging, void* stream);
+// Copies device view `from` into host view `to` (one shape) through `staging`, as upload_staged:
+// one copy into it on `stream`, a wait, and the host threads unpack the rows. Returns when `to`
+// holds the frames.
+void download_staged(const ImageView& to, const ConstImageView& from, void* staging, void* stream);
 
 // Whether a kernel that loads and stores whole `vector`-byte vectors from each row's start can
 // use `view` in place: pointer, pitch and frame stride multiples of `vector`, and rows of a whole

@@ -2,6 +2,7 @@
 // What the library calls share: checking views, copying between views and the registry's host
 // types, and choosing and running a variant through the context.
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <string>
@@ -179,14 +180,16 @@ void through_device(Context& context, const Variant<Algorithm>& variant, const C
   };
   const ImageView device_in = packed(in, "host call input");
   const ImageView device_out = packed(out, "host call output");
-  copy_view_async(device_in, in, work.stream);
+  void* staging = work.scratch->staging(
+      std::max(in.row_bytes() * std::size_t(in.height), out.row_bytes() * std::size_t(out.height)) *
+      std::size_t(in.frames));
+  upload_staged(device_in, in, staging, work.stream);
   synchronize(work.stream);
   const Clock::time_point computing = Clock::now();
   in_kokkos_turn(variant, [&] { run(ConstImageView(device_in), device_out, work); });
   synchronize(work.stream);
   const Clock::time_point computed = Clock::now();
-  copy_view_async(out, device_out, work.stream);
-  synchronize(work.stream);
+  download_staged(out, device_out, staging, work.stream);
   record_call(context, call_info(variant, ms(computing, computed), ms(start, Clock::now())));
 }
 

@@ -1,6 +1,7 @@
 // kbench/device_memory.hpp's scratch memory, and the calls' refusals where kbench has no CUDA.
 #include "kbench/device_memory.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -63,6 +64,14 @@ void DeviceScratch::begin(void*) {
 }
 
 #endif
+
+void* DeviceScratch::staging(std::size_t size) {
+  if (staging_.size() < size) {
+    staging_ = PinnedMemory();  // the old allocation goes before the larger one is made
+    staging_ = PinnedMemory(size);
+  }
+  return staging_.data();
+}
 
 void* DeviceScratch::bytes(const std::string& name, std::size_t size) {
   DeviceMemory& memory = buffers_[name];
@@ -132,6 +141,74 @@ FrameLayout scratch_layout(const ConstImageView& view, std::size_t vector, const
 
 void copy_view_async(const ImageView& to, const ConstImageView& from, void* stream) {
   copy_frames(layout_of(to), layout_of(from), from.row_bytes(), from.height, from.frames, stream);
+}
+
+namespace {
+
+// Bytes of rows a staged upload moves per step.
+constexpr std::size_t kStagingStepBytes = std::size_t(4) << 20;
+
+// Copies rows [first, first + count) of all frames' rows in order (frame f's row y is row
+// f · height + y) between `staging`, where they lie packed, and `layout`, in one pitched copy per
+// frame they touch, queued on `stream`.
+void copy_staged_rows(const FrameLayout& layout, std::uint8_t* staging, std::size_t row_bytes,
+                      std::size_t height, std::size_t first, std::size_t count, bool to_device,
+                      void* stream) {
+  for (std::size_t row = first; row < first + count;) {
+    const std::size_t frame = row / height, y = row % height;
+    const std::size_t rows = std::min(height - y, first + count - row);
+    std::uint8_t* device = layout.data + frame * layout.frame_stride + y * layout.pitch;
+    std::uint8_t* packed = staging + row * row_bytes;
+    if (to_device) {
+      copy_rows_async(device, layout.pitch, packed, row_bytes, row_bytes, rows, stream);
+    } else {
+      copy_rows_async(packed, row_bytes, device, layout.pitch, row_bytes, rows, stream);
+    }
+    row += rows;
+  }
+}
+
+// Copies rows [first, first + count) between host layout `layout` and `staging` (packed) on the
+// host threads.
+void move_host_rows(const FrameLayout& layout, std::uint8_t* staging, std::size_t row_bytes,
+                    std::size_t height, std::size_t first, std::size_t count, bool to_staging) {
+  const auto end = std::int64_t(first + count);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t row = std::int64_t(first); row < end; ++row) {
+    const std::size_t r = std::size_t(row);
+    std::uint8_t* host =
+        layout.data + (r / height) * layout.frame_stride + (r % height) * layout.pitch;
+    std::uint8_t* packed = staging + r * row_bytes;
+    if (to_staging) {
+      std::memcpy(packed, host, row_bytes);
+    } else {
+      std::memcpy(host, packed, row_bytes);
+    }
+  }
+}
+
+}  // namespace
+
+void upload_staged(const ImageView& to, const ConstImageView& from, void* staging, void* stream) {
+  const std::size_t row_bytes = from.row_bytes(), height = std::size_t(from.height);
+  const std::size_t rows = height * std::size_t(from.frames);
+  const std::size_t step =
+      std::max<std::size_t>(1, kStagingStepBytes / std::max<std::size_t>(row_bytes, 1));
+  auto* packed = static_cast<std::uint8_t*>(staging);
+  for (std::size_t first = 0; first < rows; first += step) {
+    const std::size_t count = std::min(step, rows - first);
+    move_host_rows(layout_of(from), packed, row_bytes, height, first, count, true);
+    copy_staged_rows(layout_of(to), packed, row_bytes, height, first, count, true, stream);
+  }
+}
+
+void download_staged(const ImageView& to, const ConstImageView& from, void* staging, void* stream) {
+  const std::size_t row_bytes = from.row_bytes(), height = std::size_t(from.height);
+  const std::size_t rows = height * std::size_t(from.frames);
+  auto* packed = static_cast<std::uint8_t*>(staging);
+  copy_staged_rows(layout_of(from), packed, row_bytes, height, 0, rows, false, stream);
+  synchronize(stream);
+  move_host_rows(layout_of(to), packed, row_bytes, height, 0, rows, false);
 }
 
 bool usable_by_vectors(const ConstImageView& view, std::size_t vector) {
