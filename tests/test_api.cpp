@@ -195,8 +195,8 @@ TEST_CASE("cemd_match and cemd_all_pairs on views equal the variants' results", 
     for (int q = 0; q < 25; ++q) CHECK(again[q].index == matches[q].index);
     // The matrix, with spare floats after each row.
     std::vector<float> matrix(25 * 64, -1.f);
-    cemd_all_pairs(context, view_of(queries), view_of(database), matrix.data(), 64 * sizeof(float),
-                   options);
+    cemd_all_pairs(context, view_of(queries), view_of(database),
+                   {matrix.data(), 25, 60, 64 * sizeof(float), MemoryPlace::host()}, options);
     const CemdResult all = run_once(find_variant<Cemd>(context.last_call().variant),
                                     CemdInput{queries, database, {distance, true, 0.8f}});
     bool same = true;

@@ -4,6 +4,7 @@
 // and refusals. Without a usable GPU the cases pass without running (the host suite's refusals
 // are in test_api.cpp).
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <thread>
 
 #include "kbench/harness.hpp"
@@ -42,6 +43,25 @@ struct DeviceMirror {
     synchronize(nullptr);
   }
 };
+
+// Host values copied into device memory.
+template <class T>
+DeviceMemory on_device(const std::vector<T>& values) {
+  DeviceMemory memory(values.size() * sizeof(T), 0);
+  copy_rows_async(memory.data(), values.size() * sizeof(T), values.data(),
+                  values.size() * sizeof(T), values.size() * sizeof(T), 1, nullptr);
+  synchronize(nullptr);
+  return memory;
+}
+// Device memory's values on the host.
+template <class T>
+std::vector<T> on_host(const DeviceMemory& memory, std::size_t count) {
+  std::vector<T> values(count);
+  copy_rows_async(values.data(), count * sizeof(T), memory.data(), count * sizeof(T),
+                  count * sizeof(T), 1, nullptr);
+  synchronize(nullptr);
+  return values;
+}
 
 std::vector<ImageU8> frames_of(int count, int width, int height, int channels, std::uint64_t seed) {
   std::vector<ImageU8> frames;
@@ -199,6 +219,121 @@ TEST_CASE("a batch on device views equals single calls, and calls repeat exactly
   }
 }
 
+TEST_CASE("sad_map and match on device views equal the host calls", "[api_device]") {
+  if (!gpu_available()) return;
+  const ImageU8 target = synthetic_image(90, 70, 1, 5);
+  ImageU8 query(17, 13, 1);
+  for (int y = 0; y < 13; ++y) {
+    for (int x = 0; x < 17; ++x) query.at(x, y, 0) = target.at(x + 40, y + 30, 0);
+  }
+  const int map_width = 90 - 17 + 1, map_height = 70 - 13 + 1;
+  const std::size_t map_pitch = std::size_t(map_width + 3);  // in values
+  // Odd pitches: the kernels' word packing is staged.
+  const DeviceMirror device_target(PaddedFrames({target}, 5, 0));
+  const DeviceMirror device_query(PaddedFrames({query}, 3, 0));
+  for (const auto* variant : view_variants<Sad>()) {
+    INFO(variant->name);
+    Context context;
+    const Choice choice{variant->name, "", ""};
+    std::vector<std::int32_t> expected(std::size_t(map_width) * map_height);
+    sad_map(context, image_view(target), image_view(query),
+            {expected.data(), map_width, map_height, 0, MemoryPlace::host()}, {}, choice);
+    DeviceMemory map = on_device(std::vector<std::int32_t>(map_pitch * map_height, -1));
+    sad_map(context, device_target.view, device_query.view,
+            {static_cast<std::int32_t*>(map.data()), map_width, map_height,
+             map_pitch * sizeof(std::int32_t), MemoryPlace::cuda(0)},
+            {Stream{nullptr, true}}, choice);
+    CHECK(context.last_call().variant == variant->name);
+    const auto values = on_host<std::int32_t>(map, map_pitch * map_height);
+    bool same = true, spare_kept = true;
+    for (int y = 0; y < map_height; ++y) {
+      for (int x = 0; x < map_width; ++x) {
+        same &= values[y * map_pitch + x] == expected[std::size_t(y) * map_width + x];
+      }
+      for (std::size_t x = map_width; x < map_pitch; ++x)
+        spare_kept &= values[y * map_pitch + x] == -1;
+    }
+    CHECK(same);
+    CHECK(spare_kept);
+    // The best position alone, and four without separation (from the map).
+    for (const int top : {1, 4}) {
+      const MatchOptions options{top, 1, MatchMethod::full};
+      CHECK(match(context, device_target.view, device_query.view, options, choice) ==
+            match(context, image_view(target), image_view(query), options, choice));
+    }
+    CHECK(match(context, device_target.view, device_query.view, {}, choice).front() ==
+          SadMatch{30, 40, 0});
+  }
+}
+
+TEST_CASE("cemd_match and cemd_all_pairs on device views equal the host calls", "[api_device]") {
+  if (!gpu_available()) return;
+  const DescriptorSet database = generated_descriptors(60, 3);
+  const DescriptorSet queries = generated_queries(database, 25, 4);
+  // The queries packed, the database 160 bytes a row and as floats.
+  const DeviceMemory device_queries = on_device(queries.values);
+  std::vector<std::uint8_t> strided(60 * 160, 0xEE);
+  std::vector<float> floats(60 * kDescriptorBytes);
+  for (int r = 0; r < 60; ++r) {
+    for (int c = 0; c < kDescriptorBytes; ++c) {
+      strided[r * 160 + c] = database.row(r)[c];
+      floats[r * kDescriptorBytes + c] = float(database.row(r)[c]);
+    }
+  }
+  const DeviceMemory device_strided = on_device(strided);
+  const DeviceMemory device_floats = on_device(floats);
+  const DescriptorView host_queries{queries.values.data(), 25, DescriptorType::u8, 0,
+                                    MemoryPlace::host()};
+  const DescriptorView host_database{database.values.data(), 60, DescriptorType::u8, 0,
+                                     MemoryPlace::host()};
+  const DescriptorView query_view{device_queries.data(), 25, DescriptorType::u8, 0,
+                                  MemoryPlace::cuda(0)};
+  const DescriptorView database_views[] = {
+      {device_strided.data(), 60, DescriptorType::u8, 160, MemoryPlace::cuda(0)},
+      {device_floats.data(), 60, DescriptorType::f32, 0, MemoryPlace::cuda(0)}};
+  for (const auto* variant : view_variants<Cemd>()) {
+    for (const auto distance : {DescriptorDistance::cemd_normalised, DescriptorDistance::cemd_raw,
+                                DescriptorDistance::l2}) {
+      INFO(variant->name << ", " << to_string(distance));
+      Context context;
+      const Choice choice{variant->name, "", ""};
+      const CemdMatchOptions options{distance, 0.8f, {}};
+      const auto expected = cemd_match(context, host_queries, host_database, options, choice);
+      std::vector<float> expected_matrix(25 * 60);
+      cemd_all_pairs(context, host_queries, host_database,
+                     {expected_matrix.data(), 25, 60, 0, MemoryPlace::host()}, options, choice);
+      for (const DescriptorView& database_view : database_views) {
+        const auto matches = cemd_match(context, query_view, database_view, options, choice);
+        CHECK(context.last_call().variant == variant->name);
+        REQUIRE(matches.size() == expected.size());
+        bool same = true;
+        for (std::size_t q = 0; q < matches.size(); ++q) {
+          same &= matches[q].index == expected[q].index &&
+                  matches[q].distance == expected[q].distance &&
+                  matches[q].second_index == expected[q].second_index &&
+                  matches[q].second_distance == expected[q].second_distance &&
+                  matches[q].accepted == expected[q].accepted;
+        }
+        CHECK(same);
+        // The matrix with spare floats after each row, on a caller's stream.
+        DeviceMemory matrix = on_device(std::vector<float>(25 * 64, -1.f));
+        cemd_all_pairs(
+            context, query_view, database_view,
+            {static_cast<float*>(matrix.data()), 25, 60, 64 * sizeof(float), MemoryPlace::cuda(0)},
+            {distance, 0.8f, Stream{nullptr, true}}, choice);
+        const auto values = on_host<float>(matrix, 25 * 64);
+        bool same_matrix = true;
+        for (int q = 0; q < 25; ++q) {
+          for (int d = 0; d < 60; ++d)
+            same_matrix &= values[q * 64 + d] == expected_matrix[q * 60 + d];
+          for (int d = 60; d < 64; ++d) same_matrix &= values[q * 64 + d] == -1.f;
+        }
+        CHECK(same_matrix);
+      }
+    }
+  }
+}
+
 #if defined(KBENCH_HAVE_CUDA)
 TEST_CASE("contexts on two threads and their own streams give one thread's bytes", "[api_device]") {
   if (!gpu_available()) return;
@@ -234,7 +369,7 @@ TEST_CASE("contexts on two threads and their own streams give one thread's bytes
 }
 #endif
 
-TEST_CASE("calls on device views refuse mixed places, other devices and colour lbp",
+TEST_CASE("calls on device views refuse mixed places, other devices, colour and bad values",
           "[api_device]") {
   if (!gpu_available()) return;
   Context context;
@@ -255,7 +390,27 @@ TEST_CASE("calls on device views refuse mixed places, other devices and colour l
   codes.channels = 1;
   CHECK_THROWS_WITH(lbp(context, in.view, codes, nullptr),
                     Catch::Contains("lbp on a device view takes gray"));
-  CHECK_THROWS_WITH(match(context, in.view, in.view), Catch::Contains("takes host views"));
+  CHECK_THROWS_WITH(match(context, in.view, in.view),
+                    Catch::Contains("sad on a device view takes gray"));
   out.fetch();
   CHECK(out.host.frame(0) == PaddedFrames(frames, 0, 0, 0x11).frame(0));
+  // sad: the pruned search and a host map with device images; cemd: a value that is not a whole
+  // number 0..255 in device floats, refused before the matrix is written.
+  const DeviceMirror gray(PaddedFrames(frames_of(1, 32, 16, 1, 2), 0, 0));
+  CHECK_THROWS_WITH(match(context, gray.view, gray.view, {1, 0, MatchMethod::pruned}),
+                    Catch::Contains("the pruned search takes host views"));
+  std::vector<std::int32_t> host_map(1, -1);
+  CHECK_THROWS_WITH(
+      sad_map(context, gray.view, gray.view, {host_map.data(), 1, 1, 0, MemoryPlace::host()}),
+      Catch::Contains("a call takes views of one place"));
+  std::vector<float> values(3 * kDescriptorBytes, 7.f);
+  values[kDescriptorBytes + 5] = std::nanf("");
+  const DeviceMemory descriptors = on_device(values);
+  const DescriptorView bad{descriptors.data(), 3, DescriptorType::f32, 0, MemoryPlace::cuda(0)};
+  DeviceMemory matrix = on_device(std::vector<float>(9, -1.f));
+  CHECK_THROWS_WITH(
+      cemd_all_pairs(context, bad, bad,
+                     {static_cast<float*>(matrix.data()), 3, 3, 0, MemoryPlace::cuda(0)}),
+      Catch::Contains("queries: value at row 1, column 5 is nan"));
+  CHECK(on_host<float>(matrix, 9) == std::vector<float>(9, -1.f));
 }

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "kbench/context.hpp"
+#include "kbench/device_memory.hpp"
 #include "kbench/host_device.hpp"
 #include "kbench/isa.hpp"
 #include "kbench/registry.hpp"
@@ -111,11 +112,28 @@ struct CemdReference {
   std::vector<double> best_distance, second_distance;  // per query, in double
 };
 
+// A cemd on device views (Variant::on_views), queued on work.stream. Both sets are packed u8
+// rows of kDescriptorBytes in device memory. With `matrix` set, every query's distance to every
+// database row into matrix[q · matrix_stride / 4 + d] (matrix_stride in bytes); else each
+// query's nearest two as cemd_key()s into keys[2q] (best) and keys[2q + 1] (second), written.
+struct CemdViewCall {
+  const std::uint8_t* queries = nullptr;
+  int query_rows = 0;
+  const std::uint8_t* database = nullptr;
+  int database_rows = 0;
+  DescriptorDistance distance = DescriptorDistance::cemd_normalised;
+  float* matrix = nullptr;
+  std::size_t matrix_stride = 0;
+  std::uint64_t* keys = nullptr;
+  ViewWork work;
+};
+
 // The cemd algorithm as the registry sees it.
 struct Cemd {
   static constexpr const char* name = "cemd";
   using Input = CemdInput;
   using Output = CemdResult;
+  using ViewCall = CemdViewCall;
   using Reference = CemdReference;
 
   // The plain reference: the literal minimum over the 8 rotations per cell, in double.
@@ -462,6 +480,18 @@ KBENCH_HOST_DEVICE void prefix_cell(const std::uint8_t* cell, float (&out)[kCemd
 struct CemdMatchOptions {
   DescriptorDistance distance = DescriptorDistance::cemd_normalised;
   float ratio = 0.8f;  // Lowe's ratio test, in (0, 1]
+  // Device views: the stream the call is queued on (cemd_match waits for it, since it returns
+  // the matches).
+  Stream stream;
+};
+
+// A queries × database matrix of distances, rows `row_stride` bytes apart (0: packed).
+struct DistanceMatrixView {
+  float* data = nullptr;
+  int rows = 0;
+  int cols = 0;
+  std::size_t row_stride = 0;
+  MemoryPlace place;
 };
 
 // A query's nearest two database rows and Lowe's ratio test; second_index is −1 for a database
@@ -479,10 +509,10 @@ std::vector<CemdMatch> cemd_match(Context& context, const DescriptorView& querie
                                   const DescriptorView& database,
                                   const CemdMatchOptions& options = {}, const Choice& choice = {});
 
-// Every query's distance to every database row into matrix[q × row_stride / 4 + d] (row_stride
-// in bytes; 0: packed, database.rows floats a row).
+// Every query's distance to every database row into `matrix` (queries.rows × database.rows), on
+// the views' device when they are device views.
 void cemd_all_pairs(Context& context, const DescriptorView& queries, const DescriptorView& database,
-                    float* matrix, std::size_t row_stride = 0, const CemdMatchOptions& options = {},
+                    const DistanceMatrixView& matrix, const CemdMatchOptions& options = {},
                     const Choice& choice = {});
 
 }  // namespace kbench

@@ -136,6 +136,13 @@ struct FrameLayout {
 // Copies every frame of `from` into `to`, views of one shape in any two places, queued on
 // `stream`.
 void copy_view_async(const ImageView& to, const ConstImageView& from, void* stream);
+// Converts `rows` descriptors of float values, rows `stride` bytes apart in device memory, into
+// packed u8 rows at `to`, queued on `stream`; the flat index (row · 128 + column) of the first
+// value that is not a whole number 0..255 lowers *first_bad (device memory the caller set to
+// kNoBadValue).
+constexpr std::uint32_t kNoBadValue = ~std::uint32_t(0);
+void descriptors_to_u8_async(const float* from, std::size_t stride, int rows, std::uint8_t* to,
+                             std::uint32_t* first_bad, void* stream);
 // Copies host view `from` into device view `to` (one shape) through `staging`, page-locked memory
 // of at least from's packed bytes: the host threads pack a step of rows into it while the
 // previous step's copy to the device runs (a copy from pageable memory runs at a quarter to a

@@ -21,6 +21,7 @@
 #endif
 
 #include "kbench/context.hpp"
+#include "kbench/device_memory.hpp"
 #include "kbench/host_device.hpp"
 #include "kbench/image.hpp"
 #include "kbench/isa.hpp"
@@ -62,11 +63,26 @@ inline bool operator==(const SadResult& a, const SadResult& b) {
          a.map == b.map;
 }
 
+struct SadMapView;
+
+// A full search on device views (Variant::on_views), queued on work.stream: the SAD of the gray
+// `query` at every position of the gray `target` (one channel, one frame each, any row pitch),
+// into `map` when map->data is set, and the smallest sad_key() of the search into `best_key`
+// (one 64-bit word of device memory, written).
+struct SadViewCall {
+  ConstImageView target;
+  ConstImageView query;
+  const SadMapView* map = nullptr;
+  std::uint64_t* best_key = nullptr;
+  ViewWork work;
+};
+
 // The sad algorithm as the registry sees it.
 struct Sad {
   static constexpr const char* name = "sad";
   using Input = SadInput;
   using Output = SadResult;
+  using ViewCall = SadViewCall;
   // The sequential reference's map (always computed) and argmin.
   using Reference = SadResult;
 
@@ -264,10 +280,15 @@ struct SadMapView {
   MemoryPlace place;
 };
 
+struct SadMapOptions {
+  Stream stream;  // device views: the stream the call is queued on
+};
+
 // The SAD of `query` at every position of `target` into `map`, which is (target width − query
-// width + 1) × (target height − query height + 1). Colour images are compared in gray (BT.601).
+// width + 1) × (target height − query height + 1). Colour host images are compared in gray
+// (BT.601); device views are gray, and the call is queued on options.stream.
 void sad_map(Context& context, const ConstImageView& target, const ConstImageView& query,
-             const SadMapView& map, const Choice& choice = {});
+             const SadMapView& map, const SadMapOptions& options = {}, const Choice& choice = {});
 
 enum class MatchMethod { automatic, full, pruned };
 
@@ -277,6 +298,9 @@ struct MatchOptions {
   // automatic: the exact bound-pruned search for one position and for several without
   // separation, full search (which needs the whole map) for several kept apart.
   MatchMethod method = MatchMethod::automatic;
+  // Device views: the stream the search is queued on; the call waits for it, since it returns
+  // the positions. On device views the search is full search.
+  Stream stream;
 };
 
 // The best `top` positions of `query` in `target` (row, column of the query's top-left corner,

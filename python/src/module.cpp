@@ -205,7 +205,7 @@ void sad_map(const InArray& target, const InArray& query, const OutArray& map,
                                 std::size_t(h > 1 ? map.stride(0) * 4 : 0), place};
   const kbench::Choice choice = choice_of(variant, backend, layer);
   nb::gil_scoped_release release;
-  kbench::sad_map(context(), t, q, view, choice);
+  kbench::sad_map(context(), t, q, view, {}, choice);
 }
 
 // Rows of (row, col, score), best first.
@@ -280,7 +280,7 @@ void cemd_all_pairs(const InArray& queries, const InArray& database, const OutAr
   const kbench::DescriptorView q = descriptor_view(queries, "queries", query_copy);
   const kbench::DescriptorView d = descriptor_view(database, "database", database_copy);
   require(matrix, "matrix", nb::dtype<float>(), 2, "float32");
-  place_of(matrix, "matrix");
+  const kbench::MemoryPlace place = place_of(matrix, "matrix");
   if (matrix.shape(0) != std::size_t(q.rows) || matrix.shape(1) != std::size_t(d.rows) ||
       (matrix.shape(1) > 1 && matrix.stride(1) != 1) ||
       (matrix.shape(0) > 1 && matrix.stride(0) < std::int64_t(matrix.shape(1)))) {
@@ -290,8 +290,9 @@ void cemd_all_pairs(const InArray& queries, const InArray& database, const OutAr
   const kbench::CemdMatchOptions options = cemd_options(distance, 0.8f);
   const kbench::Choice choice = choice_of(variant, backend, layer);
   nb::gil_scoped_release release;
-  kbench::cemd_all_pairs(context(), q, d, static_cast<float*>(matrix.data()), stride, options,
-                         choice);
+  const kbench::DistanceMatrixView view{static_cast<float*>(matrix.data()), q.rows, d.rows, stride,
+                                        place};
+  kbench::cemd_all_pairs(context(), q, d, view, options, choice);
 }
 
 nb::ndarray<nb::numpy, float> builtin_mask(const std::string& name) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <initializer_list>
 #include <mutex>
 #include <string>
 
@@ -21,10 +22,18 @@ namespace kbench::api {
 void require_host(const MemoryPlace& place, const char* what);
 // Refuses a view that is not a usable image: `what` names the argument ("in", "codes").
 void check_image_view(const ConstImageView& view, const char* what);
+// A view's name and where its memory is.
+struct NamedPlace {
+  const char* name;
+  MemoryPlace place;
+};
 // True when the call's views are on the device: refuses views of mixed places, and device views
 // of another device than the context's or where kbench has no CUDA.
-bool device_call(Context& context, const ConstImageView& in, const ImageView& out,
-                 const char* out_name);
+bool device_call(Context& context, std::initializer_list<NamedPlace> views);
+inline bool device_call(Context& context, const ConstImageView& in, const ImageView& out,
+                        const char* out_name) {
+  return device_call(context, {{"in", in.place}, {out_name, out.place}});
+}
 // The context's device scratch memory, ready for a call on `stream` (the device made current).
 ViewWork begin_device_call(Context& context, const Stream& stream);
 

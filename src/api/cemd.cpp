@@ -1,5 +1,5 @@
-// kbench::cemd_match and kbench::cemd_all_pairs on descriptor views, through the chosen cemd
-// variant.
+// kbench::cemd_match and kbench::cemd_all_pairs on descriptor views, host or device, through the
+// chosen cemd variant.
 #include <cstring>
 
 #include "api_support.hpp"
@@ -8,13 +8,20 @@
 namespace kbench {
 namespace {
 
+// The call's input: the host views' descriptors, or (device views) their counts.
 CemdInput input_of(const DescriptorView& queries, const DescriptorView& database,
-                   const CemdMatchOptions& options, bool all_pairs) {
+                   const CemdMatchOptions& options, bool all_pairs, bool on_device) {
   api::check_descriptor_view(queries, "queries");
   api::check_descriptor_view(database, "database");
-  CemdInput input{api::descriptors_of(queries, "queries"),
-                  api::descriptors_of(database, "database"),
-                  {options.distance, all_pairs, options.ratio}};
+  CemdInput input;
+  input.params = {options.distance, all_pairs, options.ratio};
+  if (on_device) {
+    input.queries.count = queries.rows;
+    input.database.count = database.rows;
+  } else {
+    input.queries = api::descriptors_of(queries, "queries");
+    input.database = api::descriptors_of(database, "database");
+  }
   validate_cemd_input(input);
   return input;
 }
@@ -24,34 +31,134 @@ std::string shape_of(const CemdInput& input) {
          to_string(input.params.distance) + (input.params.all_pairs ? "/all" : "");
 }
 
+CemdMatch match_of(const CemdNeighbours& n, float ratio) {
+  return {n.best_index, n.best_distance, n.second_index, n.second_distance,
+          ratio_accepted(n, ratio)};
+}
+
+// A device view's descriptors as packed u8 rows on the device: the view itself, or a copy in the
+// context's scratch memory (compacted, or converted from floats and checked, which waits for the
+// stream so that a bad value is refused before anything is written).
+const std::uint8_t* packed_on_device(const DescriptorView& view, const char* what,
+                                     const ViewWork& work) {
+  const bool u8 = view.type == DescriptorType::u8;
+  const std::size_t stride = view.row_stride ? view.row_stride : (u8 ? 1 : 4) * kDescriptorBytes;
+  if (u8 && stride == kDescriptorBytes) return static_cast<const std::uint8_t*>(view.data);
+  const std::string name = std::string("api cemd ") + what;
+  auto* packed = static_cast<std::uint8_t*>(
+      work.scratch->bytes(name, std::size_t(view.rows) * kDescriptorBytes));
+  if (u8) {
+    copy_rows_async(packed, kDescriptorBytes, view.data, stride, kDescriptorBytes,
+                    std::size_t(view.rows), work.stream);
+    return packed;
+  }
+  auto* first_bad = static_cast<std::uint32_t*>(work.scratch->bytes(name + " bad value", 4));
+  fill_async(first_bad, 0xFF, sizeof(std::uint32_t), work.stream);
+  descriptors_to_u8_async(static_cast<const float*>(view.data), stride, view.rows, packed,
+                          first_bad, work.stream);
+  std::uint32_t bad = 0;
+  copy_rows_async(&bad, sizeof bad, first_bad, sizeof bad, sizeof bad, 1, work.stream);
+  synchronize(work.stream);
+  if (bad != kNoBadValue) {
+    const std::size_t row = bad / kDescriptorBytes, column = bad % kDescriptorBytes;
+    float value = 0;
+    copy_rows_async(&value, sizeof value,
+                    static_cast<const unsigned char*>(view.data) + row * stride + column * 4,
+                    sizeof value, sizeof value, 1, work.stream);
+    synchronize(work.stream);
+    throw Error(std::string(what) + ": value at row " + std::to_string(row) + ", column " +
+                std::to_string(column) + " is " + std::to_string(value) +
+                "; descriptor values are whole numbers 0..255");
+  }
+  return packed;
+}
+
+// The call on device views, queued on options.stream: the matrix into `matrix` when it has
+// data, else the nearest two per query as keys in the context's scratch memory, whose device
+// address is returned.
+std::uint64_t* cemd_on_device(Context& context, const CemdInput& input,
+                              const DescriptorView& queries, const DescriptorView& database,
+                              const DistanceMatrixView* matrix, const CemdMatchOptions& options,
+                              const Choice& choice) {
+  const Variant<Cemd>& variant = api::choose<Cemd>(context, input, choice, shape_of(input), true);
+  const ViewWork work = api::begin_device_call(context, options.stream);
+  const std::uint8_t* query_rows = packed_on_device(queries, "queries", work);
+  const std::uint8_t* database_rows = packed_on_device(database, "database", work);
+  std::uint64_t* keys = nullptr;
+  CemdViewCall call{
+      query_rows, queries.rows, database_rows, database.rows, options.distance, nullptr,
+      0,          nullptr,      work};
+  if (matrix) {
+    call.matrix = matrix->data;
+    call.matrix_stride =
+        matrix->row_stride ? matrix->row_stride : std::size_t(database.rows) * sizeof(float);
+  } else {
+    keys = static_cast<std::uint64_t*>(work.scratch->bytes(
+        "api cemd keys", 2 * std::size_t(queries.rows) * sizeof(std::uint64_t)));
+    call.keys = keys;
+  }
+  api::run_on_views(
+      context, variant, [&] { variant.on_views(call); }, options.stream);
+  return keys;
+}
+
 }  // namespace
 
 std::vector<CemdMatch> cemd_match(Context& context, const DescriptorView& queries,
                                   const DescriptorView& database, const CemdMatchOptions& options,
                                   const Choice& choice) {
-  const CemdInput input = input_of(queries, database, options, false);
+  const bool on_device =
+      api::device_call(context, {{"queries", queries.place}, {"database", database.place}});
+  const CemdInput input = input_of(queries, database, options, false, on_device);
+  std::vector<CemdMatch> matches;
+  matches.reserve(std::size_t(queries.rows));
+  if (on_device) {
+    const ScopedDevice on(context.options().device);
+    const std::uint64_t* device_keys =
+        cemd_on_device(context, input, queries, database, nullptr, options, choice);
+    std::vector<std::uint64_t> keys(2 * std::size_t(queries.rows));
+    const std::size_t bytes = keys.size() * sizeof(std::uint64_t);
+    copy_rows_async(keys.data(), bytes, device_keys, bytes, bytes, 1, options.stream.handle);
+    synchronize(options.stream.handle);
+    for (int q = 0; q < queries.rows; ++q) {
+      Top2 t;
+      t.best = keys[2 * std::size_t(q)];
+      t.second = keys[2 * std::size_t(q) + 1];
+      matches.push_back(match_of(neighbours_from(t), options.ratio));
+    }
+    return matches;
+  }
   const Variant<Cemd>& variant = api::choose<Cemd>(context, input, choice, shape_of(input));
   const CemdResult result = api::run(context, variant, input);
-  std::vector<CemdMatch> matches;
-  matches.reserve(result.neighbours.size());
-  for (const CemdNeighbours& n : result.neighbours) {
-    matches.push_back({n.best_index, n.best_distance, n.second_index, n.second_distance,
-                       ratio_accepted(n, options.ratio)});
-  }
+  for (const CemdNeighbours& n : result.neighbours) matches.push_back(match_of(n, options.ratio));
   return matches;
 }
 
 void cemd_all_pairs(Context& context, const DescriptorView& queries, const DescriptorView& database,
-                    float* matrix, std::size_t row_stride, const CemdMatchOptions& options,
+                    const DistanceMatrixView& matrix, const CemdMatchOptions& options,
                     const Choice& choice) {
-  const CemdInput input = input_of(queries, database, options, true);
-  if (!matrix) throw Error("matrix: no memory (null pointer)");
+  const bool on_device = api::device_call(
+      context,
+      {{"queries", queries.place}, {"database", database.place}, {"matrix", matrix.place}});
+  const CemdInput input = input_of(queries, database, options, true, on_device);
+  if (!matrix.data) throw Error("matrix: no memory (null pointer)");
+  if (matrix.rows != queries.rows || matrix.cols != database.rows) {
+    throw Error("matrix: the view is " + std::to_string(matrix.rows) + " x " +
+                std::to_string(matrix.cols) + "; this call writes " + std::to_string(queries.rows) +
+                " x " + std::to_string(database.rows) + " (queries x database)");
+  }
   const std::size_t row_bytes = std::size_t(database.rows) * sizeof(float);
-  const std::size_t stride = api::checked_stride("matrix", row_stride, row_bytes, sizeof(float));
+  const std::size_t stride =
+      api::checked_stride("matrix", matrix.row_stride, row_bytes, sizeof(float));
+  if (on_device) {
+    const ScopedDevice on(context.options().device);
+    cemd_on_device(context, input, queries, database, &matrix, options, choice);
+    return;
+  }
   const Variant<Cemd>& variant = api::choose<Cemd>(context, input, choice, shape_of(input));
   const CemdResult result = api::run(context, variant, input);
   for (int q = 0; q < queries.rows; ++q) {
-    std::memcpy(reinterpret_cast<unsigned char*>(matrix) + std::size_t(q) * stride,
+    std::memcpy(reinterpret_cast<unsigned char*>(matrix.data) + std::size_t(q) * stride,
                 result.matrix.data() + std::size_t(q) * database.rows, row_bytes);
   }
 }

@@ -126,16 +126,19 @@ void check_image_view(const ConstImageView& view, const char* what) {
   }
 }
 
-bool device_call(Context& context, const ConstImageView& in, const ImageView& out,
-                 const char* out_name) {
-  if (in.place.on_host() && out.place.on_host()) return false;
-  if (in.place.on_host() != out.place.on_host() || in.place.device != out.place.device) {
-    throw Error(std::string("in is in ") + place_text(in.place) + " and " + out_name + " in " +
-                place_text(out.place) + "; a call takes views of one place");
+bool device_call(Context& context, std::initializer_list<NamedPlace> views) {
+  const NamedPlace& first = *views.begin();
+  for (const NamedPlace& view : views) {
+    if (view.place.on_host() != first.place.on_host() || view.place.device != first.place.device) {
+      throw Error(std::string(first.name) + " is in " + place_text(first.place) + " and " +
+                  view.name + " in " + place_text(view.place) +
+                  "; a call takes views of one place");
+    }
   }
+  if (first.place.on_host()) return false;
   const int device = context.options().device;
-  if (in.place.device != device) {
-    throw Error("the views are on CUDA device " + std::to_string(in.place.device) +
+  if (first.place.device != device) {
+    throw Error("the views are on CUDA device " + std::to_string(first.place.device) +
                 "; this context runs on device " + std::to_string(device) +
                 " (ContextOptions::device)");
   }
@@ -180,7 +183,6 @@ void check_descriptor_view(const DescriptorView& view, const char* what) {
   if (view.rows <= 0) throw Error(name + ": " + std::to_string(view.rows) + " descriptors");
   const std::size_t element = view.type == DescriptorType::u8 ? 1 : 4;
   checked_stride(name, view.row_stride, element * kDescriptorBytes, element);
-  require_host(view.place, what);
 }
 
 std::size_t checked_stride(const std::string& what, std::size_t stride, std::size_t row_bytes,

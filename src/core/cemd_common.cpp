@@ -52,8 +52,9 @@ void require_set(const DescriptorSet& set, const char* what) {
     throw Error(std::string("the ") + what + " descriptor set is empty (" +
                 std::to_string(set.count) + " descriptors)");
   }
+  // A count without values (a device view's shape) validates like the set.
   const std::uint64_t expected = std::uint64_t(set.count) * kDescriptorBytes;
-  if (set.values.size() != expected) {
+  if (!set.values.empty() && set.values.size() != expected) {
     throw Error(std::string("the ") + what + " descriptor set holds " +
                 std::to_string(set.values.size()) + " values, not " + std::to_string(set.count) +
                 " descriptors x " + std::to_string(kDescriptorBytes) + " = " +

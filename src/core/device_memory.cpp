@@ -52,6 +52,9 @@ void fill_async(void*, std::uint8_t, std::size_t, void*) {
 void copy_last_channel_async(const ConstImageView&, int, const ImageView&, void*) {
   no_cuda("a device copy");
 }
+void descriptors_to_u8_async(const float*, std::size_t, int, std::uint8_t*, std::uint32_t*, void*) {
+  no_cuda("a device conversion");
+}
 void synchronize(void*) {
   no_cuda("a stream");
 }

@@ -20,7 +20,8 @@ std::string dims(const ImageU8& image) {
 }
 
 void require_gray(const ImageU8& image, const char* what) {
-  if (image.width <= 0 || image.height <= 0 || image.data.empty()) {
+  // Shapes only: a view's shape without its pixels (a device view's) validates like the image.
+  if (image.width <= 0 || image.height <= 0) {
     throw Error(std::string("the ") + what + " image is empty (" + dims(image) + ")");
   }
   if (image.channels != 1) {

@@ -14,7 +14,8 @@
 //   and walks the descriptors one chunk (cell or cell pair) at a time, so the 8 distances stay in
 //   registers; each thread keeps its queries' nearest two in registers, 8 lanes merge them with
 //   shuffles and one lane per query inserts them into the global top-2 with 64-bit atomics. No
-//   matrix is written in nearest-two mode.
+//   matrix is written in nearest-two mode. It also runs on the caller's device views and stream
+//   (Variant::on_views), the prepared rows in the context's scratch memory.
 // - cuda-streamed: the final kernels with their copies in compute(): the database goes up in
 //   chunks from pinned memory on a copy stream while the kernels of the previous chunk run, every
 //   chunk's nearest two land in the same device top-2, so databases larger than the GPU work.
@@ -38,6 +39,7 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -782,6 +784,97 @@ class FinalRunner final : public Runner<Cemd> {
   SplitPlan plan_;
 };
 
+// --- cuda-final on device views ---------------------------------------------------------------
+
+// A metric's split plans for the calls on views: the final kernels are configured (shared memory
+// opted in, occupancy queried) once per device, since cudaFuncSetAttribute holds for the current
+// device only, and the last shape's plan is kept, so a call of a repeated shape does no more
+// than a look-up.
+template <class Metric>
+class FinalViewPlans {
+ public:
+  static SplitPlan plan(int queries, int rows) {
+    static FinalViewPlans plans;
+    int device = 0;
+    check(cudaGetDevice(&device), "cudaGetDevice");
+    const std::lock_guard<std::mutex> lock(plans.mutex_);
+    if (std::size_t(device) >= plans.resident_blocks_.size()) {
+      plans.resident_blocks_.resize(std::size_t(device) + 1, 0);
+    }
+    long long& resident = plans.resident_blocks_[std::size_t(device)];
+    if (resident == 0) resident = FinalKernels<Metric>::configure();
+    Last& last = plans.last_;
+    if (last.queries != queries || last.rows != rows || last.resident_blocks != resident) {
+      last = {queries, rows, resident, FinalKernels<Metric>::plan(queries, rows, resident)};
+    }
+    return last.plan;
+  }
+
+ private:
+  struct Last {
+    int queries = 0, rows = 0;
+    long long resident_blocks = 0;
+    SplitPlan plan;
+  };
+  std::mutex mutex_;
+  std::vector<long long> resident_blocks_;  // per device; 0 until configured there
+  Last last_;
+};
+
+// The final kernels' matrix row stride in elements: the caller's, which FinalArgs holds as an int.
+int matrix_columns(const CemdViewCall& call) {
+  const std::size_t columns = call.matrix_stride / sizeof(float);
+  if (columns > std::size_t(std::numeric_limits<int>::max())) {
+    throw Error("a cemd matrix row stride of " + std::to_string(call.matrix_stride) +
+                " bytes is more than the cuda-final kernels take");
+  }
+  return int(columns);
+}
+
+// `rows` descriptors where the pre-pass reads them as 16-byte words: the caller's memory when it
+// is aligned so, else a copy in the scratch memory `name`, queued on the call's stream.
+const std::uint8_t* word_aligned_rows(const std::uint8_t* rows, int count, const ViewWork& work,
+                                      const char* name) {
+  if (reinterpret_cast<std::uintptr_t>(rows) % sizeof(uint4) == 0) return rows;
+  const std::size_t bytes = std::size_t(count) * kDescriptorBytes;
+  void* copy = work.scratch->bytes(name, bytes);
+  copy_rows_async(copy, bytes, rows, bytes, bytes, 1, work.stream);
+  return static_cast<const std::uint8_t*>(copy);
+}
+
+// kbench::cemd on device views (Variant::on_views of cuda-final): compute() of FinalRunner on
+// the caller's memory and stream. The prepared rows live in the context's scratch memory; the
+// kernel writes the matrix rows at the caller's stride itself.
+template <class Metric>
+void final_on_views(const CemdViewCall& call) {
+  const cudaStream_t stream = static_cast<cudaStream_t>(call.work.stream);
+  const SplitPlan plan = FinalViewPlans<Metric>::plan(call.query_rows, call.database_rows);
+  const std::size_t row_bytes = kRowUnits<Metric> * sizeof(uint4);
+  auto* const prepared_queries = static_cast<uint4*>(call.work.scratch->bytes(
+      "cuda cemd prepared queries", std::size_t(call.query_rows) * row_bytes));
+  auto* const prepared_database = static_cast<uint4*>(call.work.scratch->bytes(
+      "cuda cemd prepared database", std::size_t(call.database_rows) * row_bytes));
+  launch_prepare<Metric>(
+      word_aligned_rows(call.queries, call.query_rows, call.work, "cuda cemd queries"),
+      call.query_rows, true, prepared_queries, stream);
+  launch_prepare<Metric>(
+      word_aligned_rows(call.database, call.database_rows, call.work, "cuda cemd database"),
+      call.database_rows, false, prepared_database, stream);
+  const bool all_pairs = call.matrix != nullptr;
+  Key* const keys = all_pairs ? nullptr : reinterpret_cast<Key*>(call.keys);
+  if (!all_pairs) clear_keys(keys, 2 * std::size_t(call.query_rows), stream);
+  const FinalArgs args{prepared_queries,
+                       call.query_rows,
+                       prepared_database,
+                       call.database_rows,
+                       0,
+                       0,
+                       all_pairs ? matrix_columns(call) : call.database_rows,
+                       call.matrix,
+                       keys};
+  FinalKernels<Metric>::launch(args, plan, all_pairs, stream);
+}
+
 // --- cuda-streamed ------------------------------------------------------------------------------
 
 // The largest chunk: big enough that a chunk's kernels take far longer than its copy, small
@@ -942,6 +1035,19 @@ std::unique_ptr<Runner<Cemd>> make_for_metric(const CemdInput& input) {
   return std::make_unique<MetricRunner<L2Metric>>(input);
 }
 
+// final_on_views of the call's distance, as make_for_metric picks the runner.
+void cuda_final_on_views(const CemdViewCall& call) {
+  switch (call.distance) {
+    case DescriptorDistance::cemd_normalised:
+      return final_on_views<NormalisedMetric>(call);
+    case DescriptorDistance::cemd_raw:
+      return final_on_views<RawMetric>(call);
+    case DescriptorDistance::l2:
+      break;
+  }
+  final_on_views<L2Metric>(call);
+}
+
 bool nearest_two(const CemdInput& input) {
   return !input.params.all_pairs;
 }
@@ -951,14 +1057,15 @@ bool nearest_two(const CemdInput& input) {
 void register_cemd_native_cuda(VariantList<Cemd>& list) {
   const auto add = [&](const char* name, Variant<Cemd>::Make make,
                        std::function<bool(const CemdInput&)> supports, int preference,
-                       bool end_to_end = false) {
+                       bool end_to_end = false,
+                       std::function<void(const CemdViewCall&)> on_views = {}) {
     list.push_back({name, Layer::native_cuda, Backend::cuda, end_to_end, std::move(make),
-                    std::move(supports), preference});
+                    std::move(supports), preference, Isa::tuned, false, std::move(on_views)});
   };
   add("cuda-initial", make_runner<SimpleRunner<InitialLauncher>>, {}, 20);
   add("cuda-shmem", make_runner<SimpleRunner<ShmemLauncher>>, {}, 22);
   add("cuda-unroll", make_runner<SimpleRunner<UnrollLauncher>>, {}, 24);
-  add("cuda-final", make_for_metric<FinalRunner>, {}, 30);
+  add("cuda-final", make_for_metric<FinalRunner>, {}, 30, false, cuda_final_on_views);
   add("cuda-streamed", make_for_metric<StreamedRunner>, nearest_two, 0, true);
 }
 

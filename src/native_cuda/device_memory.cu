@@ -19,7 +19,9 @@ cudaStream_t stream_of(void* stream) {
 }
 
 constexpr int kChannelCopyThreads = 256;
-constexpr int kMaxGridRows = 65535;  // CUDA's largest grid y and z
+constexpr int kMaxGridRows = 65535;             // CUDA's largest grid y and z
+constexpr std::size_t kMaxGridBlocks = 65536;   // a grid-stride loop past this many blocks
+constexpr std::size_t kDescriptorValues = 128;  // values per descriptor row
 
 // Frames as the channel copy walks them.
 struct ChannelFrames {
@@ -53,7 +55,32 @@ __global__ void __launch_bounds__(kChannelCopyThreads)
   }
 }
 
+// Value `i` of the flat rows (row i / 128, column i % 128; grid-stride) converted to u8; a value
+// that is not a whole number 0..255 (NaN included) lowers *first_bad to its index.
+__global__ void __launch_bounds__(kChannelCopyThreads)
+    descriptors_to_u8_kernel(const unsigned char* from, std::size_t stride, std::size_t values,
+                             std::uint8_t* to, std::uint32_t* first_bad) {
+  for (std::size_t i = std::size_t(blockIdx.x) * kChannelCopyThreads + threadIdx.x; i < values;
+       i += std::size_t(gridDim.x) * kChannelCopyThreads) {
+    const float value = reinterpret_cast<const float*>(from + (i / kDescriptorValues) *
+                                                                  stride)[i % kDescriptorValues];
+    const bool whole = value >= 0.f && value <= 255.f && value == floorf(value);
+    to[i] = whole ? std::uint8_t(value) : 0;
+    if (!whole) atomicMin(first_bad, std::uint32_t(i));
+  }
+}
+
 }  // namespace
+
+void descriptors_to_u8_async(const float* from, std::size_t stride, int rows, std::uint8_t* to,
+                             std::uint32_t* first_bad, void* stream) {
+  const std::size_t values = std::size_t(rows) * kDescriptorValues;
+  const std::size_t blocks = (values + kChannelCopyThreads - 1) / kChannelCopyThreads;
+  descriptors_to_u8_kernel<<<unsigned(std::min<std::size_t>(blocks, kMaxGridBlocks)),
+                             kChannelCopyThreads, 0, stream_of(stream)>>>(
+      reinterpret_cast<const unsigned char*>(from), stride, values, to, first_bad);
+  check(cudaGetLastError(), "descriptors_to_u8_kernel");
+}
 
 void copy_last_channel_async(const ConstImageView& from, int inset, const ImageView& to,
                              void* stream) {

@@ -11,7 +11,9 @@
 //   accumulate, what __vsadu4 + acc should become; accumulate_sad_row in kbench/sad.hpp), the
 //   target words through 16-byte read-only loads, the query in constant memory (global memory
 //   when it exceeds 64 KB), and the argmin reduced per block and merged with one 64-bit
-//   atomicMin in the same kernel: with want_map == false no map is written at all.
+//   atomicMin in the same kernel: with want_map == false no map is written at all. They also take
+//   the caller's device views (Variant::on_views): the views packed on the device, then the same
+//   kernel on the call's stream, the query read from global memory.
 // - cuda-regblock-vsad-e2e: the p32 kernel with its copies: target and query up, the map down
 //   in row bands that overlap the kernels of later bands.
 // - SadFullSearch (sad_full_search.hpp): the p32 kernel without map for other algorithms, its
@@ -190,6 +192,8 @@ struct RegblockArgs {
   // Gated kernels run only when *gate > gate_above (SadFullSearch::search).
   const Key* gate = nullptr;
   Key gate_above = 0;
+  // Elements from one map row's start to the next; 0: map_width (a packed map).
+  std::size_t map_pitch = 0;
 };
 
 // Query words of one row: from constant memory (a warp reads one word at a time: a broadcast)...
@@ -241,11 +245,16 @@ __global__ void __launch_bounds__(Config::lanes_x* Config::rows_y) regblock_kern
       accumulate_sad_row<kWords>(cuda::GlobalTarget<kWords>{row + std::size_t(k) * a.pitch_words},
                                  Query::row(a, k), a.s.query_width, acc);
     }
+    // Keys index the map row-major whatever its pitch (the shared tie rule).
     const std::size_t base = std::size_t(i) * a.s.map_width + j0;
+    std::int32_t* map_row = nullptr;
+    if constexpr (kWriteMap) {
+      map_row = a.map + std::size_t(i) * (a.map_pitch ? a.map_pitch : std::size_t(a.s.map_width));
+    }
 #pragma unroll
     for (int p = 0; p < Config::positions; ++p) {
       if (j0 + p < a.s.map_width) {
-        if constexpr (kWriteMap) a.map[base + p] = std::int32_t(acc[p]);
+        if constexpr (kWriteMap) map_row[j0 + p] = std::int32_t(acc[p]);
         key = sad_min(key, sad_key(std::int32_t(acc[p]), std::uint32_t(base + p)));
       }
     }
@@ -539,6 +548,87 @@ bool shared_fits(const SadInput& input) {
 using RegblockP16 = RegblockConfig<4, 16, 16>;
 using RegblockP32 = RegblockConfig<cuda::kFullSearchWords, 8, 16>;
 
+// --- calls on device views -----------------------------------------------------------------------
+
+constexpr int kPackThreads = 256;
+constexpr int kMaxPackRowBlocks = 65535;  // CUDA's largest grid y
+constexpr int kPackedWordBytes = int(sizeof(std::uint32_t));
+
+// pack_rows on the device: word w of row y (rows pitch_words words apart) holds bytes
+// 4w .. 4w + 3 of the caller's row y (rows `pitch` bytes apart, any alignment), zero past
+// `width`, so every word of a row is written, its padding included. A row's words over
+// blockIdx.x, rows over blockIdx.y (grid-stride).
+__global__ void __launch_bounds__(kPackThreads)
+    pack_rows_kernel(const std::uint8_t* __restrict__ from, std::size_t pitch, int width, int rows,
+                     int pitch_words, std::uint32_t* __restrict__ to) {
+  const int w = blockIdx.x * kPackThreads + threadIdx.x;
+  if (w >= pitch_words) return;
+  for (int y = blockIdx.y; y < rows; y += gridDim.y) {
+    const std::uint8_t* row = from + std::size_t(y) * pitch;
+    std::uint32_t word = 0;
+#pragma unroll
+    for (int b = 0; b < kPackedWordBytes; ++b) {
+      const int x = kPackedWordBytes * w + b;
+      if (x < width) word |= std::uint32_t(row[x]) << (8 * b);
+    }
+    to[std::size_t(y) * pitch_words + w] = word;
+  }
+}
+
+// The gray frame of `view` packed into `pitch_words`-word rows of the scratch memory `name`,
+// queued on the call's stream.
+const std::uint32_t* packed_view(const ConstImageView& view, int pitch_words, const ViewWork& work,
+                                 const char* name) {
+  auto* packed = static_cast<std::uint32_t*>(work.scratch->bytes(
+      name, std::size_t(pitch_words) * std::size_t(view.height) * sizeof(std::uint32_t)));
+  const dim3 grid(unsigned((pitch_words + kPackThreads - 1) / kPackThreads),
+                  unsigned(std::min(view.height, kMaxPackRowBlocks)));
+  pack_rows_kernel<<<grid, kPackThreads, 0, static_cast<cudaStream_t>(work.stream)>>>(
+      view.data, view.row_pitch(), view.width, view.height, pitch_words, packed);
+  check_launch("pack_rows_kernel");
+  return packed;
+}
+
+// kbench::sad on device views (Variant::on_views of the regblock variants), queued on the call's
+// stream: the target and query packed as the runner packs them on the host (the kernel's 16-byte
+// loads need the word pitch, whatever the caller's), the key reset, then the kernel, writing the
+// caller's map rows directly when a map is given. The query is read from the scratch memory, not
+// constant memory: c_query is one per process, and calls on other streams may search for other
+// queries at the same time.
+template <class Config>
+void regblock_on_views(const SadViewCall& call) {
+  const cudaStream_t stream = static_cast<cudaStream_t>(call.work.stream);
+  const SadShape s{call.target.width,
+                   call.target.height,
+                   call.query.width,
+                   call.query.height,
+                   call.target.width - call.query.width + 1,
+                   call.target.height - call.query.height + 1};
+  const int pitch_words = regblock_pitch_words<Config>(s);
+  const int query_words = words_for(s.query_width);
+  const std::uint32_t* target =
+      packed_view(call.target, pitch_words, call.work, "cuda sad packed target");
+  const std::uint32_t* query =
+      packed_view(call.query, query_words, call.work, "cuda sad packed query");
+  fill_async(call.best_key, 0xFF, sizeof(std::uint64_t), call.work.stream);  // kNoSadKey
+  const bool write_map = call.map && call.map->data;
+  RegblockArgs args{target,
+                    query,
+                    pitch_words,
+                    query_words,
+                    s,
+                    0,
+                    s.map_height,
+                    write_map ? call.map->data : nullptr,
+                    reinterpret_cast<Key*>(call.best_key)};
+  if (write_map) {
+    args.map_pitch = call.map->pitch / sizeof(std::int32_t);
+    launch_regblock<Config, true>(args, false, stream);
+  } else {
+    launch_regblock<Config, false>(args, false, stream);
+  }
+}
+
 }  // namespace
 
 namespace cuda {
@@ -582,9 +672,10 @@ void SadFullSearch::search(Key* best, cudaStream_t stream, const Key* gate, Key 
 void register_sad_native_cuda(VariantList<Sad>& list) {
   const auto add = [&](const char* name, Variant<Sad>::Make make,
                        std::function<bool(const SadInput&)> supports, int preference,
-                       bool end_to_end = false) {
+                       bool end_to_end = false,
+                       std::function<void(const SadViewCall&)> on_views = {}) {
     list.push_back({name, Layer::native_cuda, Backend::cuda, end_to_end, std::move(make),
-                    std::move(supports), preference});
+                    std::move(supports), preference, Isa::tuned, false, std::move(on_views)});
   };
   add("cuda-global", make_runner<MapRunner<launch_global>>, {}, 20);
   add("cuda-global-restrict", make_runner<MapRunner<launch_global_restrict>>, {}, 21);
@@ -592,8 +683,10 @@ void register_sad_native_cuda(VariantList<Sad>& list) {
   add("cuda-shared-b16", make_runner<MapRunner<launch_shared<16>>>, shared_fits<16>, 22);
   add("cuda-shared-b24", make_runner<MapRunner<launch_shared<24>>>, shared_fits<24>, 22);
   add("cuda-shared-b32", make_runner<MapRunner<launch_shared<32>>>, shared_fits<32>, 22);
-  add("cuda-regblock-vsad-p16", make_runner<RegblockRunner<RegblockP16>>, {}, 29);
-  add("cuda-regblock-vsad-p32", make_runner<RegblockRunner<RegblockP32>>, {}, 30);
+  add("cuda-regblock-vsad-p16", make_runner<RegblockRunner<RegblockP16>>, {}, 29, false,
+      regblock_on_views<RegblockP16>);
+  add("cuda-regblock-vsad-p32", make_runner<RegblockRunner<RegblockP32>>, {}, 30, false,
+      regblock_on_views<RegblockP32>);
   add("cuda-regblock-vsad-e2e", make_runner<RegblockEndToEndRunner<RegblockP32>>, {}, 0, true);
 }
 

@@ -24,7 +24,8 @@
 //   rows chunk by chunk, keeping its top-2s in registers. The team merges its tiles' top-2s in
 //   scratch and inserts them into the global top-2 with 64-bit atomic minima. The same launch
 //   bounds and tile as cuda-final; only cuda-final's cp.async staging and scratch-staged queries
-//   (Kokkos 3.4 gives a team 40 KB of scratch) are left out.
+//   (Kokkos 3.4 gives a team 40 KB of scratch) are left out. On CUDA it also runs on the caller's
+//   device views and stream (Variant::on_views), the prepared rows in the context's scratch.
 //
 // kokkos-team and kokkos-tiled compute through cemd.hpp's and cemd_prepared.hpp's helpers (CUDA
 // min/max, the division's fast path, DPX and dp2a/dp4a lanes): they are registered twice, as
@@ -35,7 +36,11 @@
 // prepared forms compute is an exact integer below 2^24 (or an exact quotient of two), so every
 // variant gives the sequential variants' bits.
 #include <algorithm>
+#include <functional>
+#include <limits>
 #include <memory>
+#include <mutex>
+#include <type_traits>
 
 #include "kbench/cemd.hpp"
 #include "kbench/cemd_prepared.hpp"
@@ -428,12 +433,13 @@ struct TiledGeometry {
   int n, m;
   int query_tiles;
   SplitPlan plan;
+  int matrix_columns;  // all pairs: elements from one query's matrix row to the next
 };
 
 template <class Exec, class Metric>
 TiledGeometry tiled_geometry(int n, int m) {
   constexpr int kTeamThreads = kTeamSlots / slots_per_thread<Exec>();
-  TiledGeometry g{n, m, (n + kTeamQueries - 1) / kTeamQueries, {}};
+  TiledGeometry g{n, m, (n + kTeamQueries - 1) / kTeamQueries, {}, m};
   g.plan =
       plan_splits(g.query_tiles, m, kTileRows,
                   portable::resident_items<Exec>(kTeamThreads, Metric::kMinBlocks) / kTeamThreads);
@@ -443,13 +449,13 @@ TiledGeometry tiled_geometry(int n, int m) {
 // The pre-pass, one launch for both sets: each descriptor's prepared row (one work item per
 // descriptor, queries first), and in nearest-two mode the queries' global top-2s cleared.
 template <class Exec, class Metric, Isa kIsa>
-void prepare_sets(const Buffers<Exec>& b, int n, int m, bool clear_tops,
+void prepare_sets(const Exec& exec, const Buffers<Exec>& b, int n, int m, bool clear_tops,
                   const Prepared<Exec>& query_rows, const Prepared<Exec>& database_rows) {
   const auto queries = b.queries;
   const auto database = b.database;
   const auto tops = b.tops;
   Kokkos::parallel_for(
-      "cemd_prepare", Kokkos::RangePolicy<Exec>(0, std::int64_t(n) + m),
+      "cemd_prepare", Kokkos::RangePolicy<Exec>(exec, 0, std::int64_t(n) + m),
       KOKKOS_LAMBDA(std::int64_t item) {
         const bool query_role = item < n;
         const std::int64_t i = query_role ? item : item - n;
@@ -477,7 +483,8 @@ void prepare_sets(const Buffers<Exec>& b, int n, int m, bool clear_tops,
 struct SlotArgs {
   const Bytes16* queries;  // prepared
   int n, m;
-  float* matrix;  // all pairs
+  int matrix_columns;  // all pairs
+  float* matrix;       // all pairs
 };
 
 // One slot's comparisons against a staged tile whose first row is database row `tile`, and
@@ -546,7 +553,7 @@ KOKKOS_INLINE_FUNCTION void compare_slot(const SlotArgs& a, const Bytes16* rows,
       distance[j][k] = present ? Metric::finish(acc[j][k], query_extra[j], row_extra) : INFINITY;
       if constexpr (kAllPairs) {
         if (present && query[j] < a.n)
-          a.matrix[std::size_t(query[j]) * a.m + tile + local] = distance[j][k];
+          a.matrix[std::size_t(query[j]) * a.matrix_columns + tile + local] = distance[j][k];
       }
     }
   }
@@ -581,7 +588,7 @@ KOKKOS_INLINE_FUNCTION void atomic_top2_insert(Top2& global, std::uint64_t key) 
 }
 
 template <class Exec, class Metric, bool kAllPairs, Isa kIsa>
-void tiled_match(const TiledGeometry& g, const Prepared<Exec>& queries,
+void tiled_match(const Exec& exec, const TiledGeometry& g, const Prepared<Exec>& queries,
                  const Prepared<Exec>& database, const MatrixView<Exec>& matrix,
                  const TopsView<Exec>& tops) {
   constexpr int kSlotsPerThread = slots_per_thread<Exec>();
@@ -590,7 +597,8 @@ void tiled_match(const TiledGeometry& g, const Prepared<Exec>& queries,
   constexpr std::size_t kScratch = kTiledScratchBytes<Metric>;
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<kTeamSlots, Metric::kMinBlocks>>;
   using Team = typename Policy::member_type;
-  const SlotArgs args{queries.data(), g.n, g.m, kAllPairs ? matrix.data() : nullptr};
+  const SlotArgs args{queries.data(), g.n, g.m, g.matrix_columns,
+                      kAllPairs ? matrix.data() : nullptr};
   const Bytes16* const rows_in = database.data();
   const auto kernel = KOKKOS_LAMBDA(const Team& team) {
     Bytes16* const staged =
@@ -643,9 +651,21 @@ void tiled_match(const TiledGeometry& g, const Prepared<Exec>& queries,
     }
   };
   Kokkos::parallel_for(kAllPairs ? "cemd_tiled_all_pairs" : "cemd_tiled_nearest",
-                       Policy(g.query_tiles * g.plan.splits, kTeamSlots / kSlotsPerThread)
+                       Policy(exec, g.query_tiles * g.plan.splits, kTeamSlots / kSlotsPerThread)
                            .set_scratch_size(0, Kokkos::PerTeam(kScratch + alignof(Bytes16))),
                        kernel);
+}
+
+// The pre-pass and the match of one call on `exec`: a runner's compute() or a call on views.
+template <class Exec, class Metric, Isa kIsa>
+void tiled_run(const Exec& exec, const TiledGeometry& g, bool all_pairs, const Buffers<Exec>& b,
+               const Prepared<Exec>& query_rows, const Prepared<Exec>& database_rows) {
+  prepare_sets<Exec, Metric, kIsa>(exec, b, g.n, g.m, !all_pairs, query_rows, database_rows);
+  if (all_pairs) {
+    tiled_match<Exec, Metric, true, kIsa>(exec, g, query_rows, database_rows, b.matrix, b.tops);
+  } else {
+    tiled_match<Exec, Metric, false, kIsa>(exec, g, query_rows, database_rows, b.matrix, b.tops);
+  }
 }
 
 template <class Exec, Isa kIsa>
@@ -668,13 +688,8 @@ struct TiledMethod {
   void run(const CemdInput& input, const Buffers<Exec>& b) const {
     with_distance(input.params.distance, [&](auto distance) {
       using Metric = PreparedMetric<decltype(distance)::value>;
-      const bool all_pairs = input.params.all_pairs;
-      prepare_sets<Exec, Metric, kIsa>(b, g.n, g.m, !all_pairs, query_rows, database_rows);
-      if (all_pairs) {
-        tiled_match<Exec, Metric, true, kIsa>(g, query_rows, database_rows, b.matrix, b.tops);
-      } else {
-        tiled_match<Exec, Metric, false, kIsa>(g, query_rows, database_rows, b.matrix, b.tops);
-      }
+      tiled_run<Exec, Metric, kIsa>(Exec(), g, input.params.all_pairs, b, query_rows,
+                                    database_rows);
     });
   }
 
@@ -744,6 +759,73 @@ class KokkosCemdRunner final : public Runner<Cemd> {
   OutputBuffer<Top2, Exec> tops_;
 };
 
+// --- kokkos-tiled on device views ----------------------------------------------------------
+
+// The geometry of a call on views: the last shape's is kept per metric, so a call of a repeated
+// shape skips the split plan's search.
+template <class Exec, class Metric>
+TiledGeometry view_geometry(int n, int m) {
+  static std::mutex mutex;
+  static TiledGeometry last{};  // n == 0 until the first call
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (last.n != n || last.m != m) last = tiled_geometry<Exec, Metric>(n, m);
+  return last;
+}
+
+// The kernels' matrix row stride in elements: the caller's, which the geometry holds as an int.
+inline int matrix_columns(const CemdViewCall& call) {
+  const std::size_t columns = call.matrix_stride / sizeof(float);
+  if (columns > std::size_t(std::numeric_limits<int>::max())) {
+    throw Error("a cemd matrix row stride of " + std::to_string(call.matrix_stride) +
+                " bytes is more than the kokkos-tiled kernels take");
+  }
+  return int(columns);
+}
+
+// kokkos-tiled's call on device views (Variant::on_views): a runner's compute() on unmanaged
+// views of the caller's memory, queued on an instance for the caller's stream. The prepared rows
+// live in the context's scratch memory; the pre-pass clears the caller's keys (Top2 is their
+// {best, second} pair) and the kernel writes the matrix rows at the caller's stride.
+template <class Exec, Isa kIsa>
+void tiled_views(const CemdViewCall& call) {
+  static_assert(sizeof(Top2) == 2 * sizeof(std::uint64_t) && std::is_standard_layout<Top2>::value,
+                "a query's two keys are one Top2");
+  const Exec exec = portable::stream_instance<Exec>(call.work.stream);
+  const int n = call.query_rows, m = call.database_rows;
+  const bool all_pairs = call.matrix != nullptr;
+  with_distance(call.distance, [&](auto distance) {
+    using Metric = PreparedMetric<decltype(distance)::value>;
+    TiledGeometry g = view_geometry<Exec, Metric>(n, m);
+    if (all_pairs) g.matrix_columns = matrix_columns(call);
+    const auto prepared = [&](const char* name, int rows) {
+      const std::size_t units = std::size_t(rows) * kRowUnits<Metric>;
+      return Prepared<Exec>(
+          static_cast<Bytes16*>(call.work.scratch->bytes(name, units * sizeof(Bytes16))), units);
+    };
+    const std::size_t matrix_elements =
+        all_pairs ? std::size_t(n - 1) * std::size_t(g.matrix_columns) + std::size_t(m) : 0;
+    const Buffers<Exec> b{Bytes<Exec>(call.queries, std::size_t(n) * kDescriptorBytes),
+                          Bytes<Exec>(call.database, std::size_t(m) * kDescriptorBytes),
+                          MatrixView<Exec>(call.matrix, matrix_elements),
+                          TopsView<Exec>(all_pairs ? nullptr : reinterpret_cast<Top2*>(call.keys),
+                                         all_pairs ? 0 : std::size_t(n))};
+    tiled_run<Exec, Metric, kIsa>(exec, g, all_pairs, b,
+                                  prepared("portable cemd prepared queries", n),
+                                  prepared("portable cemd prepared database", m));
+  });
+}
+
+// The variant's call on device views: kokkos-tiled on CUDA; none elsewhere.
+template <class Exec, class Method>
+std::function<void(const CemdViewCall&)> on_views() {
+  if constexpr (backend_of<Exec>() == Backend::cuda &&
+                std::is_same<Method, TiledMethod<Exec, Method::isa>>::value) {
+    return tiled_views<Exec, Method::isa>;
+  } else {
+    return {};
+  }
+}
+
 template <class Exec, class Method>
 void add_variant(VariantList<Cemd>& list, int preference) {
   list.push_back({std::string(Method::name) + "-" + to_string(backend_of<Exec>()),
@@ -754,7 +836,8 @@ void add_variant(VariantList<Cemd>& list, int preference) {
                   {},
                   preference,
                   Method::isa,
-                  Method::simple});
+                  Method::simple,
+                  on_views<Exec, Method>()});
 }
 
 }  // namespace kbench::portable_cemd

@@ -11,9 +11,16 @@
 // they are registered twice, as built with Isa::tuned and with Isa::plain (`-plain`, four byte
 // differences per word everywhere). kokkos-mdrange subtracts bytes itself and is plain as it is.
 //
+// On CUDA the team and fused variants also take the caller's device views (Variant::on_views):
+// the views packed on the device, then the team kernel on the call's stream.
+//
 // The argmin is a Min reduction over 64-bit sad_key()s, not Kokkos::MinLoc: MinLoc leaves ties
-// unspecified, the packed key makes the shared (score, row, col) rule explicit.
+// unspecified, the packed key makes the shared (score, row, col) rule explicit. On views, where
+// no result goes back to the host, each team lowers the key in device memory with an atomic min.
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <type_traits>
 
 #include "kbench/sad.hpp"
 #include "portable/kokkos_support.hpp"
@@ -137,6 +144,129 @@ class KokkosSadRunner final : public Runner<Sad> {
   std::uint64_t best_key_ = kNoSadKey;
 };
 
+// ---- Calls on device views (Variant::on_views) ------------------------------------------------
+
+template <class Exec, class T>
+using UnmanagedView =
+    Kokkos::View<T*, typename Exec::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using Key = unsigned long long;  // Kokkos' 64-bit atomic min type; holds a sad_key()
+static_assert(sizeof(Key) == sizeof(std::uint64_t), "64-bit keys");
+
+constexpr int kPackedWordBytes = int(sizeof(std::uint32_t));
+
+// pack_rows on the device: word e of rows `pitch_words` words apart holds bytes 4w .. 4w + 3 of
+// the caller's row (rows `pitch` bytes apart), zero past `width`, so every word of a row is
+// written, its padding included.
+template <class Exec>
+struct PackViewRows {
+  UnmanagedView<Exec, const std::uint8_t> bytes;
+  UnmanagedView<Exec, std::uint32_t> words;
+  std::size_t pitch;
+  int width, pitch_words;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t e) const {
+    const std::int64_t y = e / pitch_words;
+    const int w = int(e - y * pitch_words);
+    std::uint32_t word = 0;
+    for (int b = 0; b < kPackedWordBytes; ++b) {
+      const int x = kPackedWordBytes * w + b;
+      if (x < width) word |= std::uint32_t(bytes(std::size_t(y) * pitch + x)) << (8 * b);
+    }
+    words(e) = word;
+  }
+};
+
+// The gray frame of `view` packed into `pitch_words`-word rows of the scratch memory `name`,
+// queued on `exec`.
+template <class Exec>
+typename InputBuffer<std::uint32_t, Exec>::View packed_view(const Exec& exec,
+                                                            const ConstImageView& view,
+                                                            int pitch_words, const ViewWork& work,
+                                                            const char* name) {
+  const std::size_t count = std::size_t(pitch_words) * std::size_t(view.height);
+  auto* packed =
+      static_cast<std::uint32_t*>(work.scratch->bytes(name, count * sizeof(std::uint32_t)));
+  const std::size_t span = std::size_t(view.height - 1) * view.row_pitch() + view.row_bytes();
+  const PackViewRows<Exec> pack{UnmanagedView<Exec, const std::uint8_t>(view.data, span),
+                                UnmanagedView<Exec, std::uint32_t>(packed, count), view.row_pitch(),
+                                view.width, pitch_words};
+  Kokkos::parallel_for(
+      "sad_pack_view_rows",
+      Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, std::int64_t(count)),
+      pack);
+  // A random-access view converts from a view, not from a pointer (its CUDA texture fetch).
+  return UnmanagedView<Exec, const std::uint32_t>(packed, count);
+}
+
+// A team per tile, its smallest sad_key lowering key(0) (an atomic min): no result goes back to
+// the host, so nothing waits for the kernel.
+template <class Exec, bool kWriteMap, Isa kIsa>
+struct ViewTileSearch {
+  TileSad<Exec, kWriteMap, kIsa> tile;
+  UnmanagedView<Exec, Key> key;
+  KOKKOS_INLINE_FUNCTION void operator()(
+      const typename TileSad<Exec, kWriteMap, kIsa>::Team& team) const {
+    const std::uint64_t best = tile(team, team.league_rank(), tile.staging(team));
+    Kokkos::single(Kokkos::PerTeam(team), [&] { Kokkos::atomic_fetch_min(&key(0), Key(best)); });
+  }
+};
+
+template <class Exec, bool kWriteMap, Isa kIsa>
+void enqueue_view_search(const Exec& exec, const TileSad<Exec, kWriteMap, kIsa>& tile,
+                         const UnmanagedView<Exec, Key>& key) {
+  using Policy = Kokkos::TeamPolicy<Exec>;
+  const ViewTileSearch<Exec, kWriteMap, kIsa> kernel{tile, key};
+  const std::size_t scratch = tile.scratch_bytes();
+  Kokkos::parallel_for(
+      kWriteMap ? "sad_team_views" : "sad_fused_views",
+      Policy(exec, tile.tiles(), tile_team_size<Policy>(scratch, kernel, Kokkos::ParallelForTag()))
+          .set_scratch_size(0, Kokkos::PerTeam(scratch)),
+      kernel);
+}
+
+// The team variants' call on device views, queued on the call's stream: the target and query
+// packed on the device as the runner packs them on the host, the key reset to kNoSadKey, then the
+// team kernel, writing the caller's map rows directly when a map is given (the fused kernel
+// otherwise). Bit-identical to the runners: the same tiles sum the same words.
+template <class Exec, Isa kIsa>
+void search_views(const SadViewCall& call) {
+  const Exec exec = portable::stream_instance<Exec>(call.work.stream);
+  const SadShape s{call.target.width,
+                   call.target.height,
+                   call.query.width,
+                   call.query.height,
+                   call.target.width - call.query.width + 1,
+                   call.target.height - call.query.height + 1};
+  const TeamGeometry g = team_geometry<Exec>(s);
+  if (g.chunk_rows == 0) throw Error("kokkos sad on views: the query is too wide for team scratch");
+  const auto target =
+      packed_view(exec, call.target, g.pitch_words, call.work, "portable sad packed target");
+  const auto query =
+      packed_view(exec, call.query, g.query_words, call.work, "portable sad packed query");
+  fill_async(call.best_key, 0xFF, sizeof(std::uint64_t), call.work.stream);  // kNoSadKey
+  const UnmanagedView<Exec, Key> key(reinterpret_cast<Key*>(call.best_key), 1);
+  if (call.map && call.map->data) {
+    const std::size_t pitch =
+        call.map->pitch ? call.map->pitch / sizeof(std::int32_t) : std::size_t(s.map_width);
+    const MapView<Exec> map(call.map->data, std::size_t(s.map_height - 1) * pitch + s.map_width);
+    enqueue_view_search(exec, TileSad<Exec, true, kIsa>{g, target, query, map, pitch}, key);
+  } else {
+    enqueue_view_search(exec, TileSad<Exec, false, kIsa>{g, target, query, MapView<Exec>(), 0},
+                        key);
+  }
+}
+
+// The call on device views of the team and fused variants (one function: it writes the map when
+// one is given): CUDA only, host backends have none.
+template <class Exec, class Method>
+std::function<void(const SadViewCall&)> on_views() {
+  if constexpr (backend_of<Exec>() == Backend::cuda &&
+                std::is_same<Method, TeamMethod<Exec, Method::writes_map, Method::isa>>::value) {
+    return search_views<Exec, Method::isa>;
+  } else {
+    return {};
+  }
+}
+
 template <class Exec, class Method>
 void add_variant(VariantList<Sad>& list) {
   list.push_back({std::string(Method::name) + "-" + to_string(backend_of<Exec>()), Layer::portable,
@@ -145,7 +275,7 @@ void add_variant(VariantList<Sad>& list) {
                     return (Method::writes_map || !input.params.want_map) &&
                            Method::fits(validate_sad_input(input));
                   },
-                  0, Method::isa, Method::simple});
+                  0, Method::isa, Method::simple, on_views<Exec, Method>()});
 }
 
 }  // namespace kbench::portable_sad

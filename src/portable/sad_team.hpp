@@ -110,6 +110,8 @@ struct TileSad {
   TeamGeometry g;
   typename InputBuffer<std::uint32_t, Exec>::View target, query;
   MapView<Exec> map;
+  // Map elements from one row's start to the next; 0: map_width (a packed map).
+  std::size_t map_pitch = 0;
 
   std::size_t scratch_bytes() const { return team_scratch_bytes<Exec>(g, g.chunk_rows); }
   int tiles() const { return g.tiles_x * g.tiles_y; }
@@ -164,6 +166,7 @@ struct TileSad {
     }
     team.team_barrier();
     std::uint64_t team_best = kNoSadKey;
+    const std::size_t map_row_elements = map_pitch ? map_pitch : std::size_t(g.s.map_width);
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(team, kItems),
         [&](int item, std::uint64_t& partial) {
@@ -172,8 +175,9 @@ struct TileSad {
           if (i >= g.s.map_height) return;
           for (int p = 0; p < kPositions && j0 + p < g.s.map_width; ++p) {
             const std::int32_t score = std::int32_t(sums(p * kItems + item));
+            // Keys index the map row-major whatever its pitch (the shared tie rule).
             const std::size_t index = std::size_t(i) * g.s.map_width + j0 + p;
-            if (kWriteMap) map(index) = score;
+            if (kWriteMap) map(std::size_t(i) * map_row_elements + j0 + p) = score;
             partial = sad_min(partial, sad_key(score, std::uint32_t(index)));
           }
         },
