@@ -231,10 +231,20 @@ TEST_CASE("sad_map and match on device views equal the host calls", "[api_device
   // Odd pitches: the kernels' word packing is staged.
   const DeviceMirror device_target(PaddedFrames({target}, 5, 0));
   const DeviceMirror device_query(PaddedFrames({query}, 3, 0));
+  SadInput with_map{target, query, {}}, without_map{target, query, {}};
+  with_map.params.want_map = true;
+  without_map.params.want_map = false;
   for (const auto* variant : view_variants<Sad>()) {
     INFO(variant->name);
     Context context;
     const Choice choice{variant->name, "", ""};
+    // The best position alone, through the variants that search without the map.
+    if (variant->handles(without_map)) {
+      CHECK(match(context, device_target.view, device_query.view, {}, choice).front() ==
+            SadMatch{30, 40, 0});
+      CHECK(context.last_call().variant == variant->name);
+    }
+    if (!variant->handles(with_map)) continue;
     std::vector<std::int32_t> expected(std::size_t(map_width) * map_height);
     sad_map(context, image_view(target), image_view(query),
             {expected.data(), map_width, map_height, 0, MemoryPlace::host()}, {}, choice);
@@ -250,19 +260,16 @@ TEST_CASE("sad_map and match on device views equal the host calls", "[api_device
       for (int x = 0; x < map_width; ++x) {
         same &= values[y * map_pitch + x] == expected[std::size_t(y) * map_width + x];
       }
-      for (std::size_t x = map_width; x < map_pitch; ++x)
+      for (std::size_t x = map_width; x < map_pitch; ++x) {
         spare_kept &= values[y * map_pitch + x] == -1;
+      }
     }
     CHECK(same);
     CHECK(spare_kept);
-    // The best position alone, and four without separation (from the map).
-    for (const int top : {1, 4}) {
-      const MatchOptions options{top, 1, MatchMethod::full};
-      CHECK(match(context, device_target.view, device_query.view, options, choice) ==
-            match(context, image_view(target), image_view(query), options, choice));
-    }
-    CHECK(match(context, device_target.view, device_query.view, {}, choice).front() ==
-          SadMatch{30, 40, 0});
+    // Four positions without separation, from the map.
+    const MatchOptions options{4, 1, MatchMethod::full};
+    CHECK(match(context, device_target.view, device_query.view, options, choice) ==
+          match(context, image_view(target), image_view(query), options, choice));
   }
 }
 
