@@ -105,6 +105,16 @@ struct SadShape {
   std::size_t map_size() const { return std::size_t(map_width) * std::size_t(map_height); }
 };
 
+// The sizes of a search on views.
+inline SadShape shape_of(const SadViewCall& call) {
+  return {call.target.width,
+          call.target.height,
+          call.query.width,
+          call.query.height,
+          call.target.width - call.query.width + 1,
+          call.target.height - call.query.height + 1};
+}
+
 // Throws Error for an empty or multi-channel image, a query larger than the target, a query
 // whose SAD could overflow 32 bits, a map too large to index, or bad top-k parameters.
 SadShape validate_sad_input(const SadInput& input);

@@ -598,12 +598,7 @@ const std::uint32_t* packed_view(const ConstImageView& view, int pitch_words, co
 template <class Config>
 void regblock_on_views(const SadViewCall& call) {
   const cudaStream_t stream = static_cast<cudaStream_t>(call.work.stream);
-  const SadShape s{call.target.width,
-                   call.target.height,
-                   call.query.width,
-                   call.query.height,
-                   call.target.width - call.query.width + 1,
-                   call.target.height - call.query.height + 1};
+  const SadShape s = shape_of(call);
   const int pitch_words = regblock_pitch_words<Config>(s);
   const int query_words = words_for(s.query_width);
   const std::uint32_t* target =

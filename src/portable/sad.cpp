@@ -230,12 +230,7 @@ void enqueue_view_search(const Exec& exec, const TileSad<Exec, kWriteMap, kIsa>&
 template <class Exec, Isa kIsa>
 void search_views(const SadViewCall& call) {
   const Exec exec = portable::stream_instance<Exec>(call.work.stream);
-  const SadShape s{call.target.width,
-                   call.target.height,
-                   call.query.width,
-                   call.query.height,
-                   call.target.width - call.query.width + 1,
-                   call.target.height - call.query.height + 1};
+  const SadShape s = shape_of(call);
   const TeamGeometry g = team_geometry<Exec>(s);
   if (g.chunk_rows == 0) throw Error("kokkos sad on views: the query is too wide for team scratch");
   const auto target =
