@@ -19,6 +19,14 @@ rows, a crop of columns) are read in place, their row stride used as the image's
 other layout (a step along a row, reversed axes, channels not adjacent) is copied once into a
 packed array before the call.
 
+CUDA arrays (PyTorch tensors and CuPy arrays on a CUDA device, through DLPack) are used in place
+on the GPU: the call is queued on the array library's current stream, and the result is a new
+array of the same library on the same device (``out``, when given, must be one too). A CUDA array
+that is not C-contiguous is made contiguous first (one copy on the device). :func:`match` and
+:func:`cemd_match` return NumPy arrays: they wait for their stream and bring back positions and
+matches. On CUDA arrays ``match`` runs full search, and images are gray (one channel). The
+calls run on the context's device, CUDA device 0.
+
 Errors: a wrong dtype raises TypeError, a wrong shape or value ValueError, a backend or variant
 this machine cannot run RuntimeError, each naming the argument. What the C++ library itself
 refuses raises :class:`kbench.Error` (both a ValueError and a RuntimeError) with its message.
@@ -27,6 +35,7 @@ refuses raises :class:`kbench.Error` (both a ValueError and a RuntimeError) with
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
@@ -75,29 +84,80 @@ _MAX_MASK = 63
 # --- Arguments ---------------------------------------------------------------------------------
 
 
-def _array(value: Any, name: str) -> np.ndarray:
-    """``value`` as a NumPy array, without a copy when it is one.
+def _cuda_library(value: Any) -> Optional[str]:
+    """"torch" or "cupy" for a CUDA array of that library, else None (looked up only where the
+    library is already imported)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor) and value.is_cuda:
+        return "torch"
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(value, cupy.ndarray):
+        return "cupy"
+    return None
 
-    Every array argument comes in here. Device arrays (DLPack, ``__cuda_array_interface__``) are
-    to be passed on untouched from here, for the extension's ``place_of`` to map.
-    """
+
+def _array(value: Any, name: str) -> Any:
+    """``value`` as a NumPy array, without a copy when it is one; a CUDA array as it is (made
+    C-contiguous where it is not), for the extension's ``place_of`` to map."""
+    library = _cuda_library(value)
+    if library == "torch":
+        return value if value.is_contiguous() else value.contiguous()
+    if library == "cupy":
+        return value if value.flags.c_contiguous else sys.modules["cupy"].ascontiguousarray(value)
     if isinstance(value, np.ndarray):
         return value
     try:
         return np.asarray(value)
-    except Exception as e:  # e.g. a GPU array that refuses conversion
+    except Exception as e:  # e.g. an array on a device other than CUDA
         raise TypeError(f"{name}: cannot be read as a NumPy array ({e})") from None
 
 
-def _require_dtype(array: np.ndarray, name: str, dtypes: Sequence[Any], advice: str = "") -> None:
-    if array.dtype not in [np.dtype(d) for d in dtypes]:
-        wanted = " or ".join(np.dtype(d).name for d in dtypes)
-        raise TypeError(f"{name}: dtype {array.dtype}; expected {wanted}{advice}")
+def _dtype_name(array: Any) -> str:
+    """The dtype's NumPy name (uint8, float32, ...), for NumPy, PyTorch and CuPy arrays."""
+    if _cuda_library(array) == "torch":
+        return str(array.dtype).replace("torch.", "")
+    return np.dtype(array.dtype).name
 
 
-def _require_nonempty(array: np.ndarray, name: str) -> None:
-    if array.size == 0:
-        raise ValueError(f"{name}: an empty array (shape {array.shape})")
+def _size(array: Any) -> int:
+    return array.numel() if _cuda_library(array) == "torch" else array.size
+
+
+def _require_dtype(array: Any, name: str, dtypes: Sequence[Any], advice: str = "") -> None:
+    names = [np.dtype(d).name for d in dtypes]
+    if _dtype_name(array) not in names:
+        raise TypeError(f"{name}: dtype {_dtype_name(array)}; expected {' or '.join(names)}{advice}")
+
+
+def _require_nonempty(array: Any, name: str) -> None:
+    if _size(array) == 0:
+        raise ValueError(f"{name}: an empty array (shape {tuple(array.shape)})")
+
+
+def _stream(array: Any) -> int:
+    """The CUDA stream a call on ``array`` is queued on: its library's current one (0: host)."""
+    library = _cuda_library(array)
+    if library == "torch":
+        return sys.modules["torch"].cuda.current_stream(array.device).cuda_stream
+    if library == "cupy":
+        return sys.modules["cupy"].cuda.get_current_stream().ptr
+    return 0
+
+
+def _empty_like(like: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+    """A new array of ``shape`` and ``dtype`` where ``like`` lives: NumPy, or the same CUDA
+    library on the same device. In PyTorch, uint32 (histograms) becomes int32, since PyTorch's
+    uint32 has few operations; the counts of a frame of fewer than 2^31 pixels fit."""
+    library = _cuda_library(like)
+    if library == "torch":
+        torch = sys.modules["torch"]
+        name = "int32" if np.dtype(dtype).name == "uint32" else np.dtype(dtype).name
+        return torch.empty(shape, dtype=getattr(torch, name), device=like.device)
+    if library == "cupy":
+        cupy = sys.modules["cupy"]
+        with cupy.cuda.Device(like.device.id):
+            return cupy.empty(shape, dtype=dtype)
+    return np.empty(shape, dtype=dtype)
 
 
 def _image4(value: Any, name: str, gray_batches: bool = False) -> tuple[np.ndarray, str]:
@@ -111,31 +171,33 @@ def _image4(value: Any, name: str, gray_batches: bool = False) -> tuple[np.ndarr
     )
     _require_nonempty(array, name)
     if array.ndim == 2:
-        return array[np.newaxis, :, :, np.newaxis], "hw"
+        return array[None, :, :, None], "hw"
     if array.ndim == 3:
         if gray_batches and array.shape[2] > 4:
-            return array[:, :, :, np.newaxis], "nhw"
-        form, array = "hwc", array[np.newaxis]
+            return array[:, :, :, None], "nhw"
+        form, array = "hwc", array[None]
     elif array.ndim == 4:
         form = "nhwc"
     else:
-        raise ValueError(f"{name}: {array.ndim} axes (shape {array.shape}); expected H×W, "
+        raise ValueError(f"{name}: {array.ndim} axes (shape {tuple(array.shape)}); expected H×W, "
                          "H×W×C or N×H×W×C")
     if array.shape[3] > 4:
         raise ValueError(f"{name}: {array.shape[3]} channels; images have 1 to 4")
     return array, form
 
 
-def _output(out: Any, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    """The caller's output array, checked, or a new one."""
+def _output(out: Any, name: str, shape: tuple[int, ...], dtype: Any, like: Any) -> Any:
+    """The caller's output array, checked, or a new one where ``like`` lives."""
     if out is None:
-        return np.empty(shape, dtype=dtype)
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"{name}: a NumPy array, not {type(out).__name__}")
+        return _empty_like(like, shape, dtype)
+    library = _cuda_library(like)
+    if _cuda_library(out) != library or (library is None and not isinstance(out, np.ndarray)):
+        where = f"a {library} CUDA array" if library else "a NumPy array"
+        raise TypeError(f"{name}: {where} like the input, not {type(out).__name__}")
     _require_dtype(out, name, [dtype])
-    if out.shape != shape:
-        raise ValueError(f"{name}: shape {out.shape}; this call writes {shape}")
-    if not out.flags.writeable:
+    if tuple(out.shape) != shape:
+        raise ValueError(f"{name}: shape {tuple(out.shape)}; this call writes {shape}")
+    if library is None and not out.flags.writeable:
         raise ValueError(f"{name}: the array is read-only")
     return out
 
@@ -324,19 +386,19 @@ def conv(
         h, w = h - (size - 1), w - (size - 1)
     shape4 = (n, h, w, c)
     shape = {"hw": (h, w), "hwc": (h, w, c), "nhwc": shape4}[form]
-    result = _output(out, "out", shape, np.uint8)
-    _kbench.conv(frames, _as4(result, form), weights, border, *choice)
+    result = _output(out, "out", shape, np.uint8, like=frames)
+    _kbench.conv(frames, _as4(result, form), weights, border, *choice, stream=_stream(frames))
     return result
 
 
-def _as4(array: np.ndarray, form: str) -> np.ndarray:
+def _as4(array: Any, form: str) -> Any:
     """An output array of the given form as an N×H×W×C view of the same memory."""
     if form == "hw":
-        return array[np.newaxis, :, :, np.newaxis]
+        return array[None, :, :, None]
     if form == "hwc":
-        return array[np.newaxis]
+        return array[None]
     if form == "nhw":
-        return array[:, :, :, np.newaxis]
+        return array[:, :, :, None]
     return array
 
 
@@ -377,7 +439,7 @@ def lbp(
     codes : numpy.ndarray of uint8
         H'×W', or N×H'×W' for several frames: the mapped code of each pixel.
     histogram : numpy.ndarray of uint32
-        bins, or N×bins for several frames.
+        bins, or N×bins for several frames (int32 for a PyTorch tensor).
 
     Notes
     -----
@@ -393,9 +455,9 @@ def lbp(
             raise ValueError(f"image: {w}×{h}; border 'crop' needs at least 3×3")
         h, w = h - 2, w - 2
     bins = _kbench.lbp_bin_count(mapping)
-    codes = np.empty((n, h, w, 1), dtype=np.uint8)
-    histogram = np.empty((n, bins), dtype=np.uint32)
-    _kbench.lbp(frames, codes, histogram, mapping, border, *choice)
+    codes = _empty_like(frames, (n, h, w, 1), np.uint8)
+    histogram = _empty_like(frames, (n, bins), np.uint32)
+    _kbench.lbp(frames, codes, histogram, mapping, border, *choice, stream=_stream(frames))
     if form in ("hw", "hwc"):
         return codes[0, :, :, 0], histogram[0]
     return codes[:, :, :, 0], histogram
@@ -443,8 +505,8 @@ def sad_map(
     """
     t, q = _gray_pair(target, query)
     choice = _choice(["sad"], variant, backend, layer)
-    result = np.empty((t.shape[1] - q.shape[1] + 1, t.shape[2] - q.shape[2] + 1), dtype=np.int32)
-    _kbench.sad_map(t, q, result, *choice)
+    result = _empty_like(t, (t.shape[1] - q.shape[1] + 1, t.shape[2] - q.shape[2] + 1), np.int32)
+    _kbench.sad_map(t, q, result, *choice, stream=_stream(t))
     return result
 
 
@@ -489,7 +551,7 @@ def match(
     separation = 0 if separation is None else _count(separation, "separation", 1)
     method = _option(method, "method", _METHODS)
     choice = _choice(["sad", "sad-pruned"], variant, backend, layer)
-    rows = _kbench.match(t, q, top, separation, method, *choice)
+    rows = _kbench.match(t, q, top, separation, method, *choice, stream=_stream(t))
     return np.array(rows, dtype=np.int32).reshape(-1, 3).copy().view(MATCH_DTYPE).reshape(-1)
 
 
@@ -501,11 +563,11 @@ def _count(value: Any, name: str, least: int) -> int:
     return int(value)
 
 
-def _descriptors(value: Any, name: str) -> np.ndarray:
+def _descriptors(value: Any, name: str) -> Any:
     array = _array(value, name)
     _require_dtype(array, name, [np.uint8, np.float32])
     if array.ndim != 2 or array.shape[1] != 128:
-        raise ValueError(f"{name}: shape {array.shape}; descriptor sets are N×128")
+        raise ValueError(f"{name}: shape {tuple(array.shape)}; descriptor sets are N×128")
     _require_nonempty(array, name)
     return array
 
@@ -552,8 +614,8 @@ def cemd_match(
     ratio = float(ratio)
     if not 0.0 < ratio <= 1.0:
         raise ValueError(f"ratio: {ratio}; it lies in (0, 1]")
-    index, best, second_index, second, accepted = _kbench.cemd_match(q, d, distance, ratio,
-                                                                     *choice)
+    index, best, second_index, second, accepted = _kbench.cemd_match(
+        q, d, distance, ratio, *choice, stream=_stream(q))
     result = np.empty(len(index), dtype=CEMD_MATCH_DTYPE)
     result["index"] = index
     result["distance"] = best
@@ -589,6 +651,6 @@ def cemd_all_pairs(
         N×M distances.
     """
     q, d, distance, choice = _cemd_args(queries, database, distance, variant, backend, layer)
-    result = np.empty((q.shape[0], d.shape[0]), dtype=np.float32)
-    _kbench.cemd_all_pairs(q, d, result, distance, *choice)
+    result = _empty_like(q, (q.shape[0], d.shape[0]), np.float32)
+    _kbench.cemd_all_pairs(q, d, result, distance, *choice, stream=_stream(q))
     return result

@@ -17,6 +17,7 @@
 #include <kbench/registry.hpp>
 #include <kbench/system_info.hpp>
 
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -36,15 +37,31 @@ kbench::Context& context() {
   return context;
 }
 
-// Where an array's memory is. Host memory only for now; device arrays (DLPack's CUDA device
-// type) will map to MemoryPlace::cuda(array.device_id()) here.
+// The views each call of this thread last handed the library, by argument name: the addresses
+// the tests compare with the arrays' own, which shows that device arrays are used in place.
+thread_local std::vector<std::pair<std::string, std::uintptr_t>> handed_views;
+
+template <class View>
+View handed(const char* name, const View& view) {
+  handed_views.emplace_back(name, reinterpret_cast<std::uintptr_t>(view.data));
+  return view;
+}
+
+// Where an array's memory is: the host, or a CUDA device (DLPack's CUDA device type).
 template <class Array>
 kbench::MemoryPlace place_of(const Array& array, const char* name) {
   if (array.device_type() == nb::device::cpu::value) return kbench::MemoryPlace::host();
-  throw nb::type_error((std::string(name) +
-                        ": an array in device memory; this version of kbench takes host "
-                        "(NumPy) arrays")
-                           .c_str());
+  if (array.device_type() == nb::device::cuda::value) {
+    return kbench::MemoryPlace::cuda(array.device_id());
+  }
+  throw nb::type_error(
+      (std::string(name) + ": an array in memory kbench cannot reach (neither host nor CUDA)")
+          .c_str());
+}
+
+// The caller's stream (a cudaStream_t as an integer; 0: CUDA's legacy default stream).
+kbench::Stream stream_of(std::uintptr_t handle) {
+  return {reinterpret_cast<void*>(handle), false};
 }
 
 template <class Array>
@@ -78,7 +95,7 @@ View image_view(const Array& array, const char* name, std::vector<std::uint8_t>*
       static_cast<std::uint8_t*>(const_cast<void*>(static_cast<const void*>(array.data())));
   View view{data, int(w), int(h), int(c), std::size_t(sh), int(n), std::size_t(sn), place};
   if (in_place) return view;
-  if (!copy) {
+  if (!copy || !place.on_host()) {
     throw nb::value_error((std::string(name) +
                            ": the array's layout cannot be written in place (each row's pixels "
                            "and channels must be adjacent in memory); pass a C-contiguous array")
@@ -99,16 +116,16 @@ View image_view(const Array& array, const char* name, std::vector<std::uint8_t>*
 
 kbench::ConstImageView input_image(const InArray& array, const char* name,
                                    std::vector<std::uint8_t>& copy) {
-  return image_view<InArray, kbench::ConstImageView>(array, name, &copy);
+  return handed(name, image_view<InArray, kbench::ConstImageView>(array, name, &copy));
 }
 kbench::ImageView output_image(const OutArray& array, const char* name) {
-  return image_view<OutArray, kbench::ImageView>(array, name, nullptr);
+  return handed(name, image_view<OutArray, kbench::ImageView>(array, name, nullptr));
 }
 
 // A descriptor set (rows × 128, uint8 or float32) as a view: in place where each row's values
-// are adjacent, otherwise of a packed copy that `copy` holds.
-kbench::DescriptorView descriptor_view(const InArray& array, const char* name,
-                                       std::vector<unsigned char>& copy) {
+// are adjacent, otherwise (host memory only) of a packed copy that `copy` holds.
+kbench::DescriptorView packed_descriptors(const InArray& array, const char* name,
+                                          std::vector<unsigned char>& copy) {
   const bool is_u8 = array.dtype() == nb::dtype<std::uint8_t>();
   require(array, name, is_u8 ? nb::dtype<std::uint8_t>() : nb::dtype<float>(), 2,
           "uint8 or float32");
@@ -125,6 +142,11 @@ kbench::DescriptorView descriptor_view(const InArray& array, const char* name,
   if (array.stride(1) == 1 && row_stride >= cols) {
     return {data, int(rows), type, std::size_t(row_stride * element), place};
   }
+  if (!place.on_host()) {
+    throw nb::value_error(
+        (std::string(name) + ": each descriptor's values must be adjacent in device memory")
+            .c_str());
+  }
   copy.resize(std::size_t(rows * cols * element));
   for (std::int64_t r = 0; r < rows; ++r) {
     for (std::int64_t k = 0; k < cols; ++k) {
@@ -133,6 +155,11 @@ kbench::DescriptorView descriptor_view(const InArray& array, const char* name,
     }
   }
   return {copy.data(), int(rows), type, 0, place};
+}
+
+kbench::DescriptorView descriptor_view(const InArray& array, const char* name,
+                                       std::vector<unsigned char>& copy) {
+  return handed(name, packed_descriptors(array, name, copy));
 }
 
 kbench::Choice choice_of(const std::string& variant, const std::string& backend,
@@ -153,14 +180,16 @@ auto parsed(const char* name, const std::string& text, Parse parse) {
 void conv(const InArray& image, const OutArray& out,
           const nb::ndarray<const float, nb::ndim<2>, nb::c_contig>& weights,
           const std::string& border, const std::string& variant, const std::string& backend,
-          const std::string& layer) {
+          const std::string& layer, std::uintptr_t stream) {
+  handed_views.clear();
   std::vector<std::uint8_t> copy;
   const kbench::ConstImageView in = input_image(image, "image", copy);
   const kbench::ImageView to = output_image(out, "out");
   kbench::Mask mask;
   mask.size = int(weights.shape(0));
   mask.weights.assign(weights.data(), weights.data() + weights.size());
-  const kbench::ConvOptions options{parsed("border", border, kbench::parse_border), {}};
+  const kbench::ConvOptions options{parsed("border", border, kbench::parse_border),
+                                    stream_of(stream)};
   const kbench::Choice choice = choice_of(variant, backend, layer);
   nb::gil_scoped_release release;
   kbench::conv(context(), in, to, mask, options, choice);
@@ -168,11 +197,20 @@ void conv(const InArray& image, const OutArray& out,
 
 void lbp(const InArray& image, const OutArray& codes, const OutArray& histogram,
          const std::string& mapping, const std::string& border, const std::string& variant,
-         const std::string& backend, const std::string& layer) {
+         const std::string& backend, const std::string& layer, std::uintptr_t stream) {
+  handed_views.clear();
   std::vector<std::uint8_t> copy;
   const kbench::ConstImageView in = input_image(image, "image", copy);
   const kbench::ImageView to = output_image(codes, "codes");
-  require(histogram, "histogram", nb::dtype<std::uint32_t>(), 2, "uint32");
+  // int32 for libraries without uint32 (PyTorch before 2.3): the same bits while counts stay
+  // below 2^31, which a frame of fewer pixels guarantees.
+  const bool int32_counts = histogram.dtype() == nb::dtype<std::int32_t>();
+  require(histogram, "histogram",
+          int32_counts ? nb::dtype<std::int32_t>() : nb::dtype<std::uint32_t>(), 2,
+          "uint32 (or int32)");
+  if (int32_counts && std::int64_t(in.width) * in.height > std::int64_t(INT32_MAX)) {
+    throw nb::value_error("histogram: int32 counts cannot hold a frame of 2^31 pixels or more");
+  }
   place_of(histogram, "histogram");
   if (histogram.shape(0) != std::size_t(in.frames) || histogram.stride(1) != 1 ||
       (histogram.shape(0) > 1 && histogram.stride(0) != std::int64_t(histogram.shape(1)))) {
@@ -181,6 +219,7 @@ void lbp(const InArray& image, const OutArray& codes, const OutArray& histogram,
   kbench::LbpOptions options;
   options.mapping = parsed("mapping", mapping, kbench::parse_lbp_mapping);
   options.border = parsed("border", border, kbench::parse_border);
+  options.stream = stream_of(stream);
   if (histogram.shape(1) != std::size_t(kbench::lbp_bin_count(options.mapping))) {
     throw nb::value_error("histogram: wrong number of bins for the mapping");
   }
@@ -191,7 +230,9 @@ void lbp(const InArray& image, const OutArray& codes, const OutArray& histogram,
 }
 
 void sad_map(const InArray& target, const InArray& query, const OutArray& map,
-             const std::string& variant, const std::string& backend, const std::string& layer) {
+             const std::string& variant, const std::string& backend, const std::string& layer,
+             std::uintptr_t stream) {
+  handed_views.clear();
   std::vector<std::uint8_t> target_copy, query_copy;
   const kbench::ConstImageView t = input_image(target, "target", target_copy);
   const kbench::ConstImageView q = input_image(query, "query", query_copy);
@@ -205,20 +246,22 @@ void sad_map(const InArray& target, const InArray& query, const OutArray& map,
                                 std::size_t(h > 1 ? map.stride(0) * 4 : 0), place};
   const kbench::Choice choice = choice_of(variant, backend, layer);
   nb::gil_scoped_release release;
-  kbench::sad_map(context(), t, q, view, {}, choice);
+  kbench::sad_map(context(), t, q, handed("map", view), {stream_of(stream)}, choice);
 }
 
 // Rows of (row, col, score), best first.
 std::vector<std::int32_t> match(const InArray& target, const InArray& query, int top,
                                 int separation, const std::string& method,
                                 const std::string& variant, const std::string& backend,
-                                const std::string& layer) {
+                                const std::string& layer, std::uintptr_t stream) {
+  handed_views.clear();
   std::vector<std::uint8_t> target_copy, query_copy;
   const kbench::ConstImageView t = input_image(target, "target", target_copy);
   const kbench::ConstImageView q = input_image(query, "query", query_copy);
   kbench::MatchOptions options;
   options.top = top;
   options.separation = separation;
+  options.stream = stream_of(stream);
   if (method == "auto") {
     options.method = kbench::MatchMethod::automatic;
   } else if (method == "full") {
@@ -249,11 +292,13 @@ kbench::CemdMatchOptions cemd_options(const std::string& distance, float ratio) 
 // Per query: index, distance, second index, second distance, accepted, as five lists.
 nb::tuple cemd_match(const InArray& queries, const InArray& database, const std::string& distance,
                      float ratio, const std::string& variant, const std::string& backend,
-                     const std::string& layer) {
+                     const std::string& layer, std::uintptr_t stream) {
+  handed_views.clear();
   std::vector<unsigned char> query_copy, database_copy;
   const kbench::DescriptorView q = descriptor_view(queries, "queries", query_copy);
   const kbench::DescriptorView d = descriptor_view(database, "database", database_copy);
-  const kbench::CemdMatchOptions options = cemd_options(distance, ratio);
+  kbench::CemdMatchOptions options = cemd_options(distance, ratio);
+  options.stream = stream_of(stream);
   const kbench::Choice choice = choice_of(variant, backend, layer);
   std::vector<kbench::CemdMatch> found;
   {
@@ -275,7 +320,8 @@ nb::tuple cemd_match(const InArray& queries, const InArray& database, const std:
 
 void cemd_all_pairs(const InArray& queries, const InArray& database, const OutArray& matrix,
                     const std::string& distance, const std::string& variant,
-                    const std::string& backend, const std::string& layer) {
+                    const std::string& backend, const std::string& layer, std::uintptr_t stream) {
+  handed_views.clear();
   std::vector<unsigned char> query_copy, database_copy;
   const kbench::DescriptorView q = descriptor_view(queries, "queries", query_copy);
   const kbench::DescriptorView d = descriptor_view(database, "database", database_copy);
@@ -287,12 +333,13 @@ void cemd_all_pairs(const InArray& queries, const InArray& database, const OutAr
     throw nb::value_error("matrix: a queries × database float32 array with adjacent rows values");
   }
   const std::size_t stride = matrix.shape(0) > 1 ? std::size_t(matrix.stride(0)) * 4 : 0;
-  const kbench::CemdMatchOptions options = cemd_options(distance, 0.8f);
+  kbench::CemdMatchOptions options = cemd_options(distance, 0.8f);
+  options.stream = stream_of(stream);
   const kbench::Choice choice = choice_of(variant, backend, layer);
   nb::gil_scoped_release release;
   const kbench::DistanceMatrixView view{static_cast<float*>(matrix.data()), q.rows, d.rows, stride,
                                         place};
-  kbench::cemd_all_pairs(context(), q, d, view, options, choice);
+  kbench::cemd_all_pairs(context(), q, d, handed("matrix", view), options, choice);
 }
 
 nb::ndarray<nb::numpy, float> builtin_mask(const std::string& name) {
@@ -370,16 +417,22 @@ NB_MODULE(_kbench, m) {
 
   using namespace nb::literals;
   m.def("conv", &conv, "image"_a, "out"_a, "weights"_a, "border"_a, "variant"_a, "backend"_a,
-        "layer"_a);
+        "layer"_a, "stream"_a = 0);
   m.def("lbp", &lbp, "image"_a, "codes"_a, "histogram"_a, "mapping"_a, "border"_a, "variant"_a,
-        "backend"_a, "layer"_a);
-  m.def("sad_map", &sad_map, "target"_a, "query"_a, "map"_a, "variant"_a, "backend"_a, "layer"_a);
+        "backend"_a, "layer"_a, "stream"_a = 0);
+  m.def("sad_map", &sad_map, "target"_a, "query"_a, "map"_a, "variant"_a, "backend"_a, "layer"_a,
+        "stream"_a = 0);
   m.def("match", &match, "target"_a, "query"_a, "top"_a, "separation"_a, "method"_a, "variant"_a,
-        "backend"_a, "layer"_a);
+        "backend"_a, "layer"_a, "stream"_a = 0);
   m.def("cemd_match", &cemd_match, "queries"_a, "database"_a, "distance"_a, "ratio"_a, "variant"_a,
-        "backend"_a, "layer"_a);
+        "backend"_a, "layer"_a, "stream"_a = 0);
   m.def("cemd_all_pairs", &cemd_all_pairs, "queries"_a, "database"_a, "matrix"_a, "distance"_a,
-        "variant"_a, "backend"_a, "layer"_a);
+        "variant"_a, "backend"_a, "layer"_a, "stream"_a = 0);
+  m.def("handed_views", [] {
+    nb::dict views;
+    for (const auto& [name, address] : handed_views) views[name.c_str()] = address;
+    return views;
+  });
   m.def("builtin_mask", &builtin_mask, "name"_a);
   m.def("builtin_mask_names", &kbench::builtin_mask_names);
   m.def("lbp_bin_count", [](const std::string& mapping) {
