@@ -5,6 +5,10 @@ variants.
 
     perf/peers.py --algo cemd --size 4Mi --json results.jsonl [--bin build/cuda/bin]
 
+Where kbench's Python package imports, its calls run in this process on the same arrays (layer
+"python": on the NumPy arrays, and as resident PyTorch CUDA tensors where there is a GPU; with the
+binding's own time per call, binding_us).
+
 conv: the 3x3 gaussian on an RGB u8 image with a replicated border — OpenCV `filter2D` and
 `GaussianBlur` on the host's threads, and PyTorch `conv2d` on the GPU (u8 in, u8 out, rounded;
 end to end from pinned host memory). lbp: scikit-image `local_binary_pattern` (P 8, R 1; its
@@ -356,6 +360,75 @@ def image_record(algorithm, name, backend, case, description, img, timing, e2e, 
                        float(img.shape[0] * img.shape[1]), "px", threads, version, device, err)
 
 
+BURST = 50  # calls queued between two CUDA events when timing calls on device tensors
+
+
+def gpu_time_per_call(torch, call, reps):
+    """Median GPU seconds per call of `call` (which queues work on torch's current stream) over
+    `reps` bursts of BURST calls between two CUDA events."""
+    call()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(BURST):
+            call()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3 / BURST)
+    times.sort()
+    return times[len(times) // 2], times[0], times[-1], reps
+
+
+def kbench_python_records(algorithm, case, description, arrays, call, data_bytes, operations,
+                          unit, args):
+    """kbench's Python call in this process on the peers' arrays, as layer "python" rows: on the
+    NumPy arrays (the whole call, copies included where a GPU variant runs), and where PyTorch
+    has a CUDA device on the same arrays as resident CUDA tensors (GPU time per call, no copy).
+    The first row's binding_us is the call's wall time less the C++ call's own (last_run)."""
+    try:
+        import kbench
+    except Exception as error:
+        print(f"peers.py: kbench's Python package skipped: {error}", file=sys.stderr)
+        return []
+    version = "kbench " + kbench.devices()["commit"]
+    call(*arrays)
+    run = kbench.last_run()
+    walls, inside = [], []
+    for _ in range(args.reps):
+        t = time.perf_counter()
+        call(*arrays)
+        walls.append(time.perf_counter() - t)
+        inside.append(kbench.last_run()["total_ms"] / 1e3)
+    binding = float(np.median(np.array(walls) - np.array(inside)))
+    walls.sort()
+    timing = walls[len(walls) // 2], walls[0], walls[-1], len(walls)
+    record = peer_record(algorithm, "kbench-python", run["backend"], case,
+                         f"{description}; variant {run['variant']}", timing, None, data_bytes,
+                         operations, unit, machine_threads(), version,
+                         kbench.devices()["gpu"] or cpu_name(), None)
+    record["layer"] = "python"
+    record["binding_us"] = binding * 1e6
+    records = [record]
+    try:
+        import torch
+    except Exception:
+        return records
+    if not torch.cuda.is_available() or kbench.devices()["gpu"] is None:
+        return records
+    tensors = [torch.from_numpy(np.ascontiguousarray(a)).cuda() for a in arrays]
+    timing = gpu_time_per_call(torch, lambda: call(*tensors), args.reps)
+    run = kbench.last_run()
+    record = peer_record(algorithm, "kbench-python-cuda-tensor", "cuda", case,
+                         f"{description}; resident CUDA tensors, variant {run['variant']}", timing,
+                         None, data_bytes, operations, unit, machine_threads(), version,
+                         kbench.devices()["gpu"], None)
+    record["layer"] = "python"
+    records.append(record)
+    return records
+
+
 def conv_peers(args):
     width, height = image_size(args.size)
     img = photo_like(width, height, 3)
@@ -378,7 +451,17 @@ def conv_peers(args):
         err = float(np.max(np.abs(out.astype(np.float64) - expected)))
         records.append(image_record("conv", name, backend, args.size, description, img, timing,
                                     e2e, threads, version, device, err))
+    if not args.peer or "kbench-python" in args.peer:
+        records += kbench_python_records(
+            "conv", args.size, description, [img], lambda x: kbench_module().conv(x, "gaussian"),
+            2.0 * img.size, float(width * height), "px", args)
     return records
+
+
+def kbench_module():
+    import kbench
+
+    return kbench
 
 
 def lbp_peers(args):
@@ -403,7 +486,10 @@ def lbp_peers(args):
     run()
     timing = time_peer(run, args.reps, args.budget_s)
     return [image_record("lbp", "skimage-lbp", "serial", args.size, description, img, timing,
-                         None, 1, f"scikit-image {skimage.__version__}", cpu_name(), None)]
+                         None, 1, f"scikit-image {skimage.__version__}", cpu_name(), None)] + \
+        kbench_python_records("lbp", args.size, description, [img],
+                              lambda x: kbench_module().lbp(x), 2.0 * img.size,
+                              float(width * height), "px", args)
 
 
 SAD_CASES = {"test1": (1500, 150), "test2": (2000, 200), "test3": (2500, 250)}
