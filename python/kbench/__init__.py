@@ -87,6 +87,8 @@ _MAX_MASK = 63
 def _cuda_library(value: Any) -> Optional[str]:
     """"torch" or "cupy" for a CUDA array of that library, else None (looked up only where the
     library is already imported)."""
+    if type(value) is np.ndarray:
+        return None
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor) and value.is_cuda:
         return "torch"
@@ -124,9 +126,13 @@ def _size(array: Any) -> int:
 
 
 def _require_dtype(array: Any, name: str, dtypes: Sequence[Any], advice: str = "") -> None:
-    names = [np.dtype(d).name for d in dtypes]
-    if _dtype_name(array) not in names:
-        raise TypeError(f"{name}: dtype {_dtype_name(array)}; expected {' or '.join(names)}{advice}")
+    if type(array) is np.ndarray:
+        if any(array.dtype == d for d in dtypes):  # the common case, without building names
+            return
+    elif _dtype_name(array) in [np.dtype(d).name for d in dtypes]:
+        return
+    wanted = " or ".join(np.dtype(d).name for d in dtypes)
+    raise TypeError(f"{name}: dtype {_dtype_name(array)}; expected {wanted}{advice}")
 
 
 def _require_nonempty(array: Any, name: str) -> None:
@@ -313,12 +319,20 @@ def builtin_masks() -> list[str]:
 # --- Calls ---------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=None)
+def _builtin_weights(name: str) -> np.ndarray:
+    """A built-in mask's weights, made once (read-only, shared by the calls)."""
+    names = builtin_masks()
+    if name not in names:
+        raise ValueError(f"mask: '{name}' is not a built-in mask ({', '.join(names)})")
+    weights = _kbench.builtin_mask(name)
+    weights.flags.writeable = False
+    return weights
+
+
 def _mask_weights(mask: Union[str, Any]) -> np.ndarray:
     if isinstance(mask, str):
-        names = builtin_masks()
-        if mask not in names:
-            raise ValueError(f"mask: '{mask}' is not a built-in mask ({', '.join(names)})")
-        return _kbench.builtin_mask(mask)
+        return _builtin_weights(mask)
     weights = _array(mask, "mask")
     if weights.dtype.kind not in "fiu":
         raise TypeError(f"mask: dtype {weights.dtype}; expected real numbers (float32)")
