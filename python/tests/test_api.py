@@ -1,6 +1,7 @@
 """What every call shares: the registry listing, choices, errors, threads, a real photo."""
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -132,6 +133,27 @@ def test_threads_give_the_same_results(rng):
                    for a, b in zip(result[1], expected[1]))
         assert result[2] == expected[2]
         assert np.array_equal(result[3], expected[3])
+
+
+def test_the_gil_is_released_during_a_call(rng):
+    """While one thread is inside a long call, another runs Python: its loop takes timestamps
+    inside the call's span, which a call holding the GIL would not allow."""
+    queries, database = sift_like(rng, 3000), sift_like(rng, 6000)
+    span = []
+
+    def call():
+        start = time.perf_counter()
+        kbench.cemd_all_pairs(queries, database, "raw")
+        span.extend([start, time.perf_counter()])
+
+    worker = threading.Thread(target=call)
+    stamps = []
+    worker.start()
+    while worker.is_alive():
+        stamps.append(time.perf_counter())
+    worker.join()
+    inside = [t for t in stamps if span[0] < t < span[1]]
+    assert len(inside) > 100, f"{len(inside)} stamps in the call's {span[1] - span[0]:.3f} s"
 
 
 def test_real_photo():
