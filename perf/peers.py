@@ -237,6 +237,12 @@ def cemd_peers(args):
                              (queries + database) * CELLS * BINS, comparisons, "cmp", threads,
                              version, device, err)
         records.append(record)
+    if not args.peer or "kbench-python" in args.peer:
+        distance = {"normalised": "normalised", "raw": "raw"}[mode]
+        records += kbench_python_records(
+            "cemd", args.size, f"{queries} queries x {database} database, {mode}, nearest two",
+            [q8, d8], lambda q, d: kbench_module().cemd_match(q, d, distance),
+            (queries + database) * CELLS * BINS, comparisons, "cmp", args)
     return records
 
 
@@ -329,12 +335,12 @@ def opencv_peer(name, img, reps, budget_s):
 
 
 def peer_record(algorithm, name, backend, case, description, timing, e2e, data_bytes,
-                operations, unit, threads, version, device, err):
+                operations, unit, threads, version, device, err, layer="peer"):
     """One JSON line in compare's schema (layer "peer"), printed as a row too; `err` None where
     the peer computes another definition."""
     med, lo, hi, reps = timing
     record = {
-        "algorithm": algorithm, "variant": name, "layer": "peer", "backend": backend,
+        "algorithm": algorithm, "variant": name, "layer": layer, "backend": backend,
         "case": case, "description": f"{description}; {version}", "reps": reps, "batch": 1,
         "rotation": 1, "compute_min_ms": lo * 1e3, "compute_median_ms": med * 1e3,
         "compute_max_ms": hi * 1e3, "bytes": float(data_bytes), "operations": float(operations),
@@ -348,7 +354,7 @@ def peer_record(algorithm, name, backend, case, description, timing, e2e, data_b
     if e2e:
         record.update({"e2e_median_ms": e2e[0] * 1e3, "e2e_min_ms": e2e[1] * 1e3,
                        "e2e_max_ms": e2e[2] * 1e3})
-    print(f"{name:28s} peer  {backend:8s} {med * 1e3:10.3f} ms {operations / med / 1e9:10.4f} "
+    print(f"{name:28s} {layer:6s}{backend:8s} {med * 1e3:10.3f} ms {operations / med / 1e9:10.4f} "
           f"G {unit}/s" + ("" if err is None else f"  error {err:.2g}"))
     return record
 
@@ -407,8 +413,7 @@ def kbench_python_records(algorithm, case, description, arrays, call, data_bytes
     record = peer_record(algorithm, "kbench-python", run["backend"], case,
                          f"{description}; variant {run['variant']}", timing, None, data_bytes,
                          operations, unit, machine_threads(), version,
-                         kbench.devices()["gpu"] or cpu_name(), None)
-    record["layer"] = "python"
+                         kbench.devices()["gpu"] or cpu_name(), None, layer="python")
     record["binding_us"] = binding * 1e6
     records = [record]
     try:
@@ -423,8 +428,7 @@ def kbench_python_records(algorithm, case, description, arrays, call, data_bytes
     record = peer_record(algorithm, "kbench-python-cuda-tensor", "cuda", case,
                          f"{description}; resident CUDA tensors, variant {run['variant']}", timing,
                          None, data_bytes, operations, unit, machine_threads(), version,
-                         kbench.devices()["gpu"], None)
-    record["layer"] = "python"
+                         kbench.devices()["gpu"], None, layer="python")
     records.append(record)
     return records
 
@@ -465,31 +469,32 @@ def kbench_module():
 
 
 def lbp_peers(args):
-    if args.peer and "skimage-lbp" not in args.peer:
-        return []
-    try:
-        from skimage.feature import local_binary_pattern
-        import skimage
-    except Exception as error:
-        print(f"peers.py: skimage-lbp skipped: {error}", file=sys.stderr)
-        return []
-
     width, height = image_size(args.size)
     img = photo_like(width, height, 1)
     description = (f"{width}x{height} gray, 8 neighbours radius 1 (interpolated diagonals), "
                    "256-bin histogram, photo-like frame made by perf/peers.py")
+    records = []
+    if not args.peer or "skimage-lbp" in args.peer:
+        try:
+            from skimage.feature import local_binary_pattern
+            import skimage
 
-    def run():
-        codes = local_binary_pattern(img, 8, 1, method="default")
-        return np.bincount(codes.astype(np.int64).ravel(), minlength=256)
+            def run():
+                codes = local_binary_pattern(img, 8, 1, method="default")
+                return np.bincount(codes.astype(np.int64).ravel(), minlength=256)
 
-    run()
-    timing = time_peer(run, args.reps, args.budget_s)
-    return [image_record("lbp", "skimage-lbp", "serial", args.size, description, img, timing,
-                         None, 1, f"scikit-image {skimage.__version__}", cpu_name(), None)] + \
-        kbench_python_records("lbp", args.size, description, [img],
-                              lambda x: kbench_module().lbp(x), 2.0 * img.size,
-                              float(width * height), "px", args)
+            run()
+            timing = time_peer(run, args.reps, args.budget_s)
+            records.append(image_record("lbp", "skimage-lbp", "serial", args.size, description,
+                                        img, timing, None, 1,
+                                        f"scikit-image {skimage.__version__}", cpu_name(), None))
+        except ImportError as error:
+            print(f"peers.py: skimage-lbp skipped: {error}", file=sys.stderr)
+    if not args.peer or "kbench-python" in args.peer:
+        records += kbench_python_records("lbp", args.size, description, [img],
+                                         lambda x: kbench_module().lbp(x), 2.0 * img.size,
+                                         float(width * height), "px", args)
+    return records
 
 
 SAD_CASES = {"test1": (1500, 150), "test2": (2000, 200), "test3": (2500, 250)}
@@ -499,13 +504,6 @@ def sad_peers(args):
     """OpenCV matchTemplate with TM_SQDIFF (squared differences, FFT-based: what a user picks for
     template matching; another definition than SAD) and its minimum, on a query cut from the
     target with small noise."""
-    if args.peer and "opencv-matchtemplate-sqdiff" not in args.peer:
-        return []
-    try:
-        import cv2
-    except Exception as error:
-        print(f"peers.py: opencv-matchtemplate-sqdiff skipped: {error}", file=sys.stderr)
-        return []
     if args.size in SAD_CASES:
         side, q = SAD_CASES[args.size]
         width = height = side
@@ -520,19 +518,32 @@ def sad_peers(args):
     y0, x0 = int(rng.integers(0, height - qh + 1)), int(rng.integers(0, width - qw + 1))
     query = np.clip(target[y0:y0 + qh, x0:x0 + qw].astype(np.int16) +
                     rng.integers(-2, 3, (qh, qw)), 0, 255).astype(np.uint8)
-
-    def run():
-        return cv2.minMaxLoc(cv2.matchTemplate(target, query, cv2.TM_SQDIFF))[2]
-
-    found = run()
-    timing = time_peer(run, args.reps, args.budget_s)
     positions = float((height - qh + 1) * (width - qw + 1))
-    description = (f"{width}x{height} target, {qw}x{qh} query cut at (row {y0}, col {x0}) with "
-                   f"noise ±2, squared differences (FFT), minimum found at (row {found[1]}, col "
-                   f"{found[0]}); photo-like frame made by perf/peers.py")
-    return [peer_record("sad", "opencv-matchtemplate-sqdiff", "openmp", args.size, description,
-                        timing, None, target.size + query.size, positions * qw * qh, "sad",
-                        cv2.getNumThreads(), f"opencv {cv2.__version__}", cpu_name(), None)]
+    records = []
+    if not args.peer or "opencv-matchtemplate-sqdiff" in args.peer:
+        try:
+            import cv2
+
+            def run():
+                return cv2.minMaxLoc(cv2.matchTemplate(target, query, cv2.TM_SQDIFF))[2]
+
+            found = run()
+            timing = time_peer(run, args.reps, args.budget_s)
+            description = (f"{width}x{height} target, {qw}x{qh} query cut at (row {y0}, col {x0})"
+                           f" with noise ±2, squared differences (FFT), minimum found at (row "
+                           f"{found[1]}, col {found[0]}); photo-like frame made by perf/peers.py")
+            records.append(peer_record("sad", "opencv-matchtemplate-sqdiff", "openmp", args.size,
+                                       description, timing, None, target.size + query.size,
+                                       positions * qw * qh, "sad", cv2.getNumThreads(),
+                                       f"opencv {cv2.__version__}", cpu_name(), None))
+        except ImportError as error:
+            print(f"peers.py: opencv-matchtemplate-sqdiff skipped: {error}", file=sys.stderr)
+    if not args.peer or "kbench-python" in args.peer:
+        records += kbench_python_records(
+            "sad", args.size, f"{width}x{height} target, {qw}x{qh} query, the best position",
+            [target, query], lambda t, q: kbench_module().match(t, q, method="full"),
+            target.size + query.size, positions * qw * qh, "sad", args)
+    return records
 
 
 PEERS = {"conv": conv_peers, "lbp": lbp_peers, "sad": sad_peers, "cemd": cemd_peers}
