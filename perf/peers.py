@@ -354,7 +354,7 @@ def peer_record(algorithm, name, backend, case, description, timing, e2e, data_b
     if e2e:
         record.update({"e2e_median_ms": e2e[0] * 1e3, "e2e_min_ms": e2e[1] * 1e3,
                        "e2e_max_ms": e2e[2] * 1e3})
-    print(f"{name:28s} {layer:6s}{backend:8s} {med * 1e3:10.3f} ms {operations / med / 1e9:10.4f} "
+    print(f"{name:28s} {layer:7s}{backend:8s} {med * 1e3:10.3f} ms {operations / med / 1e9:10.4f} "
           f"G {unit}/s" + ("" if err is None else f"  error {err:.2g}"))
     return record
 
