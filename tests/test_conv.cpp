@@ -34,7 +34,7 @@ Mask random_mask(int n, std::uint64_t seed) {
   return mask;
 }
 
-// The variants of the SIMD band walk (kbench/conv_rows.hpp, issue 13): the native ones, one per
+// The variants of the SIMD band walk (kbench/conv_rows.hpp): the native ones, one per
 // x86 level, and the portable rows schedule.
 bool band_walk_variant(const Variant<Conv>& v) {
   return v.name.rfind("omp-simd-", 0) == 0 || v.name.rfind("kokkos-rows", 0) == 0;
@@ -119,7 +119,7 @@ TEST_CASE("every variant matches the reference on random images", "[conv]") {
   }
 }
 
-// Pitched device images (issue 12): every width 1..130, so a row's last 16-byte vector holds
+// Pitched device images: every width 1..130, so a row's last 16-byte vector holds
 // every possible number of its bytes, with each border, 1 to 4 channels (each a specialisation of
 // the band walks, whose clamp works at any row end) and 3×3 and 5×5 masks.
 TEST_CASE("conv: every variant matches the reference at every width 1..130", "[conv][widths]") {
@@ -140,7 +140,8 @@ TEST_CASE("conv: every variant matches the reference at every width 1..130", "[c
   }
 }
 
-// Camera frames (DESIGN.md's standard sizes) and the issue's 3001×2001, on the pitched variants.
+// Camera frame sizes (the compare harness's cases) and 3001×2001, odd in both dimensions, on
+// the pitched variants.
 TEST_CASE("conv: pitched variants match the reference on camera frame sizes", "[conv][camera]") {
   struct Frame {
     int w, h, channels;

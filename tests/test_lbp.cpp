@@ -305,7 +305,7 @@ TEST_CASE("every variant matches the reference on random images of many sizes", 
   }
 }
 
-// Pitched device images (issue 12): every width 1..130, so a row's last 16-byte vector holds
+// Pitched device images: every width 1..130, so a row's last 16-byte vector holds
 // every possible number of its pixels, every border and mapping.
 TEST_CASE("lbp: every variant matches the reference at every width 1..130", "[lbp][widths]") {
   std::uint64_t seed = 2000;
@@ -316,7 +316,8 @@ TEST_CASE("lbp: every variant matches the reference at every width 1..130", "[lb
   }
 }
 
-// Camera frames (DESIGN.md's standard sizes) and the issue's 3001×2001, on the pitched variants.
+// Camera frame sizes (the compare harness's cases) and 3001×2001, odd in both dimensions, on
+// the pitched variants.
 TEST_CASE("lbp: pitched variants match the reference on camera frame sizes", "[lbp][camera]") {
   struct Frame {
     int w, h;

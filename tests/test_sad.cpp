@@ -91,7 +91,7 @@ TEST_CASE("every variant matches the reference on random sizes", "[sad]") {
   }
 }
 
-// Pitched (packed) target rows at every width 1..130 (issue 12), queries of 1, 5 and 16 columns
+// Pitched (packed) target rows at every width 1..130, queries of 1, 5 and 16 columns
 // where they fit.
 TEST_CASE("sad: every variant matches the reference at every width 1..130", "[sad][widths]") {
   std::uint64_t seed = 2000;

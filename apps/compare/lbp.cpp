@@ -100,7 +100,8 @@ int run_lbp(const Options& options) {
 
 AlgorithmEntry lbp_entry() {
   // The small-image sweep (perf/lbp_size_sweep.sh) passes its sizes through --size.
-  // Video formats, then camera frames (DESIGN.md): rows that are no multiple of 16 bytes.
+  // Video formats, then camera frame sizes, several with rows that are no multiple of 16 bytes
+  // (the pitched layouts' row ends).
   return {Lbp::name,
           {"480p", "1080p", "4k", "3000x2000", "4032x3024", "6000x4000", "2306x1535", "3072x2304"},
           add_lbp_options,

@@ -1,7 +1,7 @@
 #pragma once
 // The N×N u8 convolution of one output row from N rows of floats, over the vectors of one CPU
 // level (kbench/cpu_simd.hpp), and the walk of a band of output rows built on it: the SIMD CPU
-// variants of issue 13 and the portable rows schedule.
+// SIMD CPU variants and the portable rows schedule.
 //
 // Every channel of an interleaved row sees the same weights, so a row is one stream of samples
 // and horizontal tap i of output sample s is padded sample s + i·C (C channels). The padded row
@@ -139,8 +139,8 @@ void convolve_row(const float* const* rows, const float* weights, int n, int cha
 // into floats once, used by the N output rows it feeds, and left behind.
 
 // Bytes of floats a strip's N rows may take: about half the L2 cache of one core, so a 3×3 mask
-// takes whole rows up to 4K RGB. (Strips of L1 size were slower: walking down the rows of a narrow
-// strip, the hardware prefetchers restart on every row.)
+// takes whole rows up to 4K RGB. (Strips of L1 size measure slower: walking down the rows of a
+// narrow strip, the hardware prefetchers restart on every row.)
 constexpr std::size_t kStripRowsBytes = 256 * 1024;
 
 // What a band walk reads and writes.

@@ -1,5 +1,5 @@
 #pragma once
-// Which x86 vector extensions the CPU running this process offers (issue 13).
+// Which x86 vector extensions the CPU running this process offers.
 //
 // The SIMD CPU variants are compiled for each level with per-function target attributes, so one
 // binary serves machines with and without AVX-512. Each level is registered as its own variant

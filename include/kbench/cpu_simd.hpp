@@ -1,8 +1,8 @@
 #pragma once
-// The SIMD CPU variants' vector helpers (issue 13), in two families:
+// The SIMD CPU variants' vector helpers, in two families:
 //
 // 1. kbench::cpu_simd — byte vectors and packed SAD (the sad variants):
-//   Byte vectors for the SIMD CPU variants (issue 13), one type per CpuLevel, with the packed-SAD
+//   Byte vectors for the SIMD CPU variants, one type per CpuLevel, with the packed-SAD
 //   arithmetic they share: GenericBytes (16 bytes, the baseline ISA), Avx2Bytes (32) and
 //   Avx512Bytes (64). Each member function carries its level's target attribute, so one binary
 //   holds all three and no global -m flag is needed; a function that calls them must be compiled
@@ -22,11 +22,11 @@
 //   where the narrower instruction is cheaper:
 //     load_half(p), half_and(a, b)
 //     add_sad_half(acc, a, b)  acc's lower half of lanes plus the packed SAD of two halves
-//   GenericBytes<Isa::plain> (PlainBytes) gives the same operations in plain C++ on every target
-//   (issue 14); GenericBytes<> is SSE2 on x86-64 and plain C++ elsewhere.
+//   GenericBytes<Isa::plain> (PlainBytes) gives the same operations in plain C++ on every target;
+//   GenericBytes<> is SSE2 on x86-64 and plain C++ elsewhere.
 //
 // 2. kbench::simd — float and byte vectors of one level for kernels written once (conv, lbp):
-//   Vector operations of one x86 level (issue 13), for the host kernels that are written once and
+//   Vector operations of one x86 level, for the host kernels that are written once and
 //   compiled for every level: simd::Generic (GCC vector extensions at the baseline ISA, any CPU),
 //   simd::Avx2 and simd::Avx512 (intrinsics, x86 only).
 //

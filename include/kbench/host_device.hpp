@@ -10,7 +10,7 @@
 // Asks the compiler to unroll the next loop completely (its trip count is a compile-time
 // constant), so that arrays indexed by the loop variable stay in registers. nvcc's device pass
 // takes CUDA's pragma and plain host compilers GCC's; nvcc's host pass knows neither (its host
-// compiler used to ignore the CUDA one with a warning), so it gets none.
+// compiler would ignore the CUDA one with a warning), so it gets none.
 #if defined(__CUDA_ARCH__)
 #define KBENCH_UNROLL _Pragma("unroll")
 #elif defined(__CUDACC__)

@@ -1,5 +1,5 @@
 #pragma once
-// Which instructions the helpers that the layers share may use (issue 14).
+// Which instructions the helpers that the layers share may use.
 //
 // A target-specific instruction reaches a portable kernel only through a helper in include/kbench
 // with a plain C++ form beside it (sad4, lbp_codes4, conv_band's byte permutes and pixel packing,

@@ -135,8 +135,8 @@ LbpResult make_lbp_output(const LbpInput& input);
 
 // The turns of a runner's two result histograms (native CUDA and portable runners). Each call
 // adds into the half that is zero and its kernel zeroes the other half for the next call, so
-// repeated calls need no clearing pass of their own (on an H200 a cudaMemsetAsync before each
-// kernel cost 1.4 µs a call, a tenth of LBP at 4K). Poisoning writes both halves, so the call
+// repeated calls need no clearing pass of their own (a cudaMemsetAsync before each kernel is a
+// sizeable share of a call: perf/notes/lbp.md). Poisoning writes both halves, so the call
 // after it clears its own half first.
 class LbpHistogramTurns {
  public:

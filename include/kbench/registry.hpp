@@ -86,7 +86,7 @@ struct Variant {
   // For the user-facing calls: among the variants that can run, the highest is used.
   int preference = 0;
   // What a portable variant is built from, for the report's three Kokkos / native figures
-  // (issue 14): Isa::tuned where its kernels reach target-specific instructions through kbench's
+  // Isa::tuned where its kernels reach target-specific instructions through kbench's
   // helpers, Isa::plain where they are standard C++ only (the `-plain` build of such a schedule,
   // or a schedule that uses no helper); `simple` for the idiomatic first schedules (one flat
   // MDRange pass, ScatterView counting). Other layers leave both as they are.

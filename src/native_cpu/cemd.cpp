@@ -1,6 +1,6 @@
 // Native CPU cemd.
 // - omp: CPU-FINAL's per-pair distance, OpenMP over queries.
-// - omp-simd-<level> (issue 13): the prefix form (cemd.hpp) on float vectors of the CPU level
+// - omp-simd-<level>: the prefix form (cemd.hpp) on float vectors of the CPU level
 //   (4 lanes at the baseline, 8 with AVX2, 16 with AVX-512), each lane a database row. Each
 //   descriptor's cells become running sums once per run; the database is stored in blocks of
 //   one vector's rows, value-major, so one pass over a block computes a vector of distances.

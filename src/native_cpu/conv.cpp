@@ -1,5 +1,5 @@
 // Native CPU conv: the report's OpenMP variants (collapse(2), static schedule, unrolled bodies,
-// omp simd over a row), and the SIMD variants of issue 13, one per x86 level (kbench/cpu_simd.hpp),
+// omp simd over a row), and the SIMD variants, one per x86 level (kbench/cpu_simd.hpp),
 // chosen at run time.
 #include <omp.h>
 

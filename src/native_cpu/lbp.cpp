@@ -1,6 +1,6 @@
 // Native CPU lbp: OpenMP over rows, and over pixels with collapse(2); each thread counts into its
 // own copy of the histogram through an array-section reduction, merged once at the end. The SIMD
-// variants of issue 13 (one per x86 level, kbench/cpu_simd.hpp, chosen at run time) code a row's
+// SIMD variants (one per x86 level, kbench/cpu_simd.hpp, chosen at run time) code a row's
 // inside pixels a vector at a time and count plain codes into per-thread sub-histograms.
 #include <omp.h>
 

@@ -2,7 +2,7 @@
 // - omp: the report's OpenMP map (collapse(2), static schedule);
 // - omp-blocked: a cache-blocked map that keeps a tile's target rows and the current query row in
 //   L1 while they are reused;
-// - omp-simd-<level> (issue 13): packed SAD instructions (psadbw at 16, vpsadbw at 32 and 64
+// - omp-simd-<level>: packed SAD instructions (psadbw at 16, vpsadbw at 32 and 64
 //   bytes) on register blocks of map positions, one variant per CpuLevel compiled with that
 //   level's target (sad_simd_level.inc), each runnable where cpu_supports() says so; the generic
 //   one runs everywhere. Rows are split statically over the threads, and each thread first
@@ -69,7 +69,8 @@ constexpr int kRows = 2, kPositions = 4;
 namespace sad_simd_avx2 {
 using Bytes = cpu_simd::Avx2Bytes;
 // 12 accumulators, the query vector and a target vector: 14 of the 16 registers. One query load
-// feeds 12 vpsadbw (1 × 8 took test1 in 208 ms on the 2-core EPYC, 1 × 12 in 192 ms).
+// feeds 12 vpsadbw; 1 × 12 measured fastest of the blocks tried on the 2-core EPYC
+// (perf/notes/sad.md).
 constexpr int kRows = 1, kPositions = 12;
 #include "native_cpu/sad_simd_level.inc"
 }  // namespace sad_simd_avx2

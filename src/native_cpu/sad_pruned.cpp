@@ -1,4 +1,4 @@
-// Native CPU sad-pruned (OpenMP), omp-simd-<level> (issue 13): the GPU scheme on threads, its two
+// Native CPU sad-pruned (OpenMP), omp-simd-<level>: the GPU scheme on threads, its two
 // inner loops compiled for each CPU level (one binary; cpu_features.hpp). Strip bounds for every
 // window in parallel, a map row at a time in vectors of windows; the best-bounded window of each
 // map row gives a candidate, and the smallest exact SAD among them the first E_guess; the

@@ -521,8 +521,8 @@ class DeviceImages {
   }
 
   // Into `out`'s own buffer when it has the shape already: a fresh one each call would be
-  // first-touched by the copy, page by page (≈ 3× the time end to end past glibc's 32 MB mmap
-  // threshold, where every large allocation is new pages).
+  // first-touched by the copy, page by page, several times slower end to end past glibc's 32 MB
+  // mmap threshold, where every large allocation is new pages (perf/notes/conv.md).
   void download(ImageU8& out) const {
     reshape(out, g_.out_width, g_.out_height, g_.channels);
     copy_out(out.data.data());

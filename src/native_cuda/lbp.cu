@@ -205,8 +205,9 @@ struct SharedTiledKernel {
 
 // ---- cuda-vec ----------------------------------------------------------------------------------
 
-// One block of 1024 threads per multiprocessor (63 registers): each block zeroes and merges its
-// 32 copies of the histogram, which at 4 blocks of 256 a multiprocessor cost 3 µs a call (H200).
+// One block of 1024 threads per multiprocessor: each block zeroes and merges its 32 copies of the
+// histogram, a fixed cost a call that one large block pays once instead of four times
+// (perf/notes/lbp.md).
 constexpr int kVecThreads = 1024;
 constexpr int kWarp = 32;
 constexpr int kWordsPerVec = kVecBytes / 4;
@@ -249,10 +250,9 @@ __global__ void __launch_bounds__(kVecThreads, 1)
   std::uint32_t* lane_counts = counts + threadIdx.x % kWarp;
 
   // Each block takes a contiguous share of the items, as the portable schedule's teams do, so the
-  // items past a whole number of rounds fall on every multiprocessor: with a grid stride, at
-  // 3001×2160 (3.004 items a thread) all 576 of them fell on the first block (+1.1 µs, H200).
-  // From 4096 wide up it costs 3–7%: blocks walking rows of their own share fewer input rows in
-  // L2 (perf/NOTES.md).
+  // items past a whole number of rounds fall on every multiprocessor (a grid stride can put them
+  // all on the first block). On wide images it costs a little: blocks walking rows of their own
+  // share fewer input rows in L2 (perf/notes/lbp.md).
   const unsigned long long end = items * (blockIdx.x + 1) / gridDim.x;
   for (unsigned long long item = items * blockIdx.x / gridDim.x + threadIdx.x; item < end;
        item += kVecThreads) {

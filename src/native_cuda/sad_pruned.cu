@@ -72,13 +72,13 @@ constexpr int kFilterSlot = 5;       // the filter's limit (high word) and neigh
 constexpr int kAfterStripSlot = 6;   // S counters: windows alive after each strip
 constexpr int kFixedSlots = 6;
 
-// The full search runs when more than this fraction of the windows survive the first bounds.
-// Measured on the H200 (perf/NOTES.md), the unit refinement costs 1.3–1.5 (8 strips) to 1.6–1.85
-// (4 strips) times full search's time per unit of that fraction: it loses past 0.55–0.69.
+// The full search runs when more than this fraction of the windows survive the first bounds:
+// past about this fraction the unit refinement measured slower than full search on the H200
+// (perf/notes/sad-pruned.md).
 constexpr double kFullSearchFraction = 0.6;
 
 // cuda::launch's after_previous for steps 2–6, each of which calls wait_for_previous_kernel()
-// first (perf/NOTES.md: −6 to −7 µs a run at σ 0–10).
+// first: the dependent launches shorten a run (perf/notes/sad-pruned.md).
 constexpr bool kAfterPrevious = true;
 
 // Strips a run counts in shared memory, at most (queries up to 32768 rows).
@@ -108,9 +108,8 @@ __device__ __forceinline__ Key warp_min(Key key) {
 //   one of its residues modulo kStripRows, a lane per column. Windows a strip apart share all
 //   their slots but one, so a lane reads a residue's slots once: two reads a window.
 // The ring holds two chunks: the band's windows read the slots of this chunk and the last.
-// One walk per segment instead of per warp cuts the rows summed twice (a walk sums a pass's rows
-// before its first window: 1.8× the map's rows with 14 one-warp segments, 1.2× with 6 of these),
-// and the ring costs 9 KB a warp instead of 16 (perf/NOTES.md).
+// One walk per segment instead of per warp sums fewer rows twice (a walk sums a pass's rows
+// before its first window) and takes less ring a warp (perf/notes/sad-pruned.md).
 // A pass covers up to kMaxPassStrips strips; taller queries take several passes that add into the
 // bound map.
 constexpr int kStripRows = kPruneStripRows;
@@ -382,7 +381,7 @@ __device__ __forceinline__ Key current_limit(const RefineArgs& a, BlockShared<kR
 // after row), kLoads of them loaded before any is used (a thread issues in order: a load used at
 // once would hold back the next one). Steps 2 and 3 refine a few thousand windows this way,
 // without the strip-by-strip exits of step 5: a block reduction and a read of E after every
-// strip made each window a chain of eight round trips (perf/NOTES.md).
+// strip made each window a chain of eight round trips (perf/notes/sad-pruned.md).
 template <int kThreads, int kLoads>
 __device__ std::uint32_t block_window_sad(const PackedSearch& a, std::uint32_t index,
                                           BlockShared<kThreads>& sh) {
@@ -490,7 +489,7 @@ __global__ void __launch_bounds__(kSeedThreads)
 // A block per entry of `source`, grid-stride; blocks past the entries return at once. Each window
 // within E gets its exact SAD, which lowers E. The query is read through the read-only cache with
 // the window's words: staging it in shared memory first (when it fits) cost a round trip and a
-// barrier per block, which few windows per block did not repay (perf/NOTES.md).
+// barrier per block, which few windows per block do not repay (perf/notes/sad-pruned.md).
 template <class Source>
 __global__ void __launch_bounds__(kRefineThreads) refine_kernel(RefineArgs a, Source source) {
   cuda::wait_for_previous_kernel();
@@ -661,7 +660,7 @@ __global__ void __launch_bounds__(kUnitThreads) unit_refine_kernel(UnitArgs a) {
   std::uint32_t partial[kPruneUnitWindows] = {}, total[kPruneUnitWindows];
   const std::uint32_t* row = a.target + std::size_t(i) * a.pitch_words + group * kUnitWords;
   // Derived from the width rather than read from a.query_words: the parameter costs the kernel
-  // 8 more registers (72 instead of 64: one block less per SM).
+  // registers, enough for one block less per SM.
   const int query_words = words_for(a.s.query_width);
   for (int n = 0; n < a.strips.count; ++n) {
     const int k = __ldg(a.order + n);
@@ -805,7 +804,7 @@ class PrunedRunner final : public Runner<SadPruned> {
 
     // Sized for every unit; blocks past the live ones return at once. (A one-wave grid-stride
     // loop, statically or from a device counter, costs less with few live units but more with
-    // many: perf/NOTES.md.)
+    // many: perf/notes/sad-pruned.md.)
     const UnitArgs units{search,
                          order_.get(),
                          unit_columns_,

@@ -577,7 +577,7 @@ struct BandSchedule {
   }
 };
 
-// The native SIMD variants' band walk (kbench/conv_rows.hpp, issue 13) for host execution spaces:
+// The native SIMD variants' band walk (kbench/conv_rows.hpp) for host execution spaces:
 // one work item per core walks a contiguous band of output rows, strip by strip, each input row's
 // strip turned into floats once. Isa::tuned calls the row helpers of the highest level this CPU
 // has through conv_rows::row_kernels (a Kokkos kernel carries no target attribute of its own);

@@ -60,8 +60,8 @@ template <Isa kIsa>
 using IsaTag = std::integral_constant<Isa, kIsa>;
 
 // Calls f(IsaTag<Isa::tuned>{}), then f(IsaTag<Isa::plain>{}): a schedule whose kernels use
-// kbench's helpers is registered in both builds, the plain one named `<schedule>-plain-<backend>`
-// (issue 14). It gets the tuned build's preference and comes after it, so the user calls never
+// kbench's helpers is registered in both builds, the plain one named `<schedule>-plain-<backend>`.
+// It gets the tuned build's preference and comes after it, so the user calls never
 // pick it. On host backends the two builds are mostly the same code (the helpers' host forms are
 // plain C++ already; sad4's psadbw is the exception), and the OpenMP rows show that.
 template <class F>
@@ -226,8 +226,8 @@ class OutputBuffer {
 // arguments are named functors, never KOKKOS_LAMBDA: in a CUDA build nvcc gives each file its own
 // copy of an extended lambda's host-side call pointers (set when the lambda is made), while the
 // linker keeps one file's copy of the Kokkos code that calls through them. On a host backend a
-// lambda made in one file was then called through another file's pointers, still null
-// (sad-pruned's top-k full search on OpenMP: perf/NOTES.md).
+// lambda made in one file is then called through another file's pointers, still null (as
+// sad-pruned's top-k full search on OpenMP showed: perf/notes/sad-pruned.md).
 template <class To, class From>
 struct RepitchRows {
   To to;

@@ -69,16 +69,16 @@ constexpr int kBandBlocks = kChunkRows / kStripRows;
 constexpr int kGroupResidues = kStripRows / (kChunkRows / kTileColumns);
 static_assert(kStripRows % (kChunkRows / kTileColumns) == 0, "whole residues a group");
 // The fused full search runs when more than this fraction of the windows survive the first
-// bounds. Measured on the H200 (perf/NOTES.md), the unit refinement costs about 1.3 times
-// kokkos-fused's time per unit of that fraction on both photo cases (kokkos-fused is 1.17× the
-// native full search, so the crossover comes later than native's 0.6).
+// bounds: past about this fraction the unit refinement measured slower than kokkos-fused on the
+// H200. kokkos-fused is slower than the native full search, so the crossover comes later than
+// native's (perf/notes/sad-pruned.md).
 constexpr double kFullSearchFraction = 0.75;
 // Threads per refining team on a device: a 128 × 128 window is 4 K words, which one warp would
 // walk serially. Halved (refine_team_threads) while the teams would not run in one wave.
 constexpr int kDeviceTeam = 256;
 constexpr int kMinDeviceTeam = 64;
-// Threads of the one team that seeds E_guess on a device: 512 measured 2 µs faster than 1024 at
-// σ 0 (two team reductions over fewer threads; perf/NOTES.md), 256 in between.
+// Threads of the one team that seeds E_guess on a device: 512 measured faster than 1024 (two
+// team reductions over fewer threads) and 256 (perf/notes/sad-pruned.md).
 constexpr int kSeedTeam = 512;
 // The live-unit compaction on a device: threads per team, vector lanes per thread (a warp, whose
 // lanes place a chunk of units without a team barrier) and consecutive slots per lane; on a host,
@@ -420,7 +420,7 @@ constexpr int kRefineLoads = 4;
 // element), kRefineLoads of them loaded before any is used (a GPU thread issues in order: a load
 // used at once would hold back the next one). The seed and steps 2 and 3 sum their windows this
 // way, without the strip-by-strip exits of the unit refinement: a team reduction and a read of
-// E_guess after every strip made each window a chain of eight (perf/NOTES.md).
+// E_guess after every strip made each window a chain of eight (perf/notes/sad-pruned.md).
 template <Isa kIsa, class Team, class Words>
 KOKKOS_INLINE_FUNCTION std::uint32_t team_window_sad(const Team& team, int threads,
                                                      const Geometry& g, const Words& target,
@@ -787,8 +787,8 @@ struct FullSearchSwitch {
 // strip_order; alive(u, n) receives the windows of live unit u still in after the n + 1 first.
 // The live count is read on the device (totals(0), from live_units), so the grid cannot be
 // sized by it: about one wave of teams takes the units a team's worth (a batch) at a time, team
-// r batch r first, as a grid sized for the count would (every batch from a counter instead made
-// σ 5 57 µs against 35: perf/NOTES.md), then the next free batch from cursor(0) (zeroed by
+// r batch r first, as a grid sized for the count would (every batch from a counter instead
+// measured slower: perf/notes/sad-pruned.md), then the next free batch from cursor(0) (zeroed by
 // seed_guess). Nothing runs when full_search() holds. With FoundKeys (the top-k search, which
 // never lowers E_guess), every survivor's key is appended instead of lowering E_guess.
 template <class Guess>
@@ -1156,9 +1156,9 @@ void register_sad_pruned_portable(VariantList<SadPruned>& list) {
     };
     portable::for_each_isa([&](auto isa) {
       const bool tuned = decltype(isa)::value == Isa::tuned;
-      // The graph first for the user tools: on CUDA it takes 6–17 µs a run off the launched form
-      // (perf/NOTES.md), on a host the same kernels run in the same order. The launched form
-      // stays registered to show what the graph buys.
+      // The graph first for the user tools: on CUDA it takes launch time off the launched form
+      // (perf/notes/sad-pruned.md), on a host the same kernels run in the same order. The launched
+      // form stays registered to show what the graph buys.
       add(isa, std::true_type{}, tuned ? "kokkos-pruned-graph-" : "kokkos-pruned-graph-plain-",
           cuda ? 25 : 5);
       add(isa, std::false_type{}, tuned ? "kokkos-pruned-" : "kokkos-pruned-plain-", cuda ? 24 : 4);

@@ -47,8 +47,8 @@ class Problem {
   // strip_bound of every window of map row i into `bounds`, strip by strip over the whole row so
   // that the windows' terms form vectors (the compiler's, at the caller's target); returns the
   // row's smallest bound key. The loop is strip_term's arithmetic with the two integral rows
-  // hoisted: written as strip_term(i, j, k) it does not vectorise (seq-strips σ 0 on
-  // photo3072-q128, dev VM: 38 → 141 ms).
+  // hoisted: written as strip_term(i, j, k) it does not vectorise, and seq-strips runs several
+  // times slower (perf/notes/sad-pruned.md).
   [[gnu::always_inline]] inline std::uint64_t strip_bounds_row(int i, std::uint32_t* bounds) const {
     const int width = s.map_width, span = s.query_width;
     std::fill_n(bounds, width, 0u);
