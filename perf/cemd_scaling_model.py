@@ -7,7 +7,7 @@ node = one MPI rank or G ranks, the node's traffic is the same) is
 
   T(P) = broadcast(Q x 128 B) + read(D/P rows) + overhead + Q * ceil(D/P) / R + reduce(Q x 16 B)
 
-and the rate is Q*D / T(P). perf/SCALING.md explains the terms and the assumptions.
+and the rate is Q*D / T(P). docs/scale-out.md explains the terms and the assumptions.
 
   perf/cemd_scaling_model.py --rate 20                  # G comparisons/s of one GPU
   perf/cemd_scaling_model.py --from results/runs.csv    # or scaling.jsonl, or compare's JSONL
