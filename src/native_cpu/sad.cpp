@@ -70,7 +70,7 @@ namespace sad_simd_avx2 {
 using Bytes = cpu_simd::Avx2Bytes;
 // 12 accumulators, the query vector and a target vector: 14 of the 16 registers. One query load
 // feeds 12 vpsadbw; 1 × 12 measured fastest of the blocks tried on the 2-core EPYC
-// (perf/notes/sad.md).
+// (perf/notes/portability.md).
 constexpr int kRows = 1, kPositions = 12;
 #include "native_cpu/sad_simd_level.inc"
 }  // namespace sad_simd_avx2

@@ -522,7 +522,7 @@ class DeviceImages {
 
   // Into `out`'s own buffer when it has the shape already: a fresh one each call would be
   // first-touched by the copy, page by page, several times slower end to end past glibc's 32 MB
-  // mmap threshold, where every large allocation is new pages (perf/notes/conv.md).
+  // mmap threshold, where every large allocation is new pages (perf/notes/portability.md).
   void download(ImageU8& out) const {
     reshape(out, g_.out_width, g_.out_height, g_.channels);
     copy_out(out.data.data());

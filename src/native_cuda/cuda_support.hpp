@@ -124,7 +124,7 @@ class PitchedImage {
   // Tight host rows in, queued on `stream`. Where the pitch is not the row, the host rows cross
   // in one contiguous copy to a tight staging image and a kernel spreads them: a 2D copy from
   // pageable memory with pitch ≠ width is several times slower per byte than a contiguous one
-  // (perf/notes/conv.md).
+  // (perf/notes/portability.md).
   void upload(const std::uint8_t* host, cudaStream_t stream) const {
     std::uint8_t* tight = staging_.get() ? staging_.get() : data_.get();
     check(cudaMemcpyAsync(tight, host, row_bytes_ * std::size_t(rows_), cudaMemcpyHostToDevice,

@@ -35,7 +35,8 @@
 //    are left after step 4 (stats.full_search; after_strip then stays zero).
 //
 // Steps 2–6 are launched as programmatic dependents (sm_90), each waiting for the one before at
-// its start: the run is a chain of short kernels whose launch latencies were on its critical path.
+// its start: the run is a chain of short kernels, whose launch latencies would otherwise be on
+// its critical path.
 //
 // Exactness: E is always the key of a real window's exact SAD, so it never falls below the true
 // minimum key; a window is dropped only when a lower bound of its key exceeds E.
