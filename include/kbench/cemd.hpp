@@ -221,6 +221,21 @@ KBENCH_HOST_DEVICE Top2 top2_merge(Top2 a, const Top2& b) {
 }
 // A query's neighbours from its top-2 keys.
 CemdNeighbours neighbours_from(const Top2& t);
+// Every query's neighbours from keys laid out as the GPU variants keep them: query q's best in
+// keys[2q], its second in keys[2q + 1] (any 64-bit key type: CUDA's atomics want unsigned long
+// long).
+template <class Key>
+std::vector<CemdNeighbours> neighbours_from_keys(const Key* keys, int queries) {
+  static_assert(sizeof(Key) == sizeof(std::uint64_t), "cemd keys are 64 bits");
+  std::vector<CemdNeighbours> neighbours(static_cast<std::size_t>(queries));
+  for (int q = 0; q < queries; ++q) {
+    Top2 t;
+    t.best = keys[2 * std::size_t(q)];
+    t.second = keys[2 * std::size_t(q) + 1];
+    neighbours[std::size_t(q)] = neighbours_from(t);
+  }
+  return neighbours;
+}
 
 // Cumulative differences D(i) = Σ_{j≤i} (a(j) − b(j)) of one cell, then
 // Σ_i |D(i) − median(D)| = (sum of the 4 largest D) − (sum of the 4 smallest D), with a sorting

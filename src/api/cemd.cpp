@@ -120,11 +120,8 @@ std::vector<CemdMatch> cemd_match(Context& context, const DescriptorView& querie
     const std::size_t bytes = keys.size() * sizeof(std::uint64_t);
     copy_rows_async(keys.data(), bytes, device_keys, bytes, bytes, 1, options.stream.handle);
     synchronize(options.stream.handle);
-    for (int q = 0; q < queries.rows; ++q) {
-      Top2 t;
-      t.best = keys[2 * std::size_t(q)];
-      t.second = keys[2 * std::size_t(q) + 1];
-      matches.push_back(match_of(neighbours_from(t), options.ratio));
+    for (const CemdNeighbours& n : neighbours_from_keys(keys.data(), queries.rows)) {
+      matches.push_back(match_of(n, options.ratio));
     }
     return matches;
   }

@@ -135,17 +135,6 @@ void clear_keys(Key* keys, std::size_t count, cudaStream_t stream) {
   check(cudaMemsetAsync(keys, 0xFF, count * sizeof(Key), stream), "cudaMemsetAsync(cemd keys)");
 }
 
-// Per query {best, second} keys (2 per query) into neighbours.
-void neighbours_from_keys(const Key* keys, int queries, CemdResult& out) {
-  out.neighbours.resize(queries);
-  for (int q = 0; q < queries; ++q) {
-    Top2 t;
-    t.best = keys[2 * std::size_t(q)];
-    t.second = keys[2 * std::size_t(q) + 1];
-    out.neighbours[q] = neighbours_from(t);
-  }
-}
-
 // Device copies of the two descriptor sets and the output: the matrix (all pairs) or two keys
 // per query.
 struct CemdBuffers {
@@ -184,7 +173,7 @@ struct CemdBuffers {
       std::vector<Key> host(keys.size());
       check(cudaMemcpy(host.data(), keys.get(), keys.bytes(), cudaMemcpyDeviceToHost),
             "cudaMemcpy(cemd keys)");
-      neighbours_from_keys(host.data(), queries, out);
+      out.neighbours = neighbours_from_keys(host.data(), queries);
     }
   }
   DescriptorDistance distance() const { return input.params.distance; }
@@ -994,7 +983,7 @@ class StreamedRunner final : public Runner<Cemd> {
     out.database = database_;
     out.matrix.clear();
     out.neighbours.clear();
-    neighbours_from_keys(host_keys_.get(), queries_, out);
+    out.neighbours = neighbours_from_keys(host_keys_.get(), queries_);
   }
 
  private:
