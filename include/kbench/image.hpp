@@ -115,6 +115,12 @@ using ImageU8 = Image<std::uint8_t>;
 using ImageF32 = Image<float>;
 using PlanarImageU8 = PlanarImage<std::uint8_t>;
 
+// Copies `rows` rows of `row_bytes` bytes between host buffers whose rows lie `from_pitch` and
+// `to_pitch` bytes apart; a large block's rows on every host thread, since one core's copy would
+// cost as much as the kernel it feeds.
+void copy_host_rows(std::uint8_t* to, std::size_t to_pitch, const std::uint8_t* from,
+                    std::size_t from_pitch, std::size_t row_bytes, std::size_t rows);
+
 // Views of a host image for the library calls.
 inline ImageView image_view(ImageU8& image) {
   return host_image(image.data.data(), image.width, image.height, image.channels);

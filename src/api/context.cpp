@@ -195,26 +195,10 @@ std::size_t checked_stride(const std::string& what, std::size_t stride, std::siz
   return stride ? stride : row_bytes;
 }
 
-namespace {
-
-// Copies `rows` rows of `row_bytes`; a large image's rows on every host thread, since one core's
-// copy would cost as much as the kernel it feeds.
-void copy_rows(std::uint8_t* to, std::size_t to_pitch, const std::uint8_t* from,
-               std::size_t from_pitch, std::size_t row_bytes, int rows) {
-  constexpr std::size_t kParallelBytes = std::size_t(1) << 20;
-  const bool parallel = row_bytes * std::size_t(rows) >= kParallelBytes;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int y = 0; y < rows; ++y) {
-    std::memcpy(to + std::size_t(y) * to_pitch, from + std::size_t(y) * from_pitch, row_bytes);
-  }
-}
-
-}  // namespace
-
 ImageU8 image_of(const ConstImageView& view, int frame) {
   ImageU8 image(view.width, view.height, view.channels);
-  copy_rows(image.data.data(), view.row_bytes(), view.row(frame, 0), view.row_pitch(),
-            view.row_bytes(), view.height);
+  copy_host_rows(image.data.data(), view.row_bytes(), view.row(frame, 0), view.row_pitch(),
+                 view.row_bytes(), view.height);
   return image;
 }
 
@@ -224,8 +208,8 @@ ImageU8 staged_frame(Context& context, const ConstImageView& view, int frame) {
   // still say the shape: its sample count tells.
   if (image.data.size() != std::size_t(view.width) * view.height * view.channels) image = {};
   reshape(image, view.width, view.height, view.channels);
-  copy_rows(image.data.data(), view.row_bytes(), view.row(frame, 0), view.row_pitch(),
-            view.row_bytes(), view.height);
+  copy_host_rows(image.data.data(), view.row_bytes(), view.row(frame, 0), view.row_pitch(),
+                 view.row_bytes(), view.height);
   return image;
 }
 
@@ -234,8 +218,8 @@ void return_staging(Context& context, ImageU8&& image) {
 }
 
 void write_frame(const ImageU8& image, const ImageView& view, int frame) {
-  copy_rows(view.row(frame, 0), view.row_pitch(), image.data.data(), view.row_bytes(),
-            view.row_bytes(), view.height);
+  copy_host_rows(view.row(frame, 0), view.row_pitch(), image.data.data(), view.row_bytes(),
+                 view.row_bytes(), view.height);
 }
 
 DescriptorSet descriptors_of(const DescriptorView& view, const char* what) {

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kbench/error.hpp"
+#include "kbench/image.hpp"
 
 namespace kbench {
 
@@ -151,42 +152,19 @@ namespace {
 // Bytes of rows a staged upload moves per step.
 constexpr std::size_t kStagingStepBytes = std::size_t(4) << 20;
 
-// Copies rows [first, first + count) of all frames' rows in order (frame f's row y is row
-// f · height + y) between `staging`, where they lie packed, and `layout`, in one pitched copy per
-// frame they touch, queued on `stream`.
-void copy_staged_rows(const FrameLayout& layout, std::uint8_t* staging, std::size_t row_bytes,
-                      std::size_t height, std::size_t first, std::size_t count, bool to_device,
-                      void* stream) {
+// Calls move(layout_rows, packed_rows, rows) for rows [first, first + count) of all frames' rows
+// in order (frame f's row y is row f · height + y), once per frame they touch: layout_rows in
+// `layout`, packed_rows in `staging`, where the rows lie packed.
+template <class Move>
+void for_each_frame_run(const FrameLayout& layout, std::uint8_t* staging, std::size_t row_bytes,
+                        std::size_t height, std::size_t first, std::size_t count,
+                        const Move& move) {
   for (std::size_t row = first; row < first + count;) {
     const std::size_t frame = row / height, y = row % height;
     const std::size_t rows = std::min(height - y, first + count - row);
-    std::uint8_t* device = layout.data + frame * layout.frame_stride + y * layout.pitch;
-    std::uint8_t* packed = staging + row * row_bytes;
-    if (to_device) {
-      copy_rows_async(device, layout.pitch, packed, row_bytes, row_bytes, rows, stream);
-    } else {
-      copy_rows_async(packed, row_bytes, device, layout.pitch, row_bytes, rows, stream);
-    }
+    move(layout.data + frame * layout.frame_stride + y * layout.pitch, staging + row * row_bytes,
+         rows);
     row += rows;
-  }
-}
-
-// Copies rows [first, first + count) between host layout `layout` and `staging` (packed) on the
-// host threads.
-void move_host_rows(const FrameLayout& layout, std::uint8_t* staging, std::size_t row_bytes,
-                    std::size_t height, std::size_t first, std::size_t count, bool to_staging) {
-  const auto end = std::int64_t(first + count);
-#pragma omp parallel for schedule(static)
-  for (std::int64_t row = std::int64_t(first); row < end; ++row) {
-    const std::size_t r = std::size_t(row);
-    std::uint8_t* host =
-        layout.data + (r / height) * layout.frame_stride + (r % height) * layout.pitch;
-    std::uint8_t* packed = staging + r * row_bytes;
-    if (to_staging) {
-      std::memcpy(packed, host, row_bytes);
-    } else {
-      std::memcpy(host, packed, row_bytes);
-    }
   }
 }
 
@@ -198,10 +176,19 @@ void upload_staged(const ImageView& to, const ConstImageView& from, void* stagin
   const std::size_t step =
       std::max<std::size_t>(1, kStagingStepBytes / std::max<std::size_t>(row_bytes, 1));
   auto* packed = static_cast<std::uint8_t*>(staging);
+  const FrameLayout host = layout_of(from), device = layout_of(to);
   for (std::size_t first = 0; first < rows; first += step) {
     const std::size_t count = std::min(step, rows - first);
-    move_host_rows(layout_of(from), packed, row_bytes, height, first, count, true);
-    copy_staged_rows(layout_of(to), packed, row_bytes, height, first, count, true, stream);
+    for_each_frame_run(host, packed, row_bytes, height, first, count,
+                       [&](std::uint8_t* host_rows, std::uint8_t* packed_rows, std::size_t n) {
+                         copy_host_rows(packed_rows, row_bytes, host_rows, host.pitch, row_bytes,
+                                        n);
+                       });
+    for_each_frame_run(device, packed, row_bytes, height, first, count,
+                       [&](std::uint8_t* device_rows, std::uint8_t* packed_rows, std::size_t n) {
+                         copy_rows_async(device_rows, device.pitch, packed_rows, row_bytes,
+                                         row_bytes, n, stream);
+                       });
   }
 }
 
@@ -209,9 +196,17 @@ void download_staged(const ImageView& to, const ConstImageView& from, void* stag
   const std::size_t row_bytes = from.row_bytes(), height = std::size_t(from.height);
   const std::size_t rows = height * std::size_t(from.frames);
   auto* packed = static_cast<std::uint8_t*>(staging);
-  copy_staged_rows(layout_of(from), packed, row_bytes, height, 0, rows, false, stream);
+  const FrameLayout device = layout_of(from), host = layout_of(to);
+  for_each_frame_run(device, packed, row_bytes, height, 0, rows,
+                     [&](std::uint8_t* device_rows, std::uint8_t* packed_rows, std::size_t n) {
+                       copy_rows_async(packed_rows, row_bytes, device_rows, device.pitch, row_bytes,
+                                       n, stream);
+                     });
   synchronize(stream);
-  move_host_rows(layout_of(to), packed, row_bytes, height, 0, rows, false);
+  for_each_frame_run(host, packed, row_bytes, height, 0, rows,
+                     [&](std::uint8_t* host_rows, std::uint8_t* packed_rows, std::size_t n) {
+                       copy_host_rows(host_rows, host.pitch, packed_rows, row_bytes, row_bytes, n);
+                     });
 }
 
 bool usable_by_vectors(const ConstImageView& view, std::size_t vector) {

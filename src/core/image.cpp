@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <new>
 #include <regex>
@@ -11,6 +12,17 @@
 #include "kbench/random.hpp"
 
 namespace kbench {
+
+void copy_host_rows(std::uint8_t* to, std::size_t to_pitch, const std::uint8_t* from,
+                    std::size_t from_pitch, std::size_t row_bytes, std::size_t rows) {
+  constexpr std::size_t kParallelBytes = std::size_t(1) << 20;
+  const bool parallel = row_bytes * rows >= kParallelBytes;
+  const auto count = std::int64_t(rows);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (std::int64_t y = 0; y < count; ++y) {
+    std::memcpy(to + std::size_t(y) * to_pitch, from + std::size_t(y) * from_pitch, row_bytes);
+  }
+}
 
 std::size_t checked_sample_count(int width, int height, int channels, std::size_t sample_bytes) {
   if (width <= 0 || height <= 0) {
