@@ -18,9 +18,9 @@ cudaStream_t stream_of(void* stream) {
   return static_cast<cudaStream_t>(stream);
 }
 
-constexpr int kChannelCopyThreads = 256;
-constexpr int kMaxGridRows = 65535;             // CUDA's largest grid y and z
-constexpr std::size_t kMaxGridBlocks = 65536;   // a grid-stride loop past this many blocks
+constexpr int kCopyKernelThreads = 256;        // threads a block of the copy and conversion kernels
+constexpr int kMaxGridRows = 65535;            // CUDA's largest grid y and z
+constexpr std::size_t kMaxGridBlocks = 65536;  // a grid-stride loop past this many blocks
 constexpr std::size_t kDescriptorValues = 128;  // values per descriptor row
 
 // Frames as the channel copy walks them.
@@ -42,10 +42,10 @@ ChannelFrames channel_frames(const BasicImageView<Byte>& view) {
 }
 
 // Pixel x of row y (grid y, strided) of frame f (grid z, strided): the last channel.
-__global__ void __launch_bounds__(kChannelCopyThreads)
+__global__ void __launch_bounds__(kCopyKernelThreads)
     copy_last_channel_kernel(const ChannelFrames from, int inset, const ChannelFrames to, int width,
                              int height, int frames) {
-  const int x = blockIdx.x * kChannelCopyThreads + threadIdx.x;
+  const int x = blockIdx.x * kCopyKernelThreads + threadIdx.x;
   if (x >= width) return;
   const int c = to.channels - 1;
   for (int f = blockIdx.z; f < frames; f += gridDim.z) {
@@ -57,11 +57,11 @@ __global__ void __launch_bounds__(kChannelCopyThreads)
 
 // Value `i` of the flat rows (row i / 128, column i % 128; grid-stride) converted to u8; a value
 // that is not a whole number 0..255 (NaN included) lowers *first_bad to its index.
-__global__ void __launch_bounds__(kChannelCopyThreads)
+__global__ void __launch_bounds__(kCopyKernelThreads)
     descriptors_to_u8_kernel(const unsigned char* from, std::size_t stride, std::size_t values,
                              std::uint8_t* to, std::uint32_t* first_bad) {
-  for (std::size_t i = std::size_t(blockIdx.x) * kChannelCopyThreads + threadIdx.x; i < values;
-       i += std::size_t(gridDim.x) * kChannelCopyThreads) {
+  for (std::size_t i = std::size_t(blockIdx.x) * kCopyKernelThreads + threadIdx.x; i < values;
+       i += std::size_t(gridDim.x) * kCopyKernelThreads) {
     const float value = reinterpret_cast<const float*>(from + (i / kDescriptorValues) *
                                                                   stride)[i % kDescriptorValues];
     const bool whole = value >= 0.f && value <= 255.f && value == floorf(value);
@@ -75,19 +75,19 @@ __global__ void __launch_bounds__(kChannelCopyThreads)
 void descriptors_to_u8_async(const float* from, std::size_t stride, int rows, std::uint8_t* to,
                              std::uint32_t* first_bad, void* stream) {
   const std::size_t values = std::size_t(rows) * kDescriptorValues;
-  const std::size_t blocks = (values + kChannelCopyThreads - 1) / kChannelCopyThreads;
+  const std::size_t blocks = (values + kCopyKernelThreads - 1) / kCopyKernelThreads;
   descriptors_to_u8_kernel<<<unsigned(std::min<std::size_t>(blocks, kMaxGridBlocks)),
-                             kChannelCopyThreads, 0, stream_of(stream)>>>(
+                             kCopyKernelThreads, 0, stream_of(stream)>>>(
       reinterpret_cast<const unsigned char*>(from), stride, values, to, first_bad);
   check(cudaGetLastError(), "descriptors_to_u8_kernel");
 }
 
 void copy_last_channel_async(const ConstImageView& from, int inset, const ImageView& to,
                              void* stream) {
-  const dim3 grid(unsigned((to.width + kChannelCopyThreads - 1) / kChannelCopyThreads),
+  const dim3 grid(unsigned((to.width + kCopyKernelThreads - 1) / kCopyKernelThreads),
                   unsigned(std::min(to.height, kMaxGridRows)),
                   unsigned(std::min(to.frames, kMaxGridRows)));
-  copy_last_channel_kernel<<<grid, kChannelCopyThreads, 0, stream_of(stream)>>>(
+  copy_last_channel_kernel<<<grid, kCopyKernelThreads, 0, stream_of(stream)>>>(
       channel_frames(from), inset, channel_frames(to), to.width, to.height, to.frames);
   check(cudaGetLastError(), "copy_last_channel_kernel");
 }
