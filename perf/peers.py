@@ -387,12 +387,28 @@ def gpu_time_per_call(torch, call, reps):
     return times[len(times) // 2], times[0], times[-1], reps
 
 
+def host_time_per_call(torch, call, reps):
+    """Median host seconds per call of `call` over `reps` bursts of BURST calls queued without
+    waiting: what the binding and the library cost the calling thread."""
+    times = []
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(BURST):
+            call()
+        times.append((time.perf_counter() - start) / BURST)
+    torch.cuda.synchronize()
+    return float(np.median(times))
+
+
 def kbench_python_records(algorithm, case, description, arrays, call, data_bytes, operations,
-                          unit, args):
+                          unit, args, call_into=None):
     """kbench's Python call in this process on the peers' arrays, as layer "python" rows: on the
     NumPy arrays (the whole call, copies included where a GPU variant runs), and where PyTorch
-    has a CUDA device on the same arrays as resident CUDA tensors (GPU time per call, no copy).
-    The first row's binding_us is the call's wall time less the C++ call's own (last_run)."""
+    has a CUDA device on the same arrays as resident CUDA tensors (GPU time per call, no copy),
+    also into a reused result where `call_into(*arrays, out)` takes one. The first row's
+    binding_us is the call's wall time less the C++ call's own (last_run); the tensor rows'
+    host_us is the calling thread's time per call."""
     try:
         import kbench
     except Exception as error:
@@ -423,13 +439,21 @@ def kbench_python_records(algorithm, case, description, arrays, call, data_bytes
     if not torch.cuda.is_available() or kbench.devices()["gpu"] is None:
         return records
     tensors = [torch.from_numpy(np.ascontiguousarray(a)).cuda() for a in arrays]
-    timing = gpu_time_per_call(torch, lambda: call(*tensors), args.reps)
-    run = kbench.last_run()
-    record = peer_record(algorithm, "kbench-python-cuda-tensor", "cuda", case,
-                         f"{description}; resident CUDA tensors, variant {run['variant']}", timing,
-                         None, data_bytes, operations, unit, machine_threads(), version,
-                         kbench.devices()["gpu"], None, layer="python")
-    records.append(record)
+    calls = [("kbench-python-cuda-tensor", "resident CUDA tensors", lambda: call(*tensors))]
+    if call_into is not None:
+        out = call(*tensors)
+        calls.append(("kbench-python-cuda-tensor-out", "resident CUDA tensors, out= reused",
+                      lambda: call_into(*tensors, out)))
+    for name, what, tensor_call in calls:
+        timing = gpu_time_per_call(torch, tensor_call, args.reps)
+        run = kbench.last_run()
+        record = peer_record(algorithm, name, "cuda", case,
+                             f"{description}; {what}, variant {run['variant']}", timing, None,
+                             data_bytes, operations, unit, machine_threads(), version,
+                             kbench.devices()["gpu"], None, layer="python")
+        record["host_us"] = host_time_per_call(torch, tensor_call, args.reps) * 1e6
+        print(f"{'':28s} host time per call {record['host_us']:.2f} us")
+        records.append(record)
     return records
 
 
@@ -458,7 +482,8 @@ def conv_peers(args):
     if not args.peer or "kbench-python" in args.peer:
         records += kbench_python_records(
             "conv", args.size, description, [img], lambda x: kbench_module().conv(x, "gaussian"),
-            2.0 * img.size, float(width * height), "px", args)
+            2.0 * img.size, float(width * height), "px", args,
+            call_into=lambda x, out: kbench_module().conv(x, "gaussian", out=out))
     return records
 
 

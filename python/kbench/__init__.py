@@ -79,133 +79,17 @@ _MAPPINGS = ("plain", "uniform", "rotation-invariant")
 _DISTANCES = ("normalised", "raw", "l2")
 _METHODS = ("auto", "full", "pruned")
 _MAX_MASK = 63
+_ANY = ("", "", "")  # no variant, backend or layer asked for: the fastest for the input
 
 
 # --- Arguments ---------------------------------------------------------------------------------
 
 
-def _cuda_library(value: Any) -> Optional[str]:
-    """"torch" or "cupy" for a CUDA array of that library, else None (looked up only where the
-    library is already imported)."""
-    if type(value) is np.ndarray:
-        return None
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, torch.Tensor) and value.is_cuda:
-        return "torch"
-    cupy = sys.modules.get("cupy")
-    if cupy is not None and isinstance(value, cupy.ndarray):
-        return "cupy"
-    return None
-
-
-def _array(value: Any, name: str) -> Any:
-    """``value`` as a NumPy array, without a copy when it is one; a CUDA array as it is (made
-    C-contiguous where it is not), for the extension's ``place_of`` to map."""
-    library = _cuda_library(value)
-    if library == "torch":
-        return value if value.is_contiguous() else value.contiguous()
-    if library == "cupy":
-        return value if value.flags.c_contiguous else sys.modules["cupy"].ascontiguousarray(value)
-    if isinstance(value, np.ndarray):
-        return value
-    try:
-        return np.asarray(value)
-    except Exception as e:  # e.g. an array on a device other than CUDA
-        raise TypeError(f"{name}: cannot be read as a NumPy array ({e})") from None
-
-
-def _dtype_name(array: Any) -> str:
-    """The dtype's NumPy name (uint8, float32, ...), for NumPy, PyTorch and CuPy arrays."""
-    if _cuda_library(array) == "torch":
-        return str(array.dtype).replace("torch.", "")
-    return np.dtype(array.dtype).name
-
-
-def _size(array: Any) -> int:
-    return array.numel() if _cuda_library(array) == "torch" else array.size
-
-
-def _require_dtype(array: Any, name: str, dtypes: Sequence[Any], advice: str = "") -> None:
-    if type(array) is np.ndarray:
-        if any(array.dtype == d for d in dtypes):  # the common case, without building names
-            return
-    elif _dtype_name(array) in [np.dtype(d).name for d in dtypes]:
-        return
-    wanted = " or ".join(np.dtype(d).name for d in dtypes)
-    raise TypeError(f"{name}: dtype {_dtype_name(array)}; expected {wanted}{advice}")
-
-
-def _require_nonempty(array: Any, name: str) -> None:
-    if _size(array) == 0:
-        raise ValueError(f"{name}: an empty array (shape {tuple(array.shape)})")
-
-
-def _stream(array: Any) -> int:
-    """The CUDA stream a call on ``array`` is queued on: its library's current one (0: host)."""
-    library = _cuda_library(array)
-    if library == "torch":
-        return sys.modules["torch"].cuda.current_stream(array.device).cuda_stream
-    if library == "cupy":
-        return sys.modules["cupy"].cuda.get_current_stream().ptr
-    return 0
-
-
-def _empty_like(like: Any, shape: tuple[int, ...], dtype: Any) -> Any:
-    """A new array of ``shape`` and ``dtype`` where ``like`` lives: NumPy, or the same CUDA
-    library on the same device. In PyTorch, uint32 (histograms) becomes int32, since PyTorch's
-    uint32 has few operations; the counts of a frame of fewer than 2^31 pixels fit."""
-    library = _cuda_library(like)
-    if library == "torch":
-        torch = sys.modules["torch"]
-        name = "int32" if np.dtype(dtype).name == "uint32" else np.dtype(dtype).name
-        return torch.empty(shape, dtype=getattr(torch, name), device=like.device)
-    if library == "cupy":
-        cupy = sys.modules["cupy"]
-        with cupy.cuda.Device(like.device.id):
-            return cupy.empty(shape, dtype=dtype)
-    return np.empty(shape, dtype=dtype)
-
-
-def _image4(value: Any, name: str, gray_batches: bool = False) -> tuple[np.ndarray, str]:
-    """A uint8 image argument as an N×H×W×C view of the same memory, and its form.
-
-    Forms: "hw" (H×W), "hwc" (H×W×C), "nhw" (N×H×W, only where ``gray_batches``), "nhwc".
-    """
-    array = _array(value, name)
-    _require_dtype(
-        array, name, [np.uint8], " (convert with np.clip(x, 0, 255).astype(np.uint8))"
-    )
-    _require_nonempty(array, name)
-    if array.ndim == 2:
-        return array[None, :, :, None], "hw"
-    if array.ndim == 3:
-        if gray_batches and array.shape[2] > 4:
-            return array[:, :, :, None], "nhw"
-        form, array = "hwc", array[None]
-    elif array.ndim == 4:
-        form = "nhwc"
-    else:
-        raise ValueError(f"{name}: {array.ndim} axes (shape {tuple(array.shape)}); expected H×W, "
-                         "H×W×C or N×H×W×C")
-    if array.shape[3] > 4:
-        raise ValueError(f"{name}: {array.shape[3]} channels; images have 1 to 4")
-    return array, form
-
-
-def _output(out: Any, name: str, shape: tuple[int, ...], dtype: Any, like: Any) -> Any:
-    """The caller's output array, checked, or a new one where ``like`` lives."""
-    if out is None:
-        return _empty_like(like, shape, dtype)
-    library = _cuda_library(like)
-    if _cuda_library(out) != library or (library is None and not isinstance(out, np.ndarray)):
-        where = f"a {library} CUDA array" if library else "a NumPy array"
-        raise TypeError(f"{name}: {where} like the input, not {type(out).__name__}")
-    _require_dtype(out, name, [dtype])
-    if tuple(out.shape) != shape:
-        raise ValueError(f"{name}: shape {tuple(out.shape)}; this call writes {shape}")
-    if library is None and not out.flags.writeable:
-        raise ValueError(f"{name}: the array is read-only")
-    return out
+def _empty_cupy(device: int, shape: tuple[int, ...], dtype: str) -> Any:
+    """A new CuPy array on CUDA device ``device``: the extension's results like a CuPy input."""
+    cupy = sys.modules["cupy"]
+    with cupy.cuda.Device(device):
+        return cupy.empty(shape, dtype=dtype)
 
 
 def _choice(
@@ -213,6 +97,8 @@ def _choice(
     layer: Optional[str]
 ) -> tuple[str, str, str]:
     """The C++ Choice's fields; refuses names this build lacks and what this machine can't run."""
+    if variant is None and backend is None and layer is None:
+        return _ANY
     if backend is not None and backend not in _BACKENDS:
         raise ValueError(f"backend: '{backend}' is not one of {', '.join(_BACKENDS)}")
     if layer is not None and layer not in _LAYERS:
@@ -319,21 +205,14 @@ def builtin_masks() -> list[str]:
 # --- Calls ---------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=None)
-def _builtin_weights(name: str) -> np.ndarray:
-    """A built-in mask's weights, made once (read-only, shared by the calls)."""
-    names = builtin_masks()
-    if name not in names:
-        raise ValueError(f"mask: '{name}' is not a built-in mask ({', '.join(names)})")
-    weights = _kbench.builtin_mask(name)
-    weights.flags.writeable = False
-    return weights
-
-
-def _mask_weights(mask: Union[str, Any]) -> np.ndarray:
+def _mask_weights(mask: Union[str, Any]) -> Union[str, np.ndarray]:
+    """A built-in mask's name as it is (the extension knows them), or checked float32 weights."""
     if isinstance(mask, str):
-        return _builtin_weights(mask)
-    weights = _array(mask, "mask")
+        return mask
+    try:
+        weights = np.asarray(mask)
+    except Exception as e:  # e.g. an array on a GPU
+        raise TypeError(f"mask: cannot be read as a NumPy array ({e})") from None
     if weights.dtype.kind not in "fiu":
         raise TypeError(f"mask: dtype {weights.dtype}; expected real numbers (float32)")
     if weights.ndim != 2 or weights.shape[0] != weights.shape[1] or weights.shape[0] % 2 == 0:
@@ -388,32 +267,8 @@ def conv(
     -----
     Images with packed pixels along each row are read in place; other layouts are copied once.
     """
-    frames, form = _image4(image, "image")
-    weights = _mask_weights(mask)
-    border = _option(border, "border", _BORDERS)
-    choice = _choice(["conv"], variant, backend, layer)
-    n, h, w, c = frames.shape
-    size = weights.shape[0]
-    if size > h or size > w:
-        raise ValueError(f"mask: {size}×{size} is larger than the {w}×{h} image")
-    if border == "crop":
-        h, w = h - (size - 1), w - (size - 1)
-    shape4 = (n, h, w, c)
-    shape = {"hw": (h, w), "hwc": (h, w, c), "nhwc": shape4}[form]
-    result = _output(out, "out", shape, np.uint8, like=frames)
-    _kbench.conv(frames, _as4(result, form), weights, border, *choice, stream=_stream(frames))
-    return result
-
-
-def _as4(array: Any, form: str) -> Any:
-    """An output array of the given form as an N×H×W×C view of the same memory."""
-    if form == "hw":
-        return array[None, :, :, None]
-    if form == "hwc":
-        return array[None]
-    if form == "nhw":
-        return array[:, :, :, None]
-    return array
+    return _kbench.conv(image, _mask_weights(mask), _option(border, "border", _BORDERS), out,
+                        *_choice(("conv",), variant, backend, layer))
 
 
 def lbp(
@@ -459,37 +314,9 @@ def lbp(
     -----
     Images with packed pixels along each row are read in place; other layouts are copied once.
     """
-    frames, form = _image4(image, "image", gray_batches=True)
-    mapping = _option(mapping, "mapping", _MAPPINGS)
-    border = _option(border, "border", _BORDERS)
-    choice = _choice(["lbp"], variant, backend, layer)
-    n, h, w, _ = frames.shape
-    if border == "crop":
-        if h < 3 or w < 3:
-            raise ValueError(f"image: {w}×{h}; border 'crop' needs at least 3×3")
-        h, w = h - 2, w - 2
-    bins = _kbench.lbp_bin_count(mapping)
-    codes = _empty_like(frames, (n, h, w, 1), np.uint8)
-    histogram = _empty_like(frames, (n, bins), np.uint32)
-    _kbench.lbp(frames, codes, histogram, mapping, border, *choice, stream=_stream(frames))
-    if form in ("hw", "hwc"):
-        return codes[0, :, :, 0], histogram[0]
-    return codes[:, :, :, 0], histogram
-
-
-def _gray_pair(target: Any, query: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Target and query as 1×H×W×C views, the query no larger than the target."""
-    arrays = []
-    for value, name in ((target, "target"), (query, "query")):
-        array, form = _image4(value, name)
-        if form == "nhwc":
-            raise ValueError(f"{name}: {array.ndim} axes; expected one image, H×W or H×W×C")
-        arrays.append(array)
-    t, q = arrays
-    if q.shape[1] > t.shape[1] or q.shape[2] > t.shape[2]:
-        raise ValueError(f"query: {q.shape[2]}×{q.shape[1]} is larger than the target "
-                         f"{t.shape[2]}×{t.shape[1]}")
-    return t, q
+    return _kbench.lbp(image, _option(mapping, "mapping", _MAPPINGS),
+                       _option(border, "border", _BORDERS),
+                       *_choice(("lbp",), variant, backend, layer))
 
 
 def sad_map(
@@ -517,11 +344,7 @@ def sad_map(
     numpy.ndarray of int32
         (target height − query height + 1) × (target width − query width + 1).
     """
-    t, q = _gray_pair(target, query)
-    choice = _choice(["sad"], variant, backend, layer)
-    result = _empty_like(t, (t.shape[1] - q.shape[1] + 1, t.shape[2] - q.shape[2] + 1), np.int32)
-    _kbench.sad_map(t, q, result, *choice, stream=_stream(t))
-    return result
+    return _kbench.sad_map(target, query, *_choice(("sad",), variant, backend, layer))
 
 
 def match(
@@ -560,13 +383,12 @@ def match(
         Fields ``row``, ``col`` (the query's top-left corner) and ``score`` (the SAD), best
         first; ties go to the smallest row, then column.
     """
-    t, q = _gray_pair(target, query)
     top = _count(top, "top", 1)
     separation = 0 if separation is None else _count(separation, "separation", 1)
     method = _option(method, "method", _METHODS)
-    choice = _choice(["sad", "sad-pruned"], variant, backend, layer)
-    rows = _kbench.match(t, q, top, separation, method, *choice, stream=_stream(t))
-    return np.array(rows, dtype=np.int32).reshape(-1, 3).copy().view(MATCH_DTYPE).reshape(-1)
+    choice = _choice(("sad", "sad-pruned"), variant, backend, layer)
+    rows = _kbench.match(target, query, top, separation, method, *choice)
+    return rows.view(MATCH_DTYPE).reshape(-1)
 
 
 def _count(value: Any, name: str, least: int) -> int:
@@ -575,22 +397,6 @@ def _count(value: Any, name: str, least: int) -> int:
     if value < least or value > np.iinfo(np.int32).max:
         raise ValueError(f"{name}: {value}; at least {least}")
     return int(value)
-
-
-def _descriptors(value: Any, name: str) -> Any:
-    array = _array(value, name)
-    _require_dtype(array, name, [np.uint8, np.float32])
-    if array.ndim != 2 or array.shape[1] != 128:
-        raise ValueError(f"{name}: shape {tuple(array.shape)}; descriptor sets are N×128")
-    _require_nonempty(array, name)
-    return array
-
-
-def _cemd_args(queries: Any, database: Any, distance: str, variant, backend, layer):
-    q = _descriptors(queries, "queries")
-    d = _descriptors(database, "database")
-    distance = _option(distance, "distance", _DISTANCES)
-    return q, d, distance, _choice(["cemd"], variant, backend, layer)
 
 
 def cemd_match(
@@ -624,12 +430,13 @@ def cemd_match(
         One row per query: ``index``, ``distance``, ``second_index`` (−1 for a database of one
         descriptor), ``second_distance`` and ``accepted``. Ties go to the smaller index.
     """
-    q, d, distance, choice = _cemd_args(queries, database, distance, variant, backend, layer)
+    distance = _option(distance, "distance", _DISTANCES)
     ratio = float(ratio)
     if not 0.0 < ratio <= 1.0:
         raise ValueError(f"ratio: {ratio}; it lies in (0, 1]")
+    choice = _choice(("cemd",), variant, backend, layer)
     index, best, second_index, second, accepted = _kbench.cemd_match(
-        q, d, distance, ratio, *choice, stream=_stream(q))
+        queries, database, distance, ratio, *choice)
     result = np.empty(len(index), dtype=CEMD_MATCH_DTYPE)
     result["index"] = index
     result["distance"] = best
@@ -664,7 +471,5 @@ def cemd_all_pairs(
     numpy.ndarray of float32
         N×M distances.
     """
-    q, d, distance, choice = _cemd_args(queries, database, distance, variant, backend, layer)
-    result = _empty_like(q, (q.shape[0], d.shape[0]), np.float32)
-    _kbench.cemd_all_pairs(q, d, result, distance, *choice, stream=_stream(q))
-    return result
+    return _kbench.cemd_all_pairs(queries, database, _option(distance, "distance", _DISTANCES),
+                                  *_choice(("cemd",), variant, backend, layer))

@@ -1,11 +1,11 @@
-// kbench._kbench: the kbench library calls for Python, on arrays (NumPy, or anything nanobind
-// takes as an ndarray). The public functions, their argument checks and docstrings are in
-// kbench/__init__.py; this layer turns arrays into the library's views, releases the GIL for the
-// call and turns kbench::Error into kbench.Error.
-//
-// Arrays reach these functions already in the library's axis order: images N×H×W×C (uint8),
-// descriptor sets N×128 (uint8 or float32). Where an array's memory is and how its strides map
-// onto a view is decided in place_of() and image_view() / descriptor_view() alone.
+// kbench._kbench: the kbench library calls for Python. The public functions and their docstrings
+// are in kbench/__init__.py, which checks the option arguments (names, counts, the variant choice)
+// and hands the arrays here as the caller gave them. This layer reads each array once (NumPy and
+// anything with DLPack; PyTorch tensors through its C exporter, which skips `__dlpack__`'s Python
+// checks), checks its dtype and shape with errors that name the argument, maps its form onto the
+// library's views, makes each result where the input lives (NumPy, or the same CUDA library on
+// the same device), queues device calls on that library's current stream, releases the GIL for
+// the call and turns kbench::Error into kbench.Error.
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nb = nanobind;
@@ -47,120 +48,447 @@ View handed(const char* name, const View& view) {
   return view;
 }
 
-// Where an array's memory is: the host, or a CUDA device (DLPack's CUDA device type).
+std::string message(const char* name, const std::string& text) {
+  return std::string(name) + ": " + text;
+}
+[[noreturn]] void type_error(const char* name, const std::string& text) {
+  throw nb::type_error(message(name, text).c_str());
+}
+[[noreturn]] void value_error(const char* name, const std::string& text) {
+  throw nb::value_error(message(name, text).c_str());
+}
+
+// --- Array libraries ----------------------------------------------------------------------------
+
+// Which library an array argument belongs to: it decides how a result is made like it and which
+// stream a call on it is queued on.
+enum class Library { numpy, torch, cupy, other };
+
+// Python objects looked up once. A library's are looked up when it is first seen imported, so
+// kbench never imports PyTorch or CuPy itself. Only touched with the GIL held.
+struct Python {
+  nb::object numpy_ndarray, numpy_empty, numpy_asarray;
+  nb::object numpy_dtype[4];  // by Element
+  nb::object torch_tensor, torch_to_capsule, torch_stream, torch_dtype[4], torch_device_stream;
+  nb::object cupy_ndarray, cupy_stream, cupy_empty;
+};
+Python& python() {
+  static Python* objects = new Python();  // never destroyed: outlives the interpreter's teardown
+  return *objects;
+}
+
+nb::handle imported_module(const char* name) {
+  return PyDict_GetItemString(PyImport_GetModuleDict(), name);  // borrowed; null when absent
+}
+
+enum class Element { u8, i32, u32, f32 };
+constexpr const char* element_names[] = {"uint8", "int32", "uint32", "float32"};
+
+Library library_of(nb::handle value) {
+  Python& py = python();
+  if (Py_TYPE(value.ptr()) == reinterpret_cast<PyTypeObject*>(py.numpy_ndarray.ptr())) {
+    return Library::numpy;
+  }
+  if (!py.torch_tensor.is_valid()) {
+    if (nb::handle torch = imported_module("torch"); torch.is_valid()) {
+      py.torch_tensor = torch.attr("Tensor");
+      // The C exporter behind torch.utils.dlpack.to_dlpack; `__dlpack__` would add Python checks
+      // and a stream handshake per call. Without it, tensors go through `__dlpack__`.
+      nb::object to_capsule = nb::getattr(torch.attr("_C"), "_to_dlpack", nb::none());
+      py.torch_to_capsule = to_capsule.is_none() ? nb::object() : to_capsule;
+      nb::object raw_stream =
+          nb::getattr(torch.attr("_C"), "_cuda_getCurrentRawStream", nb::none());
+      py.torch_stream = raw_stream.is_none() ? nb::object() : raw_stream;
+      py.torch_device_stream = torch.attr("cuda").attr("current_stream");
+      const char* names[] = {"uint8", "int32", "int32", "float32"};  // uint32 results: int32
+      for (int e = 0; e < 4; ++e) py.torch_dtype[e] = torch.attr(names[e]);
+    }
+  }
+  if (py.torch_tensor.is_valid() && PyObject_IsInstance(value.ptr(), py.torch_tensor.ptr()) == 1) {
+    return Library::torch;
+  }
+  if (!py.cupy_ndarray.is_valid()) {
+    if (nb::handle cupy = imported_module("cupy"); cupy.is_valid()) {
+      py.cupy_ndarray = cupy.attr("ndarray");
+      py.cupy_stream = cupy.attr("cuda").attr("get_current_stream");
+      py.cupy_empty = nb::module_::import_("kbench").attr("_empty_cupy");
+    }
+  }
+  if (py.cupy_ndarray.is_valid() && PyObject_IsInstance(value.ptr(), py.cupy_ndarray.ptr()) == 1) {
+    return Library::cupy;
+  }
+  return Library::other;
+}
+
+std::string class_name(nb::handle value) {
+  return nb::type_name(value.type()).c_str();
+}
+
+// The NumPy name of a DLPack dtype (uint8, float64, bool, ...).
+std::string dtype_name(nb::dlpack::dtype dtype) {
+  using Code = nb::dlpack::dtype_code;
+  const std::string bits = std::to_string(dtype.bits);
+  switch (Code(dtype.code)) {
+    case Code::Int:
+      return "int" + bits;
+    case Code::UInt:
+      return "uint" + bits;
+    case Code::Float:
+      return "float" + bits;
+    case Code::Bfloat:
+      return "bfloat" + bits;
+    case Code::Complex:
+      return "complex" + bits;
+    case Code::Bool:
+      return "bool";
+    default:
+      return "of DLPack type code " + std::to_string(dtype.code);
+  }
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string text = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+// An array argument, read once: its memory as nanobind sees it and where it came from.
 template <class Array>
-kbench::MemoryPlace place_of(const Array& array, const char* name) {
-  if (array.device_type() == nb::device::cpu::value) return kbench::MemoryPlace::host();
-  if (array.device_type() == nb::device::cuda::value) {
-    return kbench::MemoryPlace::cuda(array.device_id());
+struct Argument {
+  Array array;
+  nb::object source;  // the caller's object, or the copy made of it
+  Library library = Library::other;
+  const char* name = "";
+
+  std::int64_t dim(std::size_t axis) const { return std::int64_t(array.shape(axis)); }
+  std::vector<std::int64_t> shape() const {
+    std::vector<std::int64_t> s(array.ndim());
+    for (std::size_t i = 0; i < s.size(); ++i) s[i] = dim(i);
+    return s;
   }
-  throw nb::type_error(
-      (std::string(name) + ": an array in memory kbench cannot reach (neither host nor CUDA)")
-          .c_str());
+  bool on_device() const { return array.device_type() == nb::device::cuda::value; }
+
+  kbench::MemoryPlace place() const {
+    if (array.device_type() == nb::device::cpu::value) return kbench::MemoryPlace::host();
+    if (on_device()) return kbench::MemoryPlace::cuda(array.device_id());
+    type_error(name, "an array in memory kbench cannot reach (neither host nor CUDA)");
+  }
+
+  bool is(nb::dlpack::dtype dtype) const { return array.dtype() == dtype; }
+  void require_dtype(std::initializer_list<Element> allowed, const char* advice = "") const {
+    std::string wanted;
+    for (Element e : allowed) {
+      if (is(dtype_of(e))) return;
+      wanted += (wanted.empty() ? "" : " or ") + std::string(element_names[int(e)]);
+    }
+    type_error(name, "dtype " + dtype_name(array.dtype()) + "; expected " + wanted + advice);
+  }
+  void require_nonempty() const {
+    if (array.size() == 0) value_error(name, "an empty array (shape " + shape_text(shape()) + ")");
+  }
+
+  static nb::dlpack::dtype dtype_of(Element e) {
+    switch (e) {
+      case Element::u8:
+        return nb::dtype<std::uint8_t>();
+      case Element::i32:
+        return nb::dtype<std::int32_t>();
+      case Element::u32:
+        return nb::dtype<std::uint32_t>();
+      default:
+        return nb::dtype<float>();
+    }
+  }
+};
+
+// `value` read as an array without a copy. PyTorch tensors go through their C exporter; lists and
+// other objects NumPy can read through numpy.asarray.
+template <class Array>
+Argument<Array> read_array(nb::handle value, const char* name) {
+  Argument<Array> argument;
+  argument.name = name;
+  argument.source = nb::borrow(value);
+  argument.library = library_of(value);
+  Python& py = python();
+  if (argument.library == Library::torch && py.torch_to_capsule.is_valid()) {
+    try {
+      if (nb::try_cast(py.torch_to_capsule(value), argument.array)) return argument;
+    } catch (const nb::python_error&) {  // e.g. a dtype DLPack lacks: `__dlpack__` says why
+    }
+  }
+  if (nb::try_cast(value, argument.array)) return argument;
+  if (argument.library == Library::numpy) {
+    // NumPy exports neither object arrays nor, to a writable view, read-only ones.
+    if (std::is_same_v<Array, OutArray> && !nb::cast<bool>(value.attr("flags").attr("writeable"))) {
+      value_error(name, "the array is read-only");
+    }
+    type_error(
+        name, "dtype " +
+                  std::string(nb::steal<nb::str>(PyObject_Str(value.attr("dtype").ptr())).c_str()) +
+                  " cannot be read through DLPack");
+  }
+  if (argument.library != Library::other) {
+    type_error(name, "this " + class_name(value) + " cannot be read through DLPack");
+  }
+  nb::object converted;
+  try {
+    converted = py.numpy_asarray(value);
+  } catch (const nb::python_error& e) {
+    type_error(name, "cannot be read as a NumPy array (" + std::string(e.what()) + ")");
+  }
+  return read_array<Array>(converted, name);
 }
 
-// The caller's stream (a cudaStream_t as an integer; 0: CUDA's legacy default stream).
-kbench::Stream stream_of(std::uintptr_t handle) {
-  return {reinterpret_cast<void*>(handle), false};
+// A new array of `shape` and `element` where `like` lives: NumPy, or the same CUDA library on the
+// same device. PyTorch gets int32 for uint32 (histograms), since its uint32 has few operations;
+// the counts of a frame of fewer than 2^31 pixels fit.
+template <class Like>
+Argument<OutArray> new_array_like(const Argument<Like>& like, const char* name,
+                                  const std::vector<std::int64_t>& shape, Element element) {
+  Python& py = python();
+  nb::tuple dims = nb::steal<nb::tuple>(PyTuple_New(Py_ssize_t(shape.size())));
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    PyTuple_SET_ITEM(dims.ptr(), Py_ssize_t(i), PyLong_FromLongLong(shape[i]));
+  }
+  nb::object made;
+  switch (like.library) {
+    case Library::torch:
+      made = like.source.attr("new_empty")(dims, nb::arg("dtype") = py.torch_dtype[int(element)]);
+      break;
+    case Library::cupy:
+      made = py.cupy_empty(like.array.device_id(), dims, element_names[int(element)]);
+      break;
+    default:
+      if (like.on_device()) {
+        type_error(like.name, "a CUDA array kbench cannot make results like (" +
+                                  class_name(like.source) + "); use PyTorch or CuPy");
+      }
+      made = py.numpy_empty(dims, py.numpy_dtype[int(element)]);
+  }
+  return read_array<OutArray>(made, name);
 }
+
+const char* library_text(Library library, bool on_device) {
+  switch (library) {
+    case Library::numpy:
+      return "a NumPy array";
+    case Library::torch:
+      return on_device ? "a torch CUDA array" : "a torch array";
+    case Library::cupy:
+      return "a cupy CUDA array";
+    default:
+      return "an array";
+  }
+}
+
+// The caller's output array, checked against the result it is to hold, or a new one.
+template <class Like>
+Argument<OutArray> output_like(nb::handle out, const char* name, const Argument<Like>& like,
+                               const std::vector<std::int64_t>& shape, Element element) {
+  if (out.is_none()) return new_array_like(like, name, shape, element);
+  const Library library = library_of(out);
+  if (library != like.library || library == Library::other) {
+    type_error(name, std::string(library_text(like.library, like.on_device())) +
+                         " like the input, not " + class_name(out));
+  }
+  Argument<OutArray> result = read_array<OutArray>(out, name);
+  result.require_dtype({element});
+  if (result.shape() != shape) {
+    value_error(name,
+                "shape " + shape_text(result.shape()) + "; this call writes " + shape_text(shape));
+  }
+  return result;
+}
+
+// The stream a call on `argument` is queued on: its library's current stream on its device.
+template <class Array>
+kbench::Stream stream_of(const Argument<Array>& argument) {
+  if (!argument.on_device()) return {};
+  Python& py = python();
+  nb::object handle;
+  const int device = argument.array.device_id();
+  if (argument.library == Library::torch) {
+    handle = py.torch_stream.is_valid() ? py.torch_stream(device)
+                                        : py.torch_device_stream(device).attr("cuda_stream");
+  } else if (argument.library == Library::cupy) {
+    handle = py.cupy_stream().attr("ptr");
+  } else {
+    return {};
+  }
+  return {reinterpret_cast<void*>(nb::cast<std::uintptr_t>(handle)), false};
+}
+
+// --- Images -------------------------------------------------------------------------------------
+
+// How an image argument's axes map onto frames: H×W, H×W×C, N×H×W (gray frames) or N×H×W×C.
+enum class Form { hw, hwc, nhw, nhwc };
+
+// A uint8 image argument and its form, checked: dtype, not empty, 2 to 4 axes, 1 to 4 channels.
+// A 3-axis array is N gray frames where `gray_batches` allows it and its last axis is over 4.
+template <class Array>
+Form image_form(const Argument<Array>& image, bool gray_batches) {
+  image.require_dtype({Element::u8}, " (convert with np.clip(x, 0, 255).astype(np.uint8))");
+  image.require_nonempty();
+  Form form;
+  switch (image.array.ndim()) {
+    case 2:
+      return Form::hw;
+    case 3:
+      form = gray_batches && image.dim(2) > 4 ? Form::nhw : Form::hwc;
+      break;
+    case 4:
+      form = Form::nhwc;
+      break;
+    default:
+      value_error(image.name, std::to_string(image.array.ndim()) + " axes (shape " +
+                                  shape_text(image.shape()) + "); expected H×W, H×W×C or N×H×W×C");
+  }
+  const std::int64_t channels = image.dim(image.array.ndim() - 1);
+  if (form != Form::nhw && channels > 4) {
+    value_error(image.name, std::to_string(channels) + " channels; images have 1 to 4");
+  }
+  return form;
+}
+
+// The frames of an image argument in the library's N×H×W×C order, strides in bytes (the
+// strides of axes of length 1 do not matter: NumPy and DLPack may give any value there).
+struct Frames {
+  std::int64_t n = 1, h = 1, w = 1, c = 1;
+  std::int64_t sn = 0, sh = 0, sw = 0, sc = 0;
+};
 
 template <class Array>
-void require(const Array& array, const char* name, nb::dlpack::dtype dtype, std::size_t ndim,
-             const char* what) {
-  if (array.dtype() != dtype) {
-    throw nb::type_error((std::string(name) + ": the array's values must be " + what).c_str());
-  }
-  if (array.ndim() != ndim) {
-    throw nb::value_error(
-        (std::string(name) + ": expected " + std::to_string(ndim) + " axes").c_str());
+Frames frames_of(const Argument<Array>& image, Form form) {
+  const Array& a = image.array;
+  Frames f;
+  const int frame_axis = form == Form::nhw || form == Form::nhwc ? 0 : -1;
+  const int first = frame_axis + 1;
+  const bool has_channels = form == Form::hwc || form == Form::nhwc;
+  if (frame_axis == 0) f.n = std::int64_t(a.shape(0));
+  f.h = std::int64_t(a.shape(first));
+  f.w = std::int64_t(a.shape(first + 1));
+  if (has_channels) f.c = std::int64_t(a.shape(first + 2));
+  f.sc = f.c > 1 ? a.stride(first + 2) : 1;
+  f.sw = f.w > 1 ? a.stride(first + 1) : f.c;
+  f.sh = f.h > 1 ? a.stride(first) : f.w * f.c;
+  f.sn = f.n > 1 ? a.stride(0) : f.h * f.sh;
+  return f;
+}
+
+// The shape an output of `frames` takes in a given form.
+std::vector<std::int64_t> shape_in_form(Form form, const Frames& f) {
+  switch (form) {
+    case Form::hw:
+      return {f.h, f.w};
+    case Form::hwc:
+      return {f.h, f.w, f.c};
+    case Form::nhw:
+      return {f.n, f.h, f.w};
+    default:
+      return {f.n, f.h, f.w, f.c};
   }
 }
 
-// Frames of an N×H×W×C uint8 array as a view: in place where each pixel's channels are adjacent
-// and pixels are packed along a row (any positive row and frame stride that keeps rows and frames
-// apart), otherwise of a packed copy that `copy` holds.
-template <class Array, class View>
-View image_view(const Array& array, const char* name, std::vector<std::uint8_t>* copy) {
-  require(array, name, nb::dtype<std::uint8_t>(), 4, "uint8");
-  const kbench::MemoryPlace place = place_of(array, name);
-  const auto n = std::int64_t(array.shape(0)), h = std::int64_t(array.shape(1));
-  const auto w = std::int64_t(array.shape(2)), c = std::int64_t(array.shape(3));
-  // Strides of axes of length 1 do not matter (NumPy and DLPack may give any value there).
-  const std::int64_t sc = c > 1 ? array.stride(3) : 1;
-  const std::int64_t sw = w > 1 ? array.stride(2) : c;
-  const std::int64_t sh = h > 1 ? array.stride(1) : w * c;
-  const std::int64_t sn = n > 1 ? array.stride(0) : h * sh;
-  const bool in_place = sc == 1 && sw == c && sh >= w * c && sn >= h * sh;
-  auto* data =
-      static_cast<std::uint8_t*>(const_cast<void*>(static_cast<const void*>(array.data())));
-  View view{data, int(w), int(h), int(c), std::size_t(sh), int(n), std::size_t(sn), place};
-  if (in_place) return view;
-  if (!copy || !place.on_host()) {
-    throw nb::value_error((std::string(name) +
-                           ": the array's layout cannot be written in place (each row's pixels "
-                           "and channels must be adjacent in memory); pass a C-contiguous array")
-                              .c_str());
+// An image argument as a view: in place where each pixel's channels are adjacent and pixels are
+// packed along a row (any row and frame stride that keeps rows and frames apart). Otherwise, on
+// the host, of a packed copy that `copy` holds; on a device, of a packed copy its own library
+// makes (inputs only: an output must be writable in place).
+template <class View, class Array>
+View image_view(Argument<Array>& image, Form form, std::vector<std::uint8_t>* copy) {
+  Frames f = frames_of(image, form);
+  const bool in_place = f.sc == 1 && f.sw == f.c && f.sh >= f.w * f.c && f.sn >= f.h * f.sh;
+  if (!in_place && image.on_device() && copy) {
+    image.source = image.library == Library::torch ? image.source.attr("contiguous")()
+                   : image.library == Library::cupy
+                       ? nb::module_::import_("cupy").attr("ascontiguousarray")(image.source)
+                       : nb::object();
+    if (!image.source.is_valid()) {
+      value_error(image.name, "each row's pixels must be adjacent in device memory");
+    }
+    const char* name = image.name;
+    image = read_array<Array>(image.source, name);
+    return image_view<View>(image, form, copy);
   }
-  copy->resize(std::size_t(n * h * w * c));
+  auto* data = static_cast<std::uint8_t*>(const_cast<void*>(image.array.data()));
+  View view{data,     int(f.w),          int(f.h),     int(f.c), std::size_t(f.sh),
+            int(f.n), std::size_t(f.sn), image.place()};
+  if (in_place) return handed(image.name, view);
+  if (!copy) {
+    value_error(image.name,
+                "the array's layout cannot be written in place (each row's pixels and channels "
+                "must be adjacent in memory); pass a C-contiguous array");
+  }
+  copy->resize(std::size_t(f.n * f.h * f.w * f.c));
   std::uint8_t* to = copy->data();
-  for (std::int64_t f = 0; f < n; ++f) {
-    for (std::int64_t y = 0; y < h; ++y) {
-      const std::uint8_t* row = data + f * array.stride(0) + y * array.stride(1);
-      for (std::int64_t x = 0; x < w; ++x) {
-        for (std::int64_t k = 0; k < c; ++k) *to++ = row[x * array.stride(2) + k * array.stride(3)];
+  for (std::int64_t frame = 0; frame < f.n; ++frame) {
+    for (std::int64_t y = 0; y < f.h; ++y) {
+      const std::uint8_t* row = data + frame * f.sn + y * f.sh;
+      for (std::int64_t x = 0; x < f.w; ++x) {
+        for (std::int64_t k = 0; k < f.c; ++k) *to++ = row[x * f.sw + k * f.sc];
       }
     }
   }
-  return View{copy->data(), int(w), int(h), int(c), 0, int(n), 0, place};
+  return handed(image.name,
+                View{copy->data(), int(f.w), int(f.h), int(f.c), 0, int(f.n), 0, image.place()});
 }
 
-kbench::ConstImageView input_image(const InArray& array, const char* name,
-                                   std::vector<std::uint8_t>& copy) {
-  return handed(name, image_view<InArray, kbench::ConstImageView>(array, name, &copy));
-}
-kbench::ImageView output_image(const OutArray& array, const char* name) {
-  return handed(name, image_view<OutArray, kbench::ImageView>(array, name, nullptr));
-}
+// --- Descriptors --------------------------------------------------------------------------------
 
-// A descriptor set (rows × 128, uint8 or float32) as a view: in place where each row's values
-// are adjacent, otherwise (host memory only) of a packed copy that `copy` holds.
-kbench::DescriptorView packed_descriptors(const InArray& array, const char* name,
-                                          std::vector<unsigned char>& copy) {
-  const bool is_u8 = array.dtype() == nb::dtype<std::uint8_t>();
-  require(array, name, is_u8 ? nb::dtype<std::uint8_t>() : nb::dtype<float>(), 2,
-          "uint8 or float32");
-  const kbench::MemoryPlace place = place_of(array, name);
-  const auto rows = std::int64_t(array.shape(0)), cols = std::int64_t(array.shape(1));
-  if (cols != kbench::kDescriptorBytes) {
-    throw nb::value_error(
-        (std::string(name) + ": descriptors have 128 values, not " + std::to_string(cols)).c_str());
+// A descriptor set argument (rows × 128, uint8 or float32), checked, as a view: in place where
+// each row's values are adjacent, otherwise (host memory only) of a packed copy `copy` holds.
+kbench::DescriptorView descriptor_view(const Argument<InArray>& set,
+                                       std::vector<unsigned char>& copy) {
+  set.require_dtype({Element::u8, Element::f32});
+  if (set.array.ndim() != 2 || set.dim(1) != kbench::kDescriptorBytes) {
+    value_error(set.name, "shape " + shape_text(set.shape()) + "; descriptor sets are N×128");
   }
-  const std::int64_t element = is_u8 ? 1 : 4;
-  const std::int64_t row_stride = rows > 1 ? array.stride(0) : cols;
+  set.require_nonempty();
+  const bool is_u8 = set.is(nb::dtype<std::uint8_t>());
+  const kbench::MemoryPlace place = set.place();
+  const std::int64_t rows = set.dim(0), cols = set.dim(1), element = is_u8 ? 1 : 4;
+  const std::int64_t row_stride = rows > 1 ? set.array.stride(0) : cols;
   const auto type = is_u8 ? kbench::DescriptorType::u8 : kbench::DescriptorType::f32;
-  const auto* data = static_cast<const unsigned char*>(static_cast<const void*>(array.data()));
-  if (array.stride(1) == 1 && row_stride >= cols) {
-    return {data, int(rows), type, std::size_t(row_stride * element), place};
+  const auto* data = static_cast<const unsigned char*>(set.array.data());
+  if (set.array.stride(1) == 1 && row_stride >= cols) {
+    return handed(set.name, kbench::DescriptorView{data, int(rows), type,
+                                                   std::size_t(row_stride * element), place});
   }
   if (!place.on_host()) {
-    throw nb::value_error(
-        (std::string(name) + ": each descriptor's values must be adjacent in device memory")
-            .c_str());
+    value_error(set.name, "each descriptor's values must be adjacent in device memory");
   }
   copy.resize(std::size_t(rows * cols * element));
   for (std::int64_t r = 0; r < rows; ++r) {
     for (std::int64_t k = 0; k < cols; ++k) {
       std::memcpy(copy.data() + (r * cols + k) * element,
-                  data + (r * array.stride(0) + k * array.stride(1)) * element, element);
+                  data + (r * set.array.stride(0) + k * set.array.stride(1)) * element,
+                  std::size_t(element));
     }
   }
-  return {copy.data(), int(rows), type, 0, place};
+  return handed(set.name, kbench::DescriptorView{copy.data(), int(rows), type, 0, place});
 }
 
-kbench::DescriptorView descriptor_view(const InArray& array, const char* name,
-                                       std::vector<unsigned char>& copy) {
-  return handed(name, packed_descriptors(array, name, copy));
+// A 2-D output of 4-byte values whose rows' values are adjacent: its pointer and row pitch.
+template <class T>
+std::pair<T*, std::size_t> rows_of(const Argument<OutArray>& out) {
+  const std::int64_t h = out.dim(0), w = out.dim(1);
+  if ((w > 1 && out.array.stride(1) != 1) || (h > 1 && out.array.stride(0) < w)) {
+    value_error(out.name, "each row's values must be adjacent in memory");
+  }
+  return {static_cast<T*>(out.array.data()),
+          h > 1 ? std::size_t(out.array.stride(0)) * sizeof(T) : 0};
 }
+
+// A NumPy array that owns `values`, in `shape`.
+template <class T>
+nb::object numpy_of(std::vector<T> values, std::initializer_list<std::size_t> shape) {
+  auto* owned = new std::vector<T>(std::move(values));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::cast(nb::ndarray<nb::numpy, T>(owned->data(), shape, owner));
+}
+
+// --- Calls --------------------------------------------------------------------------------------
 
 kbench::Choice choice_of(const std::string& variant, const std::string& backend,
                          const std::string& layer) {
@@ -173,95 +501,172 @@ auto parsed(const char* name, const std::string& text, Parse parse) {
   try {
     return parse(text);
   } catch (const kbench::Error& e) {
-    throw nb::value_error((std::string(name) + ": " + e.what()).c_str());
+    value_error(name, e.what());
   }
 }
 
-void conv(const InArray& image, const OutArray& out,
-          const nb::ndarray<const float, nb::ndim<2>, nb::c_contig>& weights,
-          const std::string& border, const std::string& variant, const std::string& backend,
-          const std::string& layer, std::uintptr_t stream) {
-  handed_views.clear();
-  std::vector<std::uint8_t> copy;
-  const kbench::ConstImageView in = input_image(image, "image", copy);
-  const kbench::ImageView to = output_image(out, "out");
+// Built-in masks by name, made once.
+const kbench::Mask& builtin_mask_named(const std::string& name) {
+  static std::vector<std::pair<std::string, kbench::Mask>> masks;
+  for (const auto& [known, mask] : masks) {
+    if (known == name) return mask;
+  }
+  std::string names;
+  for (const std::string& known : kbench::builtin_mask_names()) {
+    names += (names.empty() ? "" : ", ") + known;
+  }
   kbench::Mask mask;
-  mask.size = int(weights.shape(0));
-  mask.weights.assign(weights.data(), weights.data() + weights.size());
-  const kbench::ConvOptions options{parsed("border", border, kbench::parse_border),
-                                    stream_of(stream)};
-  const kbench::Choice choice = choice_of(variant, backend, layer);
-  nb::gil_scoped_release release;
-  kbench::conv(context(), in, to, mask, options, choice);
+  try {
+    mask = kbench::builtin_mask(name);
+  } catch (const kbench::Error&) {
+    value_error("mask", "'" + name + "' is not a built-in mask (" + names + ")");
+  }
+  masks.emplace_back(name, std::move(mask));
+  return masks.back().second;
 }
 
-void lbp(const InArray& image, const OutArray& codes, const OutArray& histogram,
-         const std::string& mapping, const std::string& border, const std::string& variant,
-         const std::string& backend, const std::string& layer, std::uintptr_t stream) {
+// `mask`: a built-in mask's name, or the float32 weights kbench/__init__.py checked, which
+// `custom` then holds.
+const kbench::Mask& mask_of(nb::handle mask, kbench::Mask& custom) {
+  if (nb::isinstance<nb::str>(mask)) return builtin_mask_named(nb::cast<std::string>(mask));
+  const auto weights = nb::cast<nb::ndarray<const float, nb::ndim<2>, nb::c_contig>>(mask);
+  custom.size = int(weights.shape(0));
+  custom.weights.assign(weights.data(), weights.data() + weights.size());
+  return custom;
+}
+
+nb::object conv(nb::handle image, nb::handle mask, const std::string& border, nb::handle out,
+                const std::string& variant, const std::string& backend, const std::string& layer) {
   handed_views.clear();
+  auto in = read_array<InArray>(image, "image");
+  const Form form = image_form(in, false);
+  kbench::Mask custom;
+  const kbench::Mask& weights = mask_of(mask, custom);
+  Frames f = frames_of(in, form);
+  if (weights.size > f.h || weights.size > f.w) {
+    value_error("mask", std::to_string(weights.size) + "×" + std::to_string(weights.size) +
+                            " is larger than the " + std::to_string(f.w) + "×" +
+                            std::to_string(f.h) + " image");
+  }
+  const kbench::ConvOptions options{parsed("border", border, kbench::parse_border), stream_of(in)};
+  if (options.border == kbench::Border::crop) {
+    f.h -= weights.size - 1;
+    f.w -= weights.size - 1;
+  }
+  auto result = output_like(out, "out", in, shape_in_form(form, f), Element::u8);
   std::vector<std::uint8_t> copy;
-  const kbench::ConstImageView in = input_image(image, "image", copy);
-  const kbench::ImageView to = output_image(codes, "codes");
-  // int32 for libraries without uint32 (PyTorch before 2.3): the same bits while counts stay
-  // below 2^31, which a frame of fewer pixels guarantees.
-  const bool int32_counts = histogram.dtype() == nb::dtype<std::int32_t>();
-  require(histogram, "histogram",
-          int32_counts ? nb::dtype<std::int32_t>() : nb::dtype<std::uint32_t>(), 2,
-          "uint32 (or int32)");
-  if (int32_counts && std::int64_t(in.width) * in.height > std::int64_t(INT32_MAX)) {
-    throw nb::value_error("histogram: int32 counts cannot hold a frame of 2^31 pixels or more");
+  const auto from = image_view<kbench::ConstImageView>(in, form, &copy);
+  const auto to = image_view<kbench::ImageView>(result, form, nullptr);
+  const kbench::Choice choice = choice_of(variant, backend, layer);
+  {
+    nb::gil_scoped_release release;
+    kbench::conv(context(), from, to, weights, options, choice);
   }
-  place_of(histogram, "histogram");
-  if (histogram.shape(0) != std::size_t(in.frames) || histogram.stride(1) != 1 ||
-      (histogram.shape(0) > 1 && histogram.stride(0) != std::int64_t(histogram.shape(1)))) {
-    throw nb::value_error("histogram: a C-contiguous frames × bins array");
-  }
+  return result.source;
+}
+
+nb::tuple lbp(nb::handle image, const std::string& mapping, const std::string& border,
+              const std::string& variant, const std::string& backend, const std::string& layer) {
+  handed_views.clear();
+  auto in = read_array<InArray>(image, "image");
+  const Form form = image_form(in, true);
   kbench::LbpOptions options;
   options.mapping = parsed("mapping", mapping, kbench::parse_lbp_mapping);
   options.border = parsed("border", border, kbench::parse_border);
-  options.stream = stream_of(stream);
-  if (histogram.shape(1) != std::size_t(kbench::lbp_bin_count(options.mapping))) {
-    throw nb::value_error("histogram: wrong number of bins for the mapping");
+  options.stream = stream_of(in);
+  Frames f = frames_of(in, form);
+  if (options.border == kbench::Border::crop) {
+    if (f.h < 3 || f.w < 3) {
+      value_error("image", std::to_string(f.w) + "×" + std::to_string(f.h) +
+                               "; border 'crop' needs at least 3×3");
+    }
+    f.h -= 2;
+    f.w -= 2;
   }
-  auto* bins = static_cast<std::uint32_t*>(histogram.data());
+  const bool batch = form == Form::nhw || form == Form::nhwc;
+  const std::int64_t bins = kbench::lbp_bin_count(options.mapping);
+  auto codes = new_array_like(
+      in, "codes",
+      batch ? std::vector<std::int64_t>{f.n, f.h, f.w} : std::vector<std::int64_t>{f.h, f.w},
+      Element::u8);
+  auto histogram = new_array_like(
+      in, "histogram",
+      batch ? std::vector<std::int64_t>{f.n, bins} : std::vector<std::int64_t>{bins}, Element::u32);
+  // PyTorch's int32 counts: the same bits while counts stay below 2^31.
+  if (f.w * f.h > std::int64_t(INT32_MAX) && !histogram.is(nb::dtype<std::uint32_t>())) {
+    value_error("image", "int32 counts cannot hold a frame of 2^31 pixels or more");
+  }
+  std::vector<std::uint8_t> copy;
+  const auto from = image_view<kbench::ConstImageView>(in, form, &copy);
+  const auto to = image_view<kbench::ImageView>(codes, batch ? Form::nhw : Form::hw, nullptr);
+  auto* counts = static_cast<std::uint32_t*>(histogram.array.data());
   const kbench::Choice choice = choice_of(variant, backend, layer);
-  nb::gil_scoped_release release;
-  kbench::lbp(context(), in, to, bins, options, choice);
+  {
+    nb::gil_scoped_release release;
+    kbench::lbp(context(), from, to, counts, options, choice);
+  }
+  return nb::make_tuple(codes.source, histogram.source);
 }
 
-void sad_map(const InArray& target, const InArray& query, const OutArray& map,
-             const std::string& variant, const std::string& backend, const std::string& layer,
-             std::uintptr_t stream) {
-  handed_views.clear();
-  std::vector<std::uint8_t> target_copy, query_copy;
-  const kbench::ConstImageView t = input_image(target, "target", target_copy);
-  const kbench::ConstImageView q = input_image(query, "query", query_copy);
-  require(map, "map", nb::dtype<std::int32_t>(), 2, "int32");
-  const kbench::MemoryPlace place = place_of(map, "map");
-  const std::int64_t h = std::int64_t(map.shape(0)), w = std::int64_t(map.shape(1));
-  if ((w > 1 && map.stride(1) != 1) || (h > 1 && map.stride(0) < w)) {
-    throw nb::value_error("map: each row's values must be adjacent in memory");
+// Target and query of a template search: one image each (H×W or H×W×C), the query no larger.
+struct Pair {
+  Argument<InArray> target, query;
+  Form target_form, query_form;
+};
+
+Pair image_pair(nb::handle target, nb::handle query) {
+  Pair pair{read_array<InArray>(target, "target"), read_array<InArray>(query, "query"), Form::hw,
+            Form::hw};
+  for (auto [image, form] :
+       {std::pair{&pair.target, &pair.target_form}, std::pair{&pair.query, &pair.query_form}}) {
+    *form = image_form(*image, false);
+    if (*form == Form::nhwc) {
+      value_error(image->name, "4 axes; expected one image, H×W or H×W×C");
+    }
   }
-  const kbench::SadMapView view{static_cast<std::int32_t*>(map.data()), int(w), int(h),
-                                std::size_t(h > 1 ? map.stride(0) * 4 : 0), place};
-  const kbench::Choice choice = choice_of(variant, backend, layer);
-  nb::gil_scoped_release release;
-  kbench::sad_map(context(), t, q, handed("map", view), {stream_of(stream)}, choice);
+  const Frames t = frames_of(pair.target, pair.target_form);
+  const Frames q = frames_of(pair.query, pair.query_form);
+  if (q.h > t.h || q.w > t.w) {
+    value_error("query", std::to_string(q.w) + "×" + std::to_string(q.h) +
+                             " is larger than the target " + std::to_string(t.w) + "×" +
+                             std::to_string(t.h));
+  }
+  return pair;
 }
 
-// Rows of (row, col, score), best first.
-std::vector<std::int32_t> match(const InArray& target, const InArray& query, int top,
-                                int separation, const std::string& method,
-                                const std::string& variant, const std::string& backend,
-                                const std::string& layer, std::uintptr_t stream) {
+nb::object sad_map(nb::handle target, nb::handle query, const std::string& variant,
+                   const std::string& backend, const std::string& layer) {
   handed_views.clear();
+  Pair pair = image_pair(target, query);
   std::vector<std::uint8_t> target_copy, query_copy;
-  const kbench::ConstImageView t = input_image(target, "target", target_copy);
-  const kbench::ConstImageView q = input_image(query, "query", query_copy);
+  const auto t = image_view<kbench::ConstImageView>(pair.target, pair.target_form, &target_copy);
+  const auto q = image_view<kbench::ConstImageView>(pair.query, pair.query_form, &query_copy);
+  auto map = new_array_like(pair.target, "map", {t.height - q.height + 1, t.width - q.width + 1},
+                            Element::i32);
+  const auto [data, pitch] = rows_of<std::int32_t>(map);
+  const kbench::SadMapView view{data, int(map.dim(1)), int(map.dim(0)), pitch, map.place()};
+  const kbench::SadMapOptions options{stream_of(pair.target)};
+  const kbench::Choice choice = choice_of(variant, backend, layer);
+  {
+    nb::gil_scoped_release release;
+    kbench::sad_map(context(), t, q, handed("map", view), options, choice);
+  }
+  return map.source;
+}
+
+// The best positions as an int32 NumPy array of rows (row, col, score), best first.
+nb::object match(nb::handle target, nb::handle query, int top, int separation,
+                 const std::string& method, const std::string& variant, const std::string& backend,
+                 const std::string& layer) {
+  handed_views.clear();
+  Pair pair = image_pair(target, query);
+  std::vector<std::uint8_t> target_copy, query_copy;
+  const auto t = image_view<kbench::ConstImageView>(pair.target, pair.target_form, &target_copy);
+  const auto q = image_view<kbench::ConstImageView>(pair.query, pair.query_form, &query_copy);
   kbench::MatchOptions options;
   options.top = top;
   options.separation = separation;
-  options.stream = stream_of(stream);
+  options.stream = stream_of(pair.target);
   if (method == "auto") {
     options.method = kbench::MatchMethod::automatic;
   } else if (method == "full") {
@@ -269,7 +674,7 @@ std::vector<std::int32_t> match(const InArray& target, const InArray& query, int
   } else if (method == "pruned") {
     options.method = kbench::MatchMethod::pruned;
   } else {
-    throw nb::value_error(("method: '" + method + "' is not auto, full or pruned").c_str());
+    value_error("method", "'" + method + "' is not auto, full or pruned");
   }
   const kbench::Choice choice = choice_of(variant, backend, layer);
   std::vector<kbench::SadMatch> found;
@@ -279,71 +684,79 @@ std::vector<std::int32_t> match(const InArray& target, const InArray& query, int
   }
   std::vector<std::int32_t> rows;
   for (const kbench::SadMatch& m : found) rows.insert(rows.end(), {m.row, m.col, m.score});
-  return rows;
+  return numpy_of(std::move(rows), {found.size(), 3});
 }
 
-kbench::CemdMatchOptions cemd_options(const std::string& distance, float ratio) {
+struct DescriptorPair {
+  Argument<InArray> queries, database;
+  std::vector<unsigned char> query_copy, database_copy;
+  kbench::DescriptorView q, d;
+};
+
+void read_descriptors(DescriptorPair& pair, nb::handle queries, nb::handle database) {
+  pair.queries = read_array<InArray>(queries, "queries");
+  pair.database = read_array<InArray>(database, "database");
+  pair.q = descriptor_view(pair.queries, pair.query_copy);
+  pair.d = descriptor_view(pair.database, pair.database_copy);
+}
+
+// Per query: index, distance, second index, second distance, accepted, as five NumPy arrays.
+nb::tuple cemd_match(nb::handle queries, nb::handle database, const std::string& distance,
+                     float ratio, const std::string& variant, const std::string& backend,
+                     const std::string& layer) {
+  handed_views.clear();
+  DescriptorPair pair;
+  read_descriptors(pair, queries, database);
   kbench::CemdMatchOptions options;
   options.distance = parsed("distance", distance, kbench::parse_descriptor_distance);
   options.ratio = ratio;
-  return options;
-}
-
-// Per query: index, distance, second index, second distance, accepted, as five lists.
-nb::tuple cemd_match(const InArray& queries, const InArray& database, const std::string& distance,
-                     float ratio, const std::string& variant, const std::string& backend,
-                     const std::string& layer, std::uintptr_t stream) {
-  handed_views.clear();
-  std::vector<unsigned char> query_copy, database_copy;
-  const kbench::DescriptorView q = descriptor_view(queries, "queries", query_copy);
-  const kbench::DescriptorView d = descriptor_view(database, "database", database_copy);
-  kbench::CemdMatchOptions options = cemd_options(distance, ratio);
-  options.stream = stream_of(stream);
+  options.stream = stream_of(pair.queries);
   const kbench::Choice choice = choice_of(variant, backend, layer);
   std::vector<kbench::CemdMatch> found;
   {
     nb::gil_scoped_release release;
-    found = kbench::cemd_match(context(), q, d, options, choice);
+    found = kbench::cemd_match(context(), pair.q, pair.d, options, choice);
   }
   std::vector<std::int32_t> index, second_index;
   std::vector<float> best, second;
-  std::vector<bool> accepted;
+  std::vector<std::uint8_t> accepted;
   for (const kbench::CemdMatch& m : found) {
     index.push_back(m.index);
     best.push_back(m.distance);
     second_index.push_back(m.second_index);
     second.push_back(m.second_distance);
-    accepted.push_back(m.accepted);
+    accepted.push_back(m.accepted ? 1 : 0);
   }
-  return nb::make_tuple(index, best, second_index, second, accepted);
+  const std::size_t n = found.size();
+  return nb::make_tuple(numpy_of(std::move(index), {n}), numpy_of(std::move(best), {n}),
+                        numpy_of(std::move(second_index), {n}), numpy_of(std::move(second), {n}),
+                        numpy_of(std::move(accepted), {n}));
 }
 
-void cemd_all_pairs(const InArray& queries, const InArray& database, const OutArray& matrix,
-                    const std::string& distance, const std::string& variant,
-                    const std::string& backend, const std::string& layer, std::uintptr_t stream) {
+nb::object cemd_all_pairs(nb::handle queries, nb::handle database, const std::string& distance,
+                          const std::string& variant, const std::string& backend,
+                          const std::string& layer) {
   handed_views.clear();
-  std::vector<unsigned char> query_copy, database_copy;
-  const kbench::DescriptorView q = descriptor_view(queries, "queries", query_copy);
-  const kbench::DescriptorView d = descriptor_view(database, "database", database_copy);
-  require(matrix, "matrix", nb::dtype<float>(), 2, "float32");
-  const kbench::MemoryPlace place = place_of(matrix, "matrix");
-  if (matrix.shape(0) != std::size_t(q.rows) || matrix.shape(1) != std::size_t(d.rows) ||
-      (matrix.shape(1) > 1 && matrix.stride(1) != 1) ||
-      (matrix.shape(0) > 1 && matrix.stride(0) < std::int64_t(matrix.shape(1)))) {
-    throw nb::value_error("matrix: a queries × database float32 array with adjacent rows values");
-  }
-  const std::size_t stride = matrix.shape(0) > 1 ? std::size_t(matrix.stride(0)) * 4 : 0;
-  kbench::CemdMatchOptions options = cemd_options(distance, 0.8f);
-  options.stream = stream_of(stream);
+  DescriptorPair pair;
+  read_descriptors(pair, queries, database);
+  kbench::CemdMatchOptions options;
+  options.distance = parsed("distance", distance, kbench::parse_descriptor_distance);
+  options.stream = stream_of(pair.queries);
+  auto matrix = new_array_like(pair.queries, "matrix", {pair.q.rows, pair.d.rows}, Element::f32);
+  const auto [data, pitch] = rows_of<float>(matrix);
+  const kbench::DistanceMatrixView view{data, pair.q.rows, pair.d.rows, pitch, matrix.place()};
   const kbench::Choice choice = choice_of(variant, backend, layer);
-  nb::gil_scoped_release release;
-  const kbench::DistanceMatrixView view{static_cast<float*>(matrix.data()), q.rows, d.rows, stride,
-                                        place};
-  kbench::cemd_all_pairs(context(), q, d, handed("matrix", view), options, choice);
+  {
+    nb::gil_scoped_release release;
+    kbench::cemd_all_pairs(context(), pair.q, pair.d, handed("matrix", view), options, choice);
+  }
+  return matrix.source;
 }
+
+// --- Information --------------------------------------------------------------------------------
 
 nb::ndarray<nb::numpy, float> builtin_mask(const std::string& name) {
-  const kbench::Mask mask = parsed("mask", name, kbench::builtin_mask);
+  const kbench::Mask& mask = builtin_mask_named(name);
   auto* weights = new std::vector<float>(mask.weights);
   nb::capsule owner(weights, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
   return nb::ndarray<nb::numpy, float>(weights->data(),
@@ -394,6 +807,13 @@ nb::object last_run() {
 NB_MODULE(_kbench, m) {
   m.doc() = "kbench's library calls on arrays (the public API is the kbench package)";
 
+  nb::module_ numpy = nb::module_::import_("numpy");
+  Python& py = python();
+  py.numpy_ndarray = numpy.attr("ndarray");
+  py.numpy_empty = numpy.attr("empty");
+  py.numpy_asarray = numpy.attr("asarray");
+  for (int e = 0; e < 4; ++e) py.numpy_dtype[e] = numpy.attr("dtype")(element_names[e]);
+
   // kbench::Error covers both bad input and what this machine or build cannot run, so its Python
   // form is both a ValueError and a RuntimeError; kbench::OutOfMemory becomes MemoryError.
   PyObject* bases = PyTuple_Pack(2, PyExc_ValueError, PyExc_RuntimeError);
@@ -416,18 +836,16 @@ NB_MODULE(_kbench, m) {
       error);
 
   using namespace nb::literals;
-  m.def("conv", &conv, "image"_a, "out"_a, "weights"_a, "border"_a, "variant"_a, "backend"_a,
-        "layer"_a, "stream"_a = 0);
-  m.def("lbp", &lbp, "image"_a, "codes"_a, "histogram"_a, "mapping"_a, "border"_a, "variant"_a,
-        "backend"_a, "layer"_a, "stream"_a = 0);
-  m.def("sad_map", &sad_map, "target"_a, "query"_a, "map"_a, "variant"_a, "backend"_a, "layer"_a,
-        "stream"_a = 0);
+  m.def("conv", &conv, "image"_a, "mask"_a, "border"_a, "out"_a.none(), "variant"_a, "backend"_a,
+        "layer"_a);
+  m.def("lbp", &lbp, "image"_a, "mapping"_a, "border"_a, "variant"_a, "backend"_a, "layer"_a);
+  m.def("sad_map", &sad_map, "target"_a, "query"_a, "variant"_a, "backend"_a, "layer"_a);
   m.def("match", &match, "target"_a, "query"_a, "top"_a, "separation"_a, "method"_a, "variant"_a,
-        "backend"_a, "layer"_a, "stream"_a = 0);
+        "backend"_a, "layer"_a);
   m.def("cemd_match", &cemd_match, "queries"_a, "database"_a, "distance"_a, "ratio"_a, "variant"_a,
-        "backend"_a, "layer"_a, "stream"_a = 0);
-  m.def("cemd_all_pairs", &cemd_all_pairs, "queries"_a, "database"_a, "matrix"_a, "distance"_a,
-        "variant"_a, "backend"_a, "layer"_a, "stream"_a = 0);
+        "backend"_a, "layer"_a);
+  m.def("cemd_all_pairs", &cemd_all_pairs, "queries"_a, "database"_a, "distance"_a, "variant"_a,
+        "backend"_a, "layer"_a);
   m.def("handed_views", [] {
     nb::dict views;
     for (const auto& [name, address] : handed_views) views[name.c_str()] = address;
@@ -435,9 +853,6 @@ NB_MODULE(_kbench, m) {
   });
   m.def("builtin_mask", &builtin_mask, "name"_a);
   m.def("builtin_mask_names", &kbench::builtin_mask_names);
-  m.def("lbp_bin_count", [](const std::string& mapping) {
-    return kbench::lbp_bin_count(parsed("mapping", mapping, kbench::parse_lbp_mapping));
-  });
   m.def("algorithm_names", &kbench::algorithm_names);
   m.def("variants", &variants);
   m.def("devices", &devices);

@@ -126,6 +126,17 @@ def test_bad_images():
         kbench.conv(np.zeros((0, 8), np.uint8))
     with pytest.raises(ValueError, match="image"):
         kbench.conv(np.zeros(8, np.uint8))
+    with pytest.raises(TypeError, match="image: dtype object"):
+        kbench.conv(np.array([[1, 2], [3, 4]], dtype=object))
+    with pytest.raises(TypeError, match="image: dtype bool"):
+        kbench.conv(np.zeros((8, 8), bool))
+    with pytest.raises(TypeError, match="out: a NumPy array like the input, not list"):
+        kbench.conv(np.zeros((8, 8), np.uint8), out=[0] * 64)
+
+
+def test_nested_lists_are_read_through_numpy():
+    with pytest.raises(TypeError, match="image: dtype int64"):  # NumPy's integer for a list
+        kbench.conv([[1, 2], [3, 4]])
 
 
 def test_bad_masks():
