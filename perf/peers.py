@@ -518,7 +518,8 @@ def lbp_peers(args):
     if not args.peer or "kbench-python" in args.peer:
         records += kbench_python_records("lbp", args.size, description, [img],
                                          lambda x: kbench_module().lbp(x), 2.0 * img.size,
-                                         float(width * height), "px", args)
+                                         float(width * height), "px", args,
+                                         call_into=lambda x, out: kbench_module().lbp(x, out=out))
     return records
 
 

@@ -275,6 +275,7 @@ def lbp(
     image: Any,
     mapping: str = "plain",
     border: str = "clamp",
+    out: Optional[tuple[Any, Any]] = None,
     *,
     variant: Optional[str] = None,
     backend: Optional[str] = None,
@@ -293,13 +294,17 @@ def lbp(
         axis is longer than 4) or N×H×W×C. To pass gray frames 4 pixels wide or less, give them
         as N×H×W×1.
     mapping : {"plain", "uniform", "rotation-invariant"}
-        plain: the code itself, 256 bins. uniform: the 58 uniform codes (at most two 0/1
+        plain (also "default", scikit-image's name): the code itself, 256 bins. uniform: the 58 uniform codes (at most two 0/1
         changes round the circle) labelled 0..57 in increasing code order, every other code 58;
         59 bins. rotation-invariant: the smallest of the code's 8 bit rotations; 36 bins, one
         per such code in increasing order.
     border : {"clamp", "crop"}
         clamp: every pixel, edge pixels repeating outside. crop: the pixels whose 8 neighbours
         lie inside (the output shrinks by 1 on every side; the image must be at least 3×3).
+    out : (codes, histogram), optional
+        Where to write, as the result's pair: arrays of the image's library and device, of the
+        result's shapes and dtypes; the codes with each row's pixels adjacent in memory (any
+        row stride), the histogram C-contiguous.
     variant, backend, layer : str, optional
         Which implementation runs (:func:`variants`); None: the fastest for this input.
 
@@ -309,13 +314,14 @@ def lbp(
         H'×W', or N×H'×W' for several frames: the mapped code of each pixel.
     histogram : numpy.ndarray of uint32
         bins, or N×bins for several frames (int32 for a PyTorch tensor).
+    (``out``'s arrays when given.)
 
     Notes
     -----
     Images with packed pixels along each row are read in place; other layouts are copied once.
     """
-    return _kbench.lbp(image, _option(mapping, "mapping", _MAPPINGS),
-                       _option(border, "border", _BORDERS),
+    mapping = "plain" if mapping == "default" else _option(mapping, "mapping", _MAPPINGS)
+    return _kbench.lbp(image, mapping, _option(border, "border", _BORDERS), out,
                        *_choice(("lbp",), variant, backend, layer))
 
 

@@ -566,7 +566,8 @@ nb::object conv(nb::handle image, nb::handle mask, const std::string& border, nb
 }
 
 nb::tuple lbp(nb::handle image, const std::string& mapping, const std::string& border,
-              const std::string& variant, const std::string& backend, const std::string& layer) {
+              nb::handle out, const std::string& variant, const std::string& backend,
+              const std::string& layer) {
   handed_views.clear();
   auto in = read_array<InArray>(image, "image");
   const Form form = image_form(in, true);
@@ -583,18 +584,32 @@ nb::tuple lbp(nb::handle image, const std::string& mapping, const std::string& b
     f.h -= 2;
     f.w -= 2;
   }
+  nb::object codes_out = nb::none(), histogram_out = nb::none();
+  if (!out.is_none()) {
+    if (!nb::isinstance<nb::tuple>(out) || nb::len(out) != 2) {
+      type_error("out", "a (codes, histogram) tuple, not " + class_name(out));
+    }
+    codes_out = out[0];
+    histogram_out = out[1];
+  }
   const bool batch = form == Form::nhw || form == Form::nhwc;
   const std::int64_t bins = kbench::lbp_bin_count(options.mapping);
-  auto codes = new_array_like(
-      in, "codes",
+  auto codes = output_like(
+      codes_out, "out[0]", in,
       batch ? std::vector<std::int64_t>{f.n, f.h, f.w} : std::vector<std::int64_t>{f.h, f.w},
       Element::u8);
-  auto histogram = new_array_like(
-      in, "histogram",
-      batch ? std::vector<std::int64_t>{f.n, bins} : std::vector<std::int64_t>{bins}, Element::u32);
-  // PyTorch's int32 counts: the same bits while counts stay below 2^31.
-  if (f.w * f.h > std::int64_t(INT32_MAX) && !histogram.is(nb::dtype<std::uint32_t>())) {
+  // PyTorch's counts are int32: the same bits while counts stay below 2^31.
+  const Element count = in.library == Library::torch ? Element::i32 : Element::u32;
+  auto histogram = output_like(
+      histogram_out, "out[1]", in,
+      batch ? std::vector<std::int64_t>{f.n, bins} : std::vector<std::int64_t>{bins}, count);
+  if (count == Element::i32 && f.w * f.h > std::int64_t(INT32_MAX)) {
     value_error("image", "int32 counts cannot hold a frame of 2^31 pixels or more");
+  }
+  const std::size_t last = histogram.array.ndim() - 1;
+  if ((bins > 1 && histogram.array.stride(last) != 1) ||
+      (batch && f.n > 1 && histogram.array.stride(0) != bins)) {
+    value_error(histogram.name, "a C-contiguous array (frames × bins)");
   }
   std::vector<std::uint8_t> copy;
   const auto from = image_view<kbench::ConstImageView>(in, form, &copy);
@@ -838,7 +853,8 @@ NB_MODULE(_kbench, m) {
   using namespace nb::literals;
   m.def("conv", &conv, "image"_a, "mask"_a, "border"_a, "out"_a.none(), "variant"_a, "backend"_a,
         "layer"_a);
-  m.def("lbp", &lbp, "image"_a, "mapping"_a, "border"_a, "variant"_a, "backend"_a, "layer"_a);
+  m.def("lbp", &lbp, "image"_a, "mapping"_a, "border"_a, "out"_a.none(), "variant"_a, "backend"_a,
+        "layer"_a);
   m.def("sad_map", &sad_map, "target"_a, "query"_a, "variant"_a, "backend"_a, "layer"_a);
   m.def("match", &match, "target"_a, "query"_a, "top"_a, "separation"_a, "method"_a, "variant"_a,
         "backend"_a, "layer"_a);

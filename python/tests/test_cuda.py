@@ -79,6 +79,19 @@ def test_lbp(rng, mapping):
     assert np.array_equal(histogram.cpu().numpy(), expected_histogram.astype(np.int32))
 
 
+def test_lbp_into_given_tensors(rng):
+    image = smooth_image(rng, 64, 80)
+    tensor = on_gpu(image)
+    codes = torch.empty_like(tensor)
+    histogram = torch.empty(59, dtype=torch.int32, device=tensor.device)
+    result = kbench.lbp(tensor, "uniform", out=(codes, histogram))
+    assert result[0] is codes and result[1] is histogram
+    assert handed("out[0]") == codes.data_ptr()
+    expected_codes, expected_histogram = kbench.lbp(image, "uniform")
+    assert np.array_equal(codes.cpu().numpy(), expected_codes)
+    assert np.array_equal(histogram.cpu().numpy(), expected_histogram.astype(np.int32))
+
+
 def test_sad_map_and_match(rng):
     target = smooth_image(rng, 140, 180)
     query = target[50:80, 70:110].copy()

@@ -103,6 +103,32 @@ def test_bad_input():
         kbench.lbp(np.zeros((8, 8), np.uint8), "rotation_invariant")
 
 
+def test_into_given_arrays(rng):
+    frames = np.stack([smooth_image(rng, 30, 40) for _ in range(3)])
+    expected_codes, expected_histogram = kbench.lbp(frames, "uniform", "crop")
+    padded = np.zeros((3, 28, 48), np.uint8)  # the codes at a row pitch of 48
+    codes, histogram = padded[:, :, 5:43], np.zeros((3, 59), np.uint32)
+    result = kbench.lbp(frames, "uniform", "crop", out=(codes, histogram))
+    assert result[0] is codes and result[1] is histogram
+    assert np.array_equal(codes, expected_codes) and np.array_equal(histogram, expected_histogram)
+    assert not padded[:, :, :5].any() and not padded[:, :, 43:].any()
+    assert np.array_equal(kbench.lbp(frames[0], "default")[1], kbench.lbp(frames[0], "plain")[1])
+
+
+def test_bad_out():
+    image = np.zeros((8, 8), np.uint8)
+    with pytest.raises(TypeError, match="out: a .codes, histogram. tuple"):
+        kbench.lbp(image, out=np.zeros((8, 8), np.uint8))
+    with pytest.raises(ValueError, match=r"out\[0\].*shape"):
+        kbench.lbp(image, out=(np.zeros((8, 9), np.uint8), np.zeros(256, np.uint32)))
+    with pytest.raises(TypeError, match=r"out\[1\].*expected uint32"):
+        kbench.lbp(image, out=(np.zeros((8, 8), np.uint8), np.zeros(256, np.int64)))
+    with pytest.raises(ValueError, match=r"out\[1\].*C-contiguous"):
+        kbench.lbp(image, out=(np.zeros((8, 8), np.uint8), np.zeros(512, np.uint32)[::2]))
+    with pytest.raises(ValueError, match=r"out\[1\].*shape"):
+        kbench.lbp(image, "uniform", out=(np.zeros((8, 8), np.uint8), np.zeros(256, np.uint32)))
+
+
 def test_every_host_variant_agrees(rng):
     image = smooth_image(rng, 29, 51)
     expected_codes, expected_histogram = reference.lbp(image, "rotation-invariant")
