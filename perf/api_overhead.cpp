@@ -13,6 +13,7 @@
 // that batch figures are set against; and, per size, the rates at which a frame moves to the
 // device from the caller's pageable memory, from page-locked memory and through a Context's
 // page-locked staging (the path of a call on host views), and back without and with staging.
+// First of all, the wall time of a call on a 16×16 image's host views (time_small_host_calls).
 //
 //   api-overhead [--reps N] [WxH ...]    (variant: each algorithm's preferred one here)
 #include <algorithm>
@@ -219,6 +220,39 @@ void time_device_calls(kbench::Context& context, const std::string& size_name,
       });
 }
 
+// The wall time of one call on a small image's host views with the default choice, the call the
+// Python binding's own cost is measured against (perf/python_overhead.py makes the same calls):
+// the median over `calls` calls, each timed alone.
+void time_small_host_calls(kbench::Context& context, int calls) {
+  const kbench::ImageU8 rgb = kbench::synthetic_image(16, 16, 3, 1);
+  const kbench::ImageU8 gray = kbench::to_gray(rgb);
+  kbench::ImageU8 conv_out(16, 16, 3), codes(16, 16, 1);
+  std::vector<std::uint32_t> histogram(256);
+  const kbench::Mask mask = kbench::builtin_mask("gaussian");
+  const auto time_calls = [&](const char* algorithm, const auto& call) {
+    std::vector<double> us;
+    call();
+    for (int c = 0; c < calls; ++c) {
+      const Clock::time_point start = Clock::now();
+      call();
+      us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    }
+    std::printf(
+        "{\"algorithm\": \"%s\", \"path\": \"host views, small\", \"size\": \"16x16\", "
+        "\"variant\": \"%s\", \"calls\": %d, \"call_median_us\": %.3f, \"host\": \"%s\", "
+        "\"commit\": \"%s\"}\n",
+        algorithm, context.last_call().variant.c_str(), calls, median(us),
+        kbench::cpu_name().c_str(), kbench::build_commit());
+  };
+  time_calls("conv", [&] {
+    kbench::conv(context, kbench::image_view(rgb), kbench::image_view(conv_out), mask);
+  });
+  time_calls("lbp", [&] {
+    kbench::lbp(context, kbench::image_view(gray), kbench::image_view(codes), histogram.data());
+  });
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -236,6 +270,7 @@ int main(int argc, char** argv) {
     }
     if (sizes.empty()) sizes = {"1080p"};
     kbench::Context context;
+    time_small_host_calls(context, 2000);
     if (kbench::gpu_available()) time_device_copy(reps);
     for (const std::string& size_name : sizes) {
       const kbench::ImageSize size = kbench::parse_image_size(size_name);

@@ -14,7 +14,7 @@
 #
 #   perf/gpu_check.sh OUTDIR [ALGO...]      (default: every algorithm in the build)
 # KBENCH_STEPS picks steps (default "tests tools sanitizer compare threads sweep widths noise topk
-# peers": threads is the OpenMP thread sweep, sweep the LBP size sweep, widths throughput against
+# peers python": threads is the OpenMP thread sweep, sweep the LBP size sweep, widths throughput against
 # image width (perf/width_sweep.sh into OUTDIR/widths), noise the sad-pruned noise sweep against
 # full search, the paper's Fig. 6, topk sad-pruned's best positions without separation against
 # full search with its map; "profile" adds the ncu summary, "cemd-sweep" cemd's throughput
@@ -24,8 +24,10 @@
 # big.jsonl); "batch" runs conv and lbp in batches of 64 frames at 480p and 1080p (every frame
 # through the variant's runner, and the library's call on device views with all frames at once,
 # into batch.jsonl, batch.md against the device's copy floor) and api-overhead (the library call
-# against the bare kernel, into api.jsonl); the binaries come from KBENCH_BUILD (default
-# build/cuda); nothing is built here.
+# against the bare kernel, into api.jsonl); "python", where `import kbench` works (python/README.md
+# says how to build it for this machine), runs the Python suite (python-tests.log) and
+# perf/python_overhead.py (the binding against the C++ call, python.jsonl and python.md); the
+# binaries come from KBENCH_BUILD (default build/cuda); nothing is built here.
 set -uo pipefail
 
 out=${1:?usage: perf/gpu_check.sh OUTDIR [ALGO...]}
@@ -33,7 +35,7 @@ shift
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${KBENCH_BUILD:-$repo/build/cuda}
 bin=$build/bin
-steps=" ${KBENCH_STEPS:-tests tools sanitizer compare threads sweep widths noise topk peers} "
+steps=" ${KBENCH_STEPS:-tests tools sanitizer compare threads sweep widths noise topk peers python} "
 mkdir -p "$out"
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
 # The CUDA runtime the binaries link against, where the toolkit keeps it.
@@ -263,6 +265,16 @@ if [[ $steps == *" peers "* ]] && command -v python3 >/dev/null; then
         --json "$out/compare.jsonl" 2>&1 | tee -a "$out/peers.log" || failed peers
     done
   done
+fi
+
+if [[ $steps == *" python "* ]] && python3 -c "import kbench" 2>/dev/null; then
+  echo "== the Python package: its tests, and the binding against the C++ call"
+  python3 -m pytest -q -p no:cacheprovider -rs "$repo/python/tests" >"$out/python-tests.log" 2>&1 ||
+    failed python
+  tail -n 3 "$out/python-tests.log"
+  python3 "$repo/perf/python_overhead.py" --bin "$bin" --json "$out/python.jsonl" \
+    >"$out/python.md" 2>>"$out/python-tests.log" || failed python
+  cat "$out/python.md"
 fi
 
 if [[ $steps == *" profile "* ]]; then

@@ -132,3 +132,27 @@ def test_bad_device_input(rng):
         kbench.lbp(on_gpu(smooth_image(rng, 20, 20, 3)))
     with pytest.raises(TypeError, match="dtype float64"):
         kbench.conv(torch.zeros((8, 8), dtype=torch.float64, device="cuda"))
+
+
+def test_no_host_transfer_in_calls_on_tensors(rng):
+    """The CUDA activity of calls on resident tensors, as PyTorch's profiler (CUPTI) records it:
+    kbench's kernels and no copy between host and device."""
+    profiler = pytest.importorskip("torch.profiler", reason="PyTorch has no profiler")
+    image = on_gpu(smooth_image(rng, 256, 320, 3))
+    gray = on_gpu(smooth_image(rng, 256, 320))
+    out = torch.empty_like(image)
+    lbp_out = kbench.lbp(gray)
+    torch.cuda.synchronize()
+    with profiler.profile(activities=[profiler.ProfilerActivity.CUDA]) as profile:
+        kbench.conv(image, "gaussian", out=out)
+        kbench.lbp(gray, out=lbp_out)
+        kbench.conv(image, "sharpen")
+        torch.cuda.synchronize()
+    names = [event.name for event in profile.events()]
+    if not names:
+        pytest.skip("the profiler recorded no CUDA activity (no CUPTI)")
+    assert any("conv" in name.lower() for name in names), names
+    assert any("lbp" in name.lower() for name in names), names
+    transfers = [n for n in names if "memcpy" in n.lower() and ("htod" in n.lower() or
+                                                                  "dtoh" in n.lower())]
+    assert not transfers, transfers
