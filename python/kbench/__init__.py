@@ -106,10 +106,9 @@ def _choice(
     needs_gpu = backend == "cuda" or layer == "native_cuda"
     what = f"backend {backend}" if backend == "cuda" else f"layer {layer}"
     if variant is not None:
-        known = [v for v in _all_variants() if v["algorithm"] in algorithms]
-        found = [v for v in known if v["name"] == variant]
+        found = [v for v in _variants_named().get(variant, ()) if v["algorithm"] in algorithms]
         if not found:
-            names = ", ".join(v["name"] for v in known)
+            names = ", ".join(v["name"] for v in _all_variants() if v["algorithm"] in algorithms)
             raise ValueError(
                 f"variant: no {' or '.join(algorithms)} variant named '{variant}' in this build "
                 f"(known: {names})"
@@ -137,6 +136,15 @@ def _all_variants_cached() -> tuple:
 
 def _all_variants() -> list[dict]:
     return [dict(v) for v in _all_variants_cached()]
+
+
+@functools.lru_cache(maxsize=None)
+def _variants_named() -> dict:
+    """The registered variants by name (a name may serve several algorithms), made once."""
+    table: dict = {}
+    for v in _all_variants_cached():
+        table.setdefault(v["name"], []).append(v)
+    return table
 
 
 # --- Information -------------------------------------------------------------------------------
