@@ -13,7 +13,6 @@
 // that batch figures are set against; and, per size, the rates at which a frame moves to the
 // device from the caller's pageable memory, from page-locked memory and through a Context's
 // page-locked staging (the path of a call on host views), and back without and with staging.
-// First of all, the wall time of a call on a 16×16 image's host views (time_small_host_calls).
 //
 //   api-overhead [--reps N] [WxH ...]    (variant: each algorithm's preferred one here)
 #include <algorithm>
@@ -21,7 +20,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "kbench/harness.hpp"
@@ -33,13 +31,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double percentile(std::vector<double> values, double fraction) {
-  std::sort(values.begin(), values.end());
-  return values[std::size_t(fraction * double(values.size() - 1))];
-}
-
 double median(std::vector<double> values) {
-  return percentile(std::move(values), 0.5);
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
 }
 
 template <class Run, class Call>
@@ -225,44 +219,6 @@ void time_device_calls(kbench::Context& context, const std::string& size_name,
       });
 }
 
-// The wall time of one call on a small image's host views through the sequential layer (a call
-// whose own time is small and steady), the call the Python binding's own cost is measured against
-// (perf/python_overhead.py makes the same calls): the median and the 10th percentile (the call
-// with the least interference from the rest of the machine) over `calls` calls, each timed alone.
-void time_small_host_calls(kbench::Context& context, int calls) {
-  const kbench::ImageU8 rgb = kbench::synthetic_image(16, 16, 3, 1);
-  const kbench::ImageU8 gray = kbench::to_gray(rgb);
-  kbench::ImageU8 conv_out(16, 16, 3), codes(16, 16, 1);
-  std::vector<std::uint32_t> histogram(256);
-  const kbench::Mask mask = kbench::builtin_mask("gaussian");
-  const kbench::Choice sequential{"", "", "sequential"};
-  const auto time_calls = [&](const char* algorithm, const auto& call) {
-    std::vector<double> us;
-    call();
-    for (int c = 0; c < calls; ++c) {
-      const Clock::time_point start = Clock::now();
-      call();
-      us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
-    }
-    std::printf(
-        "{\"algorithm\": \"%s\", \"path\": \"host views, small\", \"size\": \"16x16\", "
-        "\"variant\": \"%s\", \"calls\": %d, \"call_median_us\": %.3f, \"call_p10_us\": %.3f, "
-        "\"host\": \"%s\", "
-        "\"commit\": \"%s\"}\n",
-        algorithm, context.last_call().variant.c_str(), calls, median(us), percentile(us, 0.1),
-        kbench::cpu_name().c_str(), kbench::build_commit());
-  };
-  time_calls("conv", [&] {
-    kbench::conv(context, kbench::image_view(rgb), kbench::image_view(conv_out), mask, {},
-                 sequential);
-  });
-  time_calls("lbp", [&] {
-    kbench::lbp(context, kbench::image_view(gray), kbench::image_view(codes), histogram.data(), {},
-                sequential);
-  });
-  std::fflush(stdout);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -280,7 +236,6 @@ int main(int argc, char** argv) {
     }
     if (sizes.empty()) sizes = {"1080p"};
     kbench::Context context;
-    time_small_host_calls(context, 2000);
     if (kbench::gpu_available()) time_device_copy(reps);
     for (const std::string& size_name : sizes) {
       const kbench::ImageSize size = kbench::parse_image_size(size_name);

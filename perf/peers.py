@@ -6,8 +6,8 @@ variants.
     perf/peers.py --algo cemd --size 4Mi --json results.jsonl [--bin build/cuda/bin]
 
 Where kbench's Python package imports, its calls run in this process on the same arrays (layer
-"python": on the NumPy arrays, and as resident PyTorch CUDA tensors where there is a GPU; with the
-binding's own time per call, binding_us).
+"python": on the NumPy arrays, and as resident PyTorch CUDA tensors where there is a GPU, also
+into reused results; perf/python_overhead.py measures the binding's own cost).
 
 conv: the 3x3 gaussian on an RGB u8 image with a replicated border — OpenCV `filter2D` and
 `GaussianBlur` on the host's threads, and PyTorch `conv2d` on the GPU (u8 in, u8 out, rounded;
@@ -406,9 +406,8 @@ def kbench_python_records(algorithm, case, description, arrays, call, data_bytes
     """kbench's Python call in this process on the peers' arrays, as layer "python" rows: on the
     NumPy arrays (the whole call, copies included where a GPU variant runs), and where PyTorch
     has a CUDA device on the same arrays as resident CUDA tensors (GPU time per call, no copy),
-    also into a reused result where `call_into(*arrays, out)` takes one. The first row's
-    binding_us is the call's wall time less the C++ call's own (last_run); the tensor rows'
-    host_us is the calling thread's time per call."""
+    also into a reused result where `call_into(*arrays, out)` takes one; the tensor rows' host_us
+    is the calling thread's time per call. (The binding's own cost: perf/python_overhead.py.)"""
     try:
         import kbench
     except Exception as error:
@@ -417,21 +416,17 @@ def kbench_python_records(algorithm, case, description, arrays, call, data_bytes
     version = "kbench " + kbench.devices()["commit"]
     call(*arrays)
     run = kbench.last_run()
-    walls, inside = [], []
+    walls = []
     for _ in range(args.reps):
         t = time.perf_counter()
         call(*arrays)
         walls.append(time.perf_counter() - t)
-        inside.append(kbench.last_run()["total_ms"] / 1e3)
-    binding = float(np.median(np.array(walls) - np.array(inside)))
     walls.sort()
     timing = walls[len(walls) // 2], walls[0], walls[-1], len(walls)
-    record = peer_record(algorithm, "kbench-python", run["backend"], case,
-                         f"{description}; variant {run['variant']}", timing, None, data_bytes,
-                         operations, unit, machine_threads(), version,
-                         kbench.devices()["gpu"] or cpu_name(), None, layer="python")
-    record["binding_us"] = binding * 1e6
-    records = [record]
+    records = [peer_record(algorithm, "kbench-python", run["backend"], case,
+                           f"{description}; variant {run['variant']}", timing, None, data_bytes,
+                           operations, unit, machine_threads(), version,
+                           kbench.devices()["gpu"] or cpu_name(), None, layer="python")]
     try:
         import torch
     except Exception:

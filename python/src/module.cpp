@@ -17,6 +17,7 @@
 #include <kbench/registry.hpp>
 #include <kbench/system_info.hpp>
 
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <cstring>
@@ -490,6 +491,20 @@ nb::object numpy_of(std::vector<T> values, std::initializer_list<std::size_t> sh
 
 // --- Calls --------------------------------------------------------------------------------------
 
+// The wall time of this thread's last library call, the C++ call alone: the rest of a Python
+// call's time is the binding's (perf/python_overhead.py).
+thread_local double library_call_us = 0;
+
+// Runs `call` (one kbench:: call) with the GIL released, timing it.
+template <class Call>
+void without_gil(const Call& call) {
+  nb::gil_scoped_release release;
+  const auto start = std::chrono::steady_clock::now();
+  call();
+  library_call_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+}
+
 kbench::Choice choice_of(const std::string& variant, const std::string& backend,
                          const std::string& layer) {
   return {variant, backend, layer};
@@ -558,10 +573,7 @@ nb::object conv(nb::handle image, nb::handle mask, const std::string& border, nb
   const auto from = image_view<kbench::ConstImageView>(in, form, &copy);
   const auto to = image_view<kbench::ImageView>(result, form, nullptr);
   const kbench::Choice choice = choice_of(variant, backend, layer);
-  {
-    nb::gil_scoped_release release;
-    kbench::conv(context(), from, to, weights, options, choice);
-  }
+  without_gil([&] { kbench::conv(context(), from, to, weights, options, choice); });
   return result.source;
 }
 
@@ -616,10 +628,7 @@ nb::tuple lbp(nb::handle image, const std::string& mapping, const std::string& b
   const auto to = image_view<kbench::ImageView>(codes, batch ? Form::nhw : Form::hw, nullptr);
   auto* counts = static_cast<std::uint32_t*>(histogram.array.data());
   const kbench::Choice choice = choice_of(variant, backend, layer);
-  {
-    nb::gil_scoped_release release;
-    kbench::lbp(context(), from, to, counts, options, choice);
-  }
+  without_gil([&] { kbench::lbp(context(), from, to, counts, options, choice); });
   return nb::make_tuple(codes.source, histogram.source);
 }
 
@@ -662,10 +671,7 @@ nb::object sad_map(nb::handle target, nb::handle query, const std::string& varia
   const kbench::SadMapView view{data, int(map.dim(1)), int(map.dim(0)), pitch, map.place()};
   const kbench::SadMapOptions options{stream_of(pair.target)};
   const kbench::Choice choice = choice_of(variant, backend, layer);
-  {
-    nb::gil_scoped_release release;
-    kbench::sad_map(context(), t, q, handed("map", view), options, choice);
-  }
+  without_gil([&] { kbench::sad_map(context(), t, q, handed("map", view), options, choice); });
   return map.source;
 }
 
@@ -693,10 +699,7 @@ nb::object match(nb::handle target, nb::handle query, int top, int separation,
   }
   const kbench::Choice choice = choice_of(variant, backend, layer);
   std::vector<kbench::SadMatch> found;
-  {
-    nb::gil_scoped_release release;
-    found = kbench::match(context(), t, q, options, choice);
-  }
+  without_gil([&] { found = kbench::match(context(), t, q, options, choice); });
   std::vector<std::int32_t> rows;
   for (const kbench::SadMatch& m : found) rows.insert(rows.end(), {m.row, m.col, m.score});
   return numpy_of(std::move(rows), {found.size(), 3});
@@ -728,10 +731,7 @@ nb::tuple cemd_match(nb::handle queries, nb::handle database, const std::string&
   options.stream = stream_of(pair.queries);
   const kbench::Choice choice = choice_of(variant, backend, layer);
   std::vector<kbench::CemdMatch> found;
-  {
-    nb::gil_scoped_release release;
-    found = kbench::cemd_match(context(), pair.q, pair.d, options, choice);
-  }
+  without_gil([&] { found = kbench::cemd_match(context(), pair.q, pair.d, options, choice); });
   std::vector<std::int32_t> index, second_index;
   std::vector<float> best, second;
   std::vector<std::uint8_t> accepted;
@@ -761,10 +761,9 @@ nb::object cemd_all_pairs(nb::handle queries, nb::handle database, const std::st
   const auto [data, pitch] = rows_of<float>(matrix);
   const kbench::DistanceMatrixView view{data, pair.q.rows, pair.d.rows, pitch, matrix.place()};
   const kbench::Choice choice = choice_of(variant, backend, layer);
-  {
-    nb::gil_scoped_release release;
+  without_gil([&] {
     kbench::cemd_all_pairs(context(), pair.q, pair.d, handed("matrix", view), options, choice);
-  }
+  });
   return matrix.source;
 }
 
@@ -867,6 +866,7 @@ NB_MODULE(_kbench, m) {
     for (const auto& [name, address] : handed_views) views[name.c_str()] = address;
     return views;
   });
+  m.def("library_call_us", [] { return library_call_us; });
   m.def("builtin_mask", &builtin_mask, "name"_a);
   m.def("builtin_mask_names", &kbench::builtin_mask_names);
   m.def("algorithm_names", &kbench::algorithm_names);
