@@ -19,8 +19,8 @@ rows, a crop of columns) are read in place, their row stride used as the image's
 other layout (a step along a row, reversed axes, channels not adjacent) is copied once into a
 packed array before the call.
 
-CUDA arrays (PyTorch tensors and CuPy arrays on a CUDA device, through DLPack) are used in place
-on the GPU: the call is queued on the array library's current stream, and the result is a new
+CUDA arrays (PyTorch tensors, read through PyTorch's C DLPack exporter, and CuPy arrays on a
+CUDA device, through DLPack) are used in place on the GPU: the call is queued on the array library's current stream, and the result is a new
 array of the same library on the same device (``out``, when given, must be one too). A CUDA array
 that is not C-contiguous is made contiguous first (one copy on the device). :func:`match` and
 :func:`cemd_match` return NumPy arrays: they wait for their stream and bring back positions and
