@@ -19,10 +19,13 @@ rows, a crop of columns) are read in place, their row stride used as the image's
 other layout (a step along a row, reversed axes, channels not adjacent) is copied once into a
 packed array before the call.
 
-CUDA arrays (PyTorch tensors, read through PyTorch's C DLPack exporter, and CuPy arrays on a
-CUDA device, through DLPack) are used in place on the GPU: the call is queued on the array library's current stream, and the result is a new
-array of the same library on the same device (``out``, when given, must be one too). A CUDA array
-that is not C-contiguous is made contiguous first (one copy on the device). :func:`match` and
+CUDA arrays are used in place on the GPU: PyTorch tensors (read through PyTorch's C DLPack
+exporter), CuPy arrays, and other arrays through DLPack or ``__cuda_array_interface__``. The call
+is queued on the array library's current stream (for an array known only by its interface, on
+the stream the interface names, else CUDA's legacy default stream), and the result is a new array
+of the same library on the same device; for arrays of other libraries pass ``out``, which must
+live where the input does. A CUDA array whose pixels are not packed along its rows is made
+contiguous first (one copy on the device, PyTorch and CuPy only). :func:`match` and
 :func:`cemd_match` return NumPy arrays: they wait for their stream and bring back positions and
 matches. On CUDA arrays ``match`` runs full search, and images are gray (one channel). The
 calls run on the context's device, CUDA device 0.

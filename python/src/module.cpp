@@ -9,6 +9,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -21,6 +22,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -162,6 +164,8 @@ struct Argument {
   nb::object source;  // the caller's object, or the copy made of it
   Library library = Library::other;
   const char* name = "";
+  // The stream the data is ready on, where `__cuda_array_interface__` names one (a cudaStream_t).
+  std::uintptr_t interface_stream = 0;
 
   std::int64_t dim(std::size_t axis) const { return std::int64_t(array.shape(axis)); }
   std::vector<std::int64_t> shape() const {
@@ -204,7 +208,52 @@ struct Argument {
   }
 };
 
-// `value` read as an array without a copy. PyTorch tensors go through their C exporter; lists and
+// An array on a CUDA device that offers `__cuda_array_interface__` and not DLPack (Numba's, for
+// one), read from the interface's dictionary (version 2 or later).
+template <class Array>
+void read_cuda_interface(nb::handle value, Argument<Array>& argument) {
+  const char* name = argument.name;
+  const nb::dict interface = nb::cast<nb::dict>(value.attr("__cuda_array_interface__"));
+  const auto [address, read_only] = nb::cast<std::pair<std::uintptr_t, bool>>(interface["data"]);
+  if (std::is_same_v<Array, OutArray> && read_only) value_error(name, "the array is read-only");
+  const std::string type = nb::cast<std::string>(interface["typestr"]);
+  const std::map<char, nb::dlpack::dtype_code> codes{{'u', nb::dlpack::dtype_code::UInt},
+                                                     {'i', nb::dlpack::dtype_code::Int},
+                                                     {'f', nb::dlpack::dtype_code::Float},
+                                                     {'b', nb::dlpack::dtype_code::Bool}};
+  const auto code = type.size() >= 3 ? codes.find(type[1]) : codes.end();
+  if (code == codes.end() || type[0] == '>') {
+    type_error(name, "__cuda_array_interface__ type '" + type + "' is not one kbench reads");
+  }
+  const int bytes = std::stoi(type.substr(2));
+  const nb::dlpack::dtype dtype{std::uint8_t(code->second), std::uint8_t(8 * bytes), 1};
+  const auto shape = nb::cast<std::vector<std::size_t>>(interface["shape"]);
+  std::vector<std::int64_t> strides;
+  if (interface.contains("strides") && !interface["strides"].is_none()) {
+    for (const std::int64_t stride : nb::cast<std::vector<std::int64_t>>(interface["strides"])) {
+      if (stride % bytes != 0) value_error(name, "strides that are not whole elements");
+      strides.push_back(stride / bytes);
+    }
+  }
+  if (interface.contains("stream") && !interface["stream"].is_none()) {
+    argument.interface_stream = nb::cast<std::uintptr_t>(interface["stream"]);
+  }
+  std::size_t elements = 1;
+  for (const std::size_t n : shape) elements *= n;
+  const int device = elements ? kbench::device_of(reinterpret_cast<void*>(address)) : 0;
+  if (device < 0) {
+    type_error(name,
+               "__cuda_array_interface__ points at memory on no CUDA device kbench can "
+               "reach" +
+                   std::string(kbench::built_with_cuda() ? "" : " (a build without CUDA)"));
+  }
+  argument.array =
+      Array(reinterpret_cast<void*>(address), shape.size(), shape.data(), value,
+            strides.empty() ? nullptr : strides.data(), dtype, nb::device::cuda::value, device);
+}
+
+// `value` read as an array without a copy. PyTorch tensors go through their C exporter, arrays
+// with neither DLPack nor the buffer protocol through `__cuda_array_interface__`, and lists and
 // other objects NumPy can read through numpy.asarray.
 template <class Array>
 Argument<Array> read_array(nb::handle value, const char* name) {
@@ -232,6 +281,10 @@ Argument<Array> read_array(nb::handle value, const char* name) {
   }
   if (argument.library != Library::other) {
     type_error(name, "this " + class_name(value) + " cannot be read through DLPack");
+  }
+  if (nb::hasattr(value, "__cuda_array_interface__")) {
+    read_cuda_interface(value, argument);
+    return argument;
   }
   nb::object converted;
   try {
@@ -264,7 +317,8 @@ Argument<OutArray> new_array_like(const Argument<Like>& like, const char* name,
     default:
       if (like.on_device()) {
         type_error(like.name, "a CUDA array kbench cannot make results like (" +
-                                  class_name(like.source) + "); use PyTorch or CuPy");
+                                  class_name(like.source) +
+                                  "); pass out=, or use PyTorch or CuPy arrays");
       }
       made = py.numpy_empty(dims, py.numpy_dtype[int(element)]);
   }
@@ -290,11 +344,16 @@ Argument<OutArray> output_like(nb::handle out, const char* name, const Argument<
                                const std::vector<std::int64_t>& shape, Element element) {
   if (out.is_none()) return new_array_like(like, name, shape, element);
   const Library library = library_of(out);
-  if (library != like.library || library == Library::other) {
+  // An array of no library kbench knows may hold results only where the input is CUDA memory.
+  if (library != like.library || (library == Library::other && !like.on_device())) {
     type_error(name, std::string(library_text(like.library, like.on_device())) +
                          " like the input, not " + class_name(out));
   }
   Argument<OutArray> result = read_array<OutArray>(out, name);
+  if (result.on_device() != like.on_device()) {
+    type_error(name,
+               "an array in the input's memory (host or CUDA device), not " + class_name(out));
+  }
   result.require_dtype({element});
   if (result.shape() != shape) {
     value_error(name,
@@ -316,7 +375,7 @@ kbench::Stream stream_of(const Argument<Array>& argument) {
   } else if (argument.library == Library::cupy) {
     handle = py.cupy_stream().attr("ptr");
   } else {
-    return {};
+    return {reinterpret_cast<void*>(argument.interface_stream), false};
   }
   return {reinterpret_cast<void*>(nb::cast<std::uintptr_t>(handle)), false};
 }

@@ -165,3 +165,22 @@ def test_real_photo():
     assert np.abs(blurred.astype(int) - expected).max() <= 1
     query = photo[40:72, 50:90]
     assert kbench.match(photo, query).tolist() == [(40, 50, 0)]
+
+
+class InterfaceOnly:
+    """An object that offers an array only through `__cuda_array_interface__`."""
+
+    def __init__(self, array, typestr="|u1"):
+        self.array = array
+        self.__cuda_array_interface__ = {"shape": array.shape, "typestr": typestr,
+                                         "data": (array.ctypes.data, False), "strides": None,
+                                         "version": 3}
+
+
+def test_cuda_array_interface_outside_cuda_memory():
+    image = np.zeros((8, 8), np.uint8)
+    with pytest.raises(TypeError, match="image: __cuda_array_interface__ points at memory on no "
+                                        "CUDA device"):
+        kbench.conv(InterfaceOnly(image))
+    with pytest.raises(TypeError, match="image: __cuda_array_interface__ type '<c8'"):
+        kbench.conv(InterfaceOnly(image, "<c8"))

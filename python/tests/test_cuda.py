@@ -157,3 +157,29 @@ def test_no_host_transfer_in_calls_on_tensors(rng):
                                                                   "dtoh" in n.lower())]
     assert not transfers, transfers
 
+
+
+class InterfaceOnly:
+    """A CUDA array offered only through `__cuda_array_interface__`, as Numba's are."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+        self.__cuda_array_interface__ = tensor.__cuda_array_interface__
+
+
+def test_arrays_with_only_the_cuda_array_interface(rng):
+    image = smooth_image(rng, 64, 96, 3)
+    tensor, out = on_gpu(image), torch.zeros(image.shape, dtype=torch.uint8, device="cuda")
+    given = InterfaceOnly(out)
+    assert kbench.conv(InterfaceOnly(tensor), "gaussian", out=given) is given
+    assert handed("image") == tensor.data_ptr() and handed("out") == out.data_ptr()
+    torch.cuda.synchronize()
+    assert np.array_equal(out.cpu().numpy(), kbench.conv(image, "gaussian"))
+    target = smooth_image(rng, 90, 120)
+    query = target[30:50, 40:70].copy()
+    found = kbench.match(InterfaceOnly(on_gpu(target)), InterfaceOnly(on_gpu(query)))
+    assert (found["row"][0], found["col"][0], found["score"][0]) == (30, 40, 0)
+    with pytest.raises(TypeError, match="pass out="):
+        kbench.conv(InterfaceOnly(tensor))
+    with pytest.raises(TypeError, match="out: a CUDA array like the input"):
+        kbench.conv(InterfaceOnly(tensor), out=np.zeros(image.shape, np.uint8))
