@@ -334,7 +334,7 @@ const char* library_text(Library library, bool on_device) {
     case Library::cupy:
       return "a cupy CUDA array";
     default:
-      return "an array";
+      return on_device ? "a CUDA array" : "an array";
   }
 }
 
