@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Builds Kokkos 3.4.01 from Debian's trilinos source package into a cache prefix.
 #
-#   scripts/build_kokkos.sh host|cuda PREFIX [CUDA_ARCH]
+#   scripts/build_kokkos.sh host|cuda PREFIX [CUDA_ARCH [HOST_ARCH]]
 #
+# HOST_ARCH, a -march value (native, x86-64-v4, ...), compiles Kokkos for that host ISA; without
+# it, for the compiler's baseline.
 # The source comes through apt by package name, from deb-src entries derived at run time from
 # this machine's own apt sources; the orig tarball's SHA-256 is checked; only packages/kokkos is
 # extracted; the project's patches (cmake/kokkos-patches/) are applied. A prefix that already
 # holds a build with the same options and patches is reused.
 set -euo pipefail
 
-config=${1:?usage: build_kokkos.sh host|cuda PREFIX [CUDA_ARCH]}
-prefix=${2:?usage: build_kokkos.sh host|cuda PREFIX [CUDA_ARCH]}
+config=${1:?usage: build_kokkos.sh host|cuda PREFIX [CUDA_ARCH [HOST_ARCH]]}
+prefix=${2:?usage: build_kokkos.sh host|cuda PREFIX [CUDA_ARCH [HOST_ARCH]]}
 cuda_arch=${3:-90}
+host_arch=${4:-}
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 patch_dir="$repo/cmake/kokkos-patches"
@@ -44,6 +47,10 @@ case "$config" in
     ;;
   *) die "unknown configuration '$config' (host or cuda)" ;;
 esac
+if [[ -n $host_arch ]]; then
+  [[ $host_arch =~ ^[A-Za-z0-9._-]+$ ]] || die "host architecture '$host_arch' is not a -march value"
+  options+=("-DCMAKE_CXX_FLAGS=${CXXFLAGS:-} -march=$host_arch")
+fi
 
 stamp="$prefix/.kbench-stamp"
 stamp_text="$src_version ${options[*]} $(cat "$patch_dir"/*.patch | sha256sum | cut -d' ' -f1)"

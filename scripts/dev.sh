@@ -7,7 +7,7 @@
 #                                tests (python/tests)
 #   scripts/dev.sh run [ARGS]    build the best configuration this machine has (cuda with a GPU,
 #                                else host) and run compare (default: --algo conv --size 1080p)
-#   scripts/dev.sh build PRESET  install what is missing and build one configuration (host, cuda,
+#   scripts/dev.sh build PRESET  install what is missing and build one configuration (host, host-native, cuda,
 #                                asan, fuzz)
 #   scripts/dev.sh sanitize      build the asan configuration (AddressSanitizer + UBSan) and run
 #                                the tests in it
