@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <limits>
 
+#include "host_kernels/lbp.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/lbp.hpp"
 #include "kbench/system_info.hpp"
-#include "sequential/lbp_host.hpp"
 
 namespace kbench {
 

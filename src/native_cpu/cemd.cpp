@@ -8,9 +8,9 @@
 //   query of the tile passes over them; each query's nearest two are kept as it goes (no matrix
 //   unless all_pairs). Every value is an exact integer below 2^24, so the results equal
 //   CPU-FINAL's bit for bit.
+#include "host_kernels/cemd.hpp"
 #include "kbench/cpu_features.hpp"
 #include "kbench/cpu_simd.hpp"
-#include "sequential/cemd_host.hpp"
 
 namespace kbench {
 namespace {

@@ -3,9 +3,9 @@
 // chosen at run time.
 #include <omp.h>
 
+#include "host_kernels/conv.hpp"
 #include "kbench/conv_rows.hpp"
 #include "kbench/cpu_features.hpp"
-#include "sequential/conv_host.hpp"
 
 namespace kbench {
 namespace {

@@ -6,9 +6,9 @@
 
 #include <vector>
 
+#include "host_kernels/lbp.hpp"
 #include "kbench/cpu_features.hpp"
 #include "kbench/lbp_rows.hpp"
-#include "sequential/lbp_host.hpp"
 
 namespace kbench {
 namespace {

@@ -11,9 +11,9 @@
 #include <algorithm>
 #include <atomic>
 
+#include "host_kernels/sad_pruned.hpp"
 #include "kbench/cpu_features.hpp"
 #include "kbench/cpu_simd.hpp"
-#include "sequential/sad_pruned_host.hpp"
 
 namespace kbench {
 namespace {

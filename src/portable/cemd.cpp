@@ -42,10 +42,10 @@
 #include <mutex>
 #include <type_traits>
 
+#include "host_kernels/cemd.hpp"
 #include "kbench/cemd.hpp"
 #include "kbench/cemd_prepared.hpp"
 #include "portable/kokkos_support.hpp"
-#include "sequential/cemd_host.hpp"
 
 // Named (not anonymous) namespace: CUDA extended lambdas may not live in internal-linkage
 // functions.
