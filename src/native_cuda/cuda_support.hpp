@@ -234,12 +234,4 @@ int resident_blocks(Kernel kernel, int threads, std::size_t shared_bytes, long l
   return int(work_blocks < resident ? (work_blocks > 1 ? work_blocks : 1) : resident);
 }
 
-// Why no CUDA device can be used ("" when one can: a driver and at least one visible device);
-// never throws.
-std::string unavailable_reason();
-// The current device's name.
-std::string device_name();
-// The current device's free and total memory in bytes.
-void memory_info(std::size_t* free_bytes, std::size_t* total_bytes);
-
 }  // namespace kbench::cuda
