@@ -8,7 +8,7 @@
 #include "conformance.hpp"
 #include "cpu_levels.hpp"
 #include "kbench/cpu_features.hpp"
-#include "kbench/cpu_simd.hpp"
+#include "kbench/detail/cpu_sad_bytes.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/random.hpp"

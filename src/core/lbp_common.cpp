@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "host_kernels/lbp.hpp"
+#include "kbench/detail/lbp_codes.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/lbp.hpp"

@@ -10,7 +10,7 @@
 //   CPU-FINAL's bit for bit.
 #include "host_kernels/cemd.hpp"
 #include "kbench/cpu_features.hpp"
-#include "kbench/cpu_simd.hpp"
+#include "kbench/detail/cpu_vectors.hpp"
 
 namespace kbench {
 namespace {
@@ -157,7 +157,7 @@ using GenericOps = simd::Generic;
 #endif
 
 // One entry per level and distance, its target attribute reaching the whole inlined tile
-// (cpu_simd.hpp); a level names its vector operations and its entry.
+// (detail/cpu_vectors.hpp); a level names its vector operations and its entry.
 struct GenericLevel {
   using Ops = GenericOps;
   template <DescriptorDistance kDistance>

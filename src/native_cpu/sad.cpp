@@ -13,7 +13,7 @@
 
 #include "host_kernels/sad.hpp"
 #include "kbench/cpu_features.hpp"
-#include "kbench/cpu_simd.hpp"
+#include "kbench/detail/cpu_sad_bytes.hpp"
 #include "kbench/error.hpp"
 
 namespace kbench {

@@ -21,7 +21,7 @@
 //   chunk's nearest two land in the same device top-2, so databases larger than the GPU work.
 //
 // The per-chunk arithmetic of cuda-final (and the split plan) are the prepared form of
-// kbench/cemd_prepared.hpp, shared with the portable kokkos-tiled:
+// kbench/detail/cemd_prepared.hpp, shared with the portable kokkos-tiled:
 // - normalised: the header's prefix form, with D(i) = F(i)·|g| − G(i)·|f| and (sum of the 4
 //   largest D) − (sum of the 4 smallest) = Σ_i |a_i − b_(3−i)| for the two sorted halves a, b of D;
 //   every value is an integer below 2^24, so float arithmetic is exact and the quotient and the
@@ -45,7 +45,7 @@
 #include <vector>
 
 #include "kbench/cemd.hpp"
-#include "kbench/cemd_prepared.hpp"
+#include "kbench/detail/cemd_prepared.hpp"
 #include "native_cuda/cuda_support.hpp"
 #include "registry_parts.hpp"
 

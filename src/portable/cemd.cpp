@@ -44,7 +44,7 @@
 
 #include "host_kernels/cemd.hpp"
 #include "kbench/cemd.hpp"
-#include "kbench/cemd_prepared.hpp"
+#include "kbench/detail/cemd_prepared.hpp"
 #include "portable/kokkos_support.hpp"
 
 // Named (not anonymous) namespace: CUDA extended lambdas may not live in internal-linkage
