@@ -9,6 +9,7 @@
 #include "cpu_levels.hpp"
 #include "kbench/cpu_features.hpp"
 #include "kbench/detail/cpu_sad_bytes.hpp"
+#include "kbench/detail/sad_words.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/random.hpp"

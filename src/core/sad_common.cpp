@@ -6,6 +6,7 @@
 #include <string>
 
 #include "host_kernels/sad.hpp"
+#include "kbench/detail/sad_words.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/random.hpp"
