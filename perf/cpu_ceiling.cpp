@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "kbench/cpu_features.hpp"
-#include "kbench/cpu_simd.hpp"
+#include "kbench/detail/cpu_sad_bytes.hpp"
 #include "kbench/system_info.hpp"
 
 namespace {

@@ -21,6 +21,7 @@
 #include "conformance.hpp"
 #include "cpu_levels.hpp"
 #include "kbench/cemd.hpp"
+#include "kbench/detail/cemd_prefix.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/random.hpp"

@@ -10,7 +10,7 @@
 #include "conformance.hpp"
 #include "kbench/conv.hpp"
 #include "kbench/cpu_features.hpp"
-#include "kbench/cpu_simd.hpp"
+#include "kbench/detail/cpu_vectors.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/random.hpp"
@@ -34,7 +34,7 @@ Mask random_mask(int n, std::uint64_t seed) {
   return mask;
 }
 
-// The variants of the SIMD band walk (kbench/conv_rows.hpp): the native ones, one per
+// The variants of the SIMD band walk (kbench/detail/conv_rows.hpp): the native ones, one per
 // x86 level, and the portable rows schedule.
 bool band_walk_variant(const Variant<Conv>& v) {
   return v.name.rfind("omp-simd-", 0) == 0 || v.name.rfind("kokkos-rows", 0) == 0;

@@ -6,7 +6,8 @@
 
 #include "conformance.hpp"
 #include "kbench/cpu_features.hpp"
-#include "kbench/cpu_simd.hpp"
+#include "kbench/detail/cpu_vectors.hpp"
+#include "kbench/detail/lbp_codes.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/lbp.hpp"

@@ -8,15 +8,9 @@
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/system_info.hpp"
+#include "native_cuda/devices.hpp"
 
 namespace kbench {
-
-#if defined(KBENCH_HAVE_CUDA)
-namespace cuda {
-int device_count();
-void set_device(int device);
-}  // namespace cuda
-#endif
 
 namespace {
 

@@ -1,6 +1,6 @@
 // The row helpers of each CPU level behind pointers (conv_rows::row_kernels), for band walks in
 // kernels that carry no target attribute.
-#include "kbench/conv_rows.hpp"
+#include "kbench/detail/conv_rows.hpp"
 
 #include "kbench/cpu_features.hpp"
 

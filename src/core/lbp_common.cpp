@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <limits>
 
+#include "host_kernels/lbp.hpp"
+#include "kbench/detail/lbp_codes.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/lbp.hpp"
 #include "kbench/system_info.hpp"
-#include "sequential/lbp_host.hpp"
 
 namespace kbench {
 

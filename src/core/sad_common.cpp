@@ -5,12 +5,13 @@
 #include <functional>
 #include <string>
 
+#include "host_kernels/sad.hpp"
+#include "kbench/detail/sad_words.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/random.hpp"
 #include "kbench/sad.hpp"
 #include "kbench/system_info.hpp"
-#include "sequential/sad_host.hpp"
 
 namespace kbench {
 namespace {

@@ -6,10 +6,10 @@
 #include <numeric>
 #include <string>
 
+#include "host_kernels/sad.hpp"
 #include "kbench/error.hpp"
 #include "kbench/random.hpp"
 #include "kbench/sad_pruned.hpp"
-#include "sequential/sad_host.hpp"
 
 namespace kbench {
 

@@ -7,15 +7,9 @@
 #include <omp.h>
 #endif
 
-namespace kbench {
+#include "native_cuda/devices.hpp"
 
-#if defined(KBENCH_HAVE_CUDA)
-namespace cuda {
-std::string unavailable_reason();
-std::string device_name();
-void memory_info(std::size_t* free_bytes, std::size_t* total_bytes);
-}  // namespace cuda
-#endif
+namespace kbench {
 
 std::string cpu_name() {
   std::ifstream cpuinfo("/proc/cpuinfo");

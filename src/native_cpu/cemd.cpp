@@ -1,6 +1,6 @@
 // Native CPU cemd.
 // - omp: CPU-FINAL's per-pair distance, OpenMP over queries.
-// - omp-simd-<level>: the prefix form (cemd.hpp) on float vectors of the CPU level
+// - omp-simd-<level>: the prefix form (detail/cemd_prefix.hpp) on float vectors of the CPU level
 //   (4 lanes at the baseline, 8 with AVX2, 16 with AVX-512), each lane a database row. Each
 //   descriptor's cells become running sums once per run; the database is stored in blocks of
 //   one vector's rows, value-major, so one pass over a block computes a vector of distances.
@@ -8,9 +8,10 @@
 //   query of the tile passes over them; each query's nearest two are kept as it goes (no matrix
 //   unless all_pairs). Every value is an exact integer below 2^24, so the results equal
 //   CPU-FINAL's bit for bit.
+#include "host_kernels/cemd.hpp"
 #include "kbench/cpu_features.hpp"
-#include "kbench/cpu_simd.hpp"
-#include "sequential/cemd_host.hpp"
+#include "kbench/detail/cemd_prefix.hpp"
+#include "kbench/detail/cpu_vectors.hpp"
 
 namespace kbench {
 namespace {
@@ -142,7 +143,7 @@ template <class Ops, DescriptorDistance kDistance>
 
 #if defined(__CUDACC__)
 // nvcc compiles this file in the CUDA build, and its device pass refuses vector types in the
-// host-device helpers of cemd.hpp: the generic level there holds one float per lane.
+// host-device helpers of detail/cemd_prefix.hpp: the generic level there holds one float per lane.
 struct ScalarOps {
   static constexpr int kLanes = 1;
   using Floats = float;
@@ -157,7 +158,7 @@ using GenericOps = simd::Generic;
 #endif
 
 // One entry per level and distance, its target attribute reaching the whole inlined tile
-// (cpu_simd.hpp); a level names its vector operations and its entry.
+// (detail/cpu_vectors.hpp); a level names its vector operations and its entry.
 struct GenericLevel {
   using Ops = GenericOps;
   template <DescriptorDistance kDistance>

@@ -1,11 +1,11 @@
 // Native CPU conv: the report's OpenMP variants (collapse(2), static schedule, unrolled bodies,
-// omp simd over a row), and the SIMD variants, one per x86 level (kbench/cpu_simd.hpp),
+// omp simd over a row), and the SIMD variants, one per x86 level (kbench/detail/cpu_vectors.hpp),
 // chosen at run time.
 #include <omp.h>
 
-#include "kbench/conv_rows.hpp"
+#include "host_kernels/conv.hpp"
 #include "kbench/cpu_features.hpp"
-#include "sequential/conv_host.hpp"
+#include "kbench/detail/conv_rows.hpp"
 
 namespace kbench {
 namespace {
@@ -104,7 +104,8 @@ void convolve_band_any(const BandJob& job, int y0, int y1) {
   }
 }
 
-// One entry per level, its target attribute reaching the whole inlined walk (cpu_simd.hpp).
+// One entry per level, its target attribute reaching the whole inlined walk
+// (detail/cpu_vectors.hpp).
 [[gnu::flatten]] void convolve_band_generic(const BandJob& job, int y0, int y1) {
   convolve_band_any<simd::Generic>(job, y0, y1);
 }

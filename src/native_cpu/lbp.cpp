@@ -1,14 +1,14 @@
 // Native CPU lbp: OpenMP over rows, and over pixels with collapse(2); each thread counts into its
 // own copy of the histogram through an array-section reduction, merged once at the end. The SIMD
-// SIMD variants (one per x86 level, kbench/cpu_simd.hpp, chosen at run time) code a row's
+// variants (one per x86 level, kbench/detail/cpu_vectors.hpp, chosen at run time) code a row's
 // inside pixels a vector at a time and count plain codes into per-thread sub-histograms.
 #include <omp.h>
 
 #include <vector>
 
+#include "host_kernels/lbp.hpp"
 #include "kbench/cpu_features.hpp"
-#include "kbench/lbp_rows.hpp"
-#include "sequential/lbp_host.hpp"
+#include "kbench/detail/lbp_rows.hpp"
 
 namespace kbench {
 namespace {
@@ -88,7 +88,8 @@ void code_band(const BandJob& job, int y0, int y1, lbp_rows::CodeCounts& counts)
   }
 }
 
-// One entry per level, its target attribute reaching the whole inlined band (cpu_simd.hpp).
+// One entry per level, its target attribute reaching the whole inlined band
+// (detail/cpu_vectors.hpp).
 [[gnu::flatten]] void code_band_generic(const BandJob& job, int y0, int y1,
                                         lbp_rows::CodeCounts& counts) {
   code_band<simd::Generic>(job, y0, y1, counts);

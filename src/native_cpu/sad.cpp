@@ -11,10 +11,10 @@
 #include <cstdlib>
 #include <memory>
 
+#include "host_kernels/sad.hpp"
 #include "kbench/cpu_features.hpp"
-#include "kbench/cpu_simd.hpp"
+#include "kbench/detail/cpu_sad_bytes.hpp"
 #include "kbench/error.hpp"
-#include "sequential/sad_host.hpp"
 
 namespace kbench {
 namespace {

@@ -11,9 +11,9 @@
 #include <algorithm>
 #include <atomic>
 
+#include "host_kernels/sad_pruned.hpp"
 #include "kbench/cpu_features.hpp"
-#include "kbench/cpu_simd.hpp"
-#include "sequential/sad_pruned_host.hpp"
+#include "kbench/detail/cpu_sad_bytes.hpp"
 
 namespace kbench {
 namespace {
@@ -43,7 +43,7 @@ std::uint32_t strip_sad(const Problem& p, int i, int j, int k) {
 }
 
 // One entry per level for each inner loop, its target attribute reaching the whole inlined loop
-// (cpu_simd.hpp).
+// (detail/cpu_sad_bytes.hpp).
 struct GenericLevel {
   static constexpr CpuLevel level = CpuLevel::generic;
   [[gnu::flatten]] static std::uint64_t bounds(const Problem& p, int i, std::uint32_t* out) {

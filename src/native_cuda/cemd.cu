@@ -21,11 +21,11 @@
 //   chunk's nearest two land in the same device top-2, so databases larger than the GPU work.
 //
 // The per-chunk arithmetic of cuda-final (and the split plan) are the prepared form of
-// kbench/cemd_prepared.hpp, shared with the portable kokkos-tiled:
-// - normalised: the header's prefix form, with D(i) = F(i)·|g| − G(i)·|f| and (sum of the 4
-//   largest D) − (sum of the 4 smallest) = Σ_i |a_i − b_(3−i)| for the two sorted halves a, b of D;
-//   every value is an integer below 2^24, so float arithmetic is exact and the quotient and the
-//   cell-order float sum are those of cemd_cell_quotient().
+// kbench/detail/cemd_prepared.hpp, shared with the portable kokkos-tiled:
+// - normalised: the prefix form (detail/cemd_prefix.hpp), with D(i) = F(i)·|g| − G(i)·|f| and
+//   (sum of the 4 largest D) − (sum of the 4 smallest) = Σ_i |a_i − b_(3−i)| for the two sorted
+//   halves a, b of D; every value is an integer below 2^24, so float arithmetic is exact and the
+//   quotient and the cell-order float sum are those of cemd_cell_quotient().
 // - raw mode works on two cells at once in 16-bit lanes, 4 adds and 20 packed min/max (the
 //   Hopper 3-input and add-then-min forms) per cell pair.
 // - l2 is |a|² + |b|² − 2·a·b with 4-byte dot products.
@@ -45,7 +45,7 @@
 #include <vector>
 
 #include "kbench/cemd.hpp"
-#include "kbench/cemd_prepared.hpp"
+#include "kbench/detail/cemd_prepared.hpp"
 #include "native_cuda/cuda_support.hpp"
 #include "registry_parts.hpp"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kbench/conv.hpp"
-#include "kbench/conv_band.hpp"
+#include "kbench/detail/conv_band.hpp"
 #include "kbench/error.hpp"
 #include "kbench/grid.hpp"
 #include "native_cuda/cuda_support.hpp"
@@ -260,13 +260,13 @@ void launch_tiled(const ConvLaunch& p, cudaStream_t stream, const Taps& taps = {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Banded 3×3 u8 kernel, the arithmetic of kbench/conv_band.hpp: a thread owns 16 bytes of a row
-// and a band of rows; a warp, which is a block, covers 512 bytes of the row. Each input row is read
-// once per thread as one uint4; the words beside it come from the neighbour lanes by shuffle (lanes
-// 0 and 31 load them), so every input byte is fetched once per warp. Bands are as long as one wave
-// of resident warps allows (conv_band::band_rows): each warp streams its band with the next rows'
-// loads in flight and pays a first load's latency only once, where short-lived warps spent much of
-// their life waiting for it.
+// Banded 3×3 u8 kernel, the arithmetic of kbench/detail/conv_band.hpp: a thread owns 16 bytes of a
+// row and a band of rows; a warp, which is a block, covers 512 bytes of the row. Each input row is
+// read once per thread as one uint4; the words beside it come from the neighbour lanes by shuffle
+// (lanes 0 and 31 load them), so every input byte is fetched once per warp. Bands are as long as
+// one wave of resident warps allows (conv_band::band_rows): each warp streams its band with the
+// next rows' loads in flight and pays a first load's latency only once, where short-lived warps
+// spent much of their life waiting for it.
 //
 // Requires 16-byte aligned rows and pitches that are multiples of 16 (cuda::kRowAlignBytes): the
 // padding after a row lets every thread load and store whole uint4s at any width; padding bytes

@@ -1,5 +1,7 @@
 #include "native_cuda/cuda_support.hpp"
 
+#include "native_cuda/devices.hpp"
+
 namespace kbench::cuda {
 
 namespace {

@@ -52,29 +52,48 @@ __device__ __forceinline__ void wait_for_previous_kernel() {
 #endif
 }
 
-template <class T>
-class DeviceBuffer {
+// Where a CudaBuffer's memory comes from: the device's (cudaMalloc), or page-locked host memory
+// (cudaMallocHost), which copies can overlap with kernels.
+struct DeviceAllocation {
+  static constexpr const char* kWhat = "GPU memory";
+  static cudaError_t allocate(void** data, std::size_t bytes) { return cudaMalloc(data, bytes); }
+  static void release(void* data) { cudaFree(data); }
+};
+struct PinnedAllocation {
+  static constexpr const char* kWhat = "pinned host memory";
+  static cudaError_t allocate(void** data, std::size_t bytes) {
+    return cudaMallocHost(data, bytes);
+  }
+  static void release(void* data) { cudaFreeHost(data); }
+};
+
+// `count` values of T from Allocation, freed on destruction. Movable, not copyable; a failed
+// allocation throws OutOfMemory.
+template <class T, class Allocation>
+class CudaBuffer {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t count) : count_(count) {
-    const cudaError_t status = cudaMalloc(&data_, count * sizeof(T));
+  CudaBuffer() = default;
+  explicit CudaBuffer(std::size_t count) : count_(count) {
+    void* data = nullptr;
+    const cudaError_t status = Allocation::allocate(&data, count * sizeof(T));
     if (status != cudaSuccess) {
       cudaGetLastError();  // clear the sticky allocation error
-      throw OutOfMemory("cannot allocate " + std::to_string(count * sizeof(T)) +
-                        " bytes of GPU memory: " + cudaGetErrorString(status));
+      throw OutOfMemory("cannot allocate " + std::to_string(count * sizeof(T)) + " bytes of " +
+                        Allocation::kWhat + ": " + cudaGetErrorString(status));
     }
+    data_ = static_cast<T*>(data);
   }
-  DeviceBuffer(DeviceBuffer&& other) noexcept
+  CudaBuffer(CudaBuffer&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+  CudaBuffer& operator=(CudaBuffer&& other) noexcept {
     std::swap(data_, other.data_);
     std::swap(count_, other.count_);
     return *this;
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    if (data_) cudaFree(data_);
+  CudaBuffer(const CudaBuffer&) = delete;
+  CudaBuffer& operator=(const CudaBuffer&) = delete;
+  ~CudaBuffer() {
+    if (data_) Allocation::release(data_);
   }
 
   T* get() const { return data_; }
@@ -86,6 +105,11 @@ class DeviceBuffer {
   std::size_t count_ = 0;
 };
 
+template <class T>
+using DeviceBuffer = CudaBuffer<T, DeviceAllocation>;
+template <class T>
+using PinnedBuffer = CudaBuffer<T, PinnedAllocation>;
+
 // Rows of pitched device images start this many bytes apart at least, so that kernels load and
 // store whole 16-byte vectors at any width: a row's last vector runs into the padding, whose
 // bytes no result reads.
@@ -95,14 +119,14 @@ inline std::size_t round_up(std::size_t value, std::size_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
 
-// A u8 image on the device with rows pitch() bytes apart; the host image keeps the user's tight
-// rows and moves by 2D copies. The padding starts as zeros, so loads that run into it never see
-// uninitialised memory.
 // Copies `rows` rows of `row_bytes` bytes from rows `from_pitch` apart to rows `to_pitch` apart,
 // device to device, queued on `stream`.
 void copy_rows(const std::uint8_t* from, std::size_t from_pitch, std::uint8_t* to,
                std::size_t to_pitch, std::size_t row_bytes, int rows, cudaStream_t stream);
 
+// A u8 image on the device with rows pitch() bytes apart; the host image keeps the user's tight
+// rows and moves by 2D copies. The padding starts as zeros, so loads that run into it never see
+// uninitialised memory.
 class PitchedImage {
  public:
   PitchedImage() = default;
@@ -155,41 +179,6 @@ class PitchedImage {
   DeviceBuffer<std::uint8_t> staging_;  // tight rows; none where the pitch is the row
 };
 
-// Page-locked host memory, so copies can overlap kernels.
-template <class T>
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  explicit PinnedBuffer(std::size_t count) : count_(count) {
-    const cudaError_t status = cudaMallocHost(&data_, count * sizeof(T));
-    if (status != cudaSuccess) {
-      cudaGetLastError();
-      throw OutOfMemory("cannot allocate " + std::to_string(count * sizeof(T)) +
-                        " bytes of pinned host memory: " + cudaGetErrorString(status));
-    }
-  }
-  PinnedBuffer(PinnedBuffer&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
-  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
-    std::swap(data_, other.data_);
-    std::swap(count_, other.count_);
-    return *this;
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() {
-    if (data_) cudaFreeHost(data_);
-  }
-
-  T* get() const { return data_; }
-  std::size_t size() const { return count_; }
-  std::size_t bytes() const { return count_ * sizeof(T); }
-
- private:
-  T* data_ = nullptr;
-  std::size_t count_ = 0;
-};
-
 // Non-blocking by default; with cudaStreamDefault the stream and the legacy default stream wait
 // for each other's earlier work.
 class Stream {
@@ -233,13 +222,5 @@ int resident_blocks(Kernel kernel, int threads, std::size_t shared_bytes, long l
   const long long resident = resident_threads(kernel, threads, shared_bytes) / threads;
   return int(work_blocks < resident ? (work_blocks > 1 ? work_blocks : 1) : resident);
 }
-
-// Why no CUDA device can be used ("" when one can: a driver and at least one visible device);
-// never throws.
-std::string unavailable_reason();
-// The current device's name.
-std::string device_name();
-// The current device's free and total memory in bytes.
-void memory_info(std::size_t* free_bytes, std::size_t* total_bytes);
 
 }  // namespace kbench::cuda

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "native_cuda/cuda_support.hpp"
+#include "native_cuda/devices.hpp"
 
 namespace kbench::cuda {
 

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "kbench/detail/lbp_codes.hpp"
 #include "kbench/lbp.hpp"
 #include "native_cuda/cuda_support.hpp"
 

@@ -8,12 +8,12 @@
 //   memory, then each thread sums its position from there.
 // - cuda-regblock-vsad-p16/p32: each thread sums 16 or 32 neighbouring positions of one map row
 //   in registers from packed 4-byte words with the packed SAD instruction (vabsdiff4 with its
-//   accumulate, what __vsadu4 + acc should become; accumulate_sad_row in kbench/sad.hpp), the
-//   target words through 16-byte read-only loads, the query in constant memory (global memory
-//   when it exceeds 64 KB), and the argmin reduced per block and merged with one 64-bit
-//   atomicMin in the same kernel: with want_map == false no map is written at all. They also take
-//   the caller's device views (Variant::on_views): the views packed on the device, then the same
-//   kernel on the call's stream, the query read from global memory.
+//   accumulate, what __vsadu4 + acc should become; accumulate_sad_row in
+//   kbench/detail/sad_words.hpp), the target words through 16-byte read-only loads, the query in
+//   constant memory (global memory when it exceeds 64 KB), and the argmin reduced per block and
+//   merged with one 64-bit atomicMin in the same kernel: with want_map == false no map is written
+//   at all. They also take the caller's device views (Variant::on_views): the views packed on the
+//   device, then the same kernel on the call's stream, the query read from global memory.
 // - cuda-regblock-vsad-e2e: the p32 kernel with its copies: target and query up, the map down
 //   in row bands that overlap the kernels of later bands.
 // - SadFullSearch (sad_full_search.hpp): the p32 kernel without map for other algorithms, its
@@ -26,6 +26,7 @@
 #include <memory>
 #include <string>
 
+#include "kbench/detail/sad_words.hpp"
 #include "kbench/sad.hpp"
 #include "native_cuda/cuda_support.hpp"
 #include "native_cuda/sad_full_search.hpp"

@@ -45,6 +45,7 @@
 #include <functional>
 #include <vector>
 
+#include "kbench/detail/sad_words.hpp"
 #include "kbench/sad_pruned.hpp"
 #include "native_cuda/cuda_support.hpp"
 #include "native_cuda/sad_full_search.hpp"

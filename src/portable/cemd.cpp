@@ -4,14 +4,14 @@
 //   MDRange over (database row, query) pairs, the database row fastest (a CUDA warp shares its
 //   query and writes consecutive matrix elements). Nearest two: a team per query reduces its
 //   row of distances with a top-2 reducer.
-// - kokkos-team: the prefix form of cemd.hpp, laid out for GPUs. A pre-pass turns both sets into
-//   value-major tables of prefix sums (value v of descriptor i at v · stride + i) once per call.
-//   A team owns a tile of kQueryTile queries and a split of the database, whose chunks of
-//   kChunkRows rows it stages in team scratch. Each work item computes one query against kLanes
-//   staged rows at a time, in registers: the query's cell is read once per kLanes rows (consecutive
-//   work items read consecutive queries), the staged rows are read by every work item at once (a
-//   broadcast on GPUs; a SIMD load on hosts, where the lanes vectorise). Nearest two: each
-//   query's top-2 stays in scratch across the chunks and leaves once per split; a small kernel
+// - kokkos-team: the prefix form (detail/cemd_prefix.hpp), laid out for GPUs. A pre-pass turns
+//   both sets into value-major tables of prefix sums (value v of descriptor i at v · stride + i)
+//   once per call. A team owns a tile of kQueryTile queries and a split of the database, whose
+//   chunks of kChunkRows rows it stages in team scratch. Each work item computes one query against
+//   kLanes staged rows at a time, in registers: the query's cell is read once per kLanes rows
+//   (consecutive work items read consecutive queries), the staged rows are read by every work item
+//   at once (a broadcast on GPUs; a SIMD load on hosts, where the lanes vectorise). Nearest two:
+//   each query's top-2 stays in scratch across the chunks and leaves once per split; a small kernel
 //   merges the splits. All pairs: a chunk's distances pass through scratch, so the matrix rows are
 //   written contiguously. Its lanes suit host SIMD units; on CUDA it falls short of cuda-final
 //   (one query per thread re-reads each staged row per query, 16 accumulators, a scratch top-2
@@ -27,8 +27,8 @@
 //   (Kokkos 3.4 gives a team 40 KB of scratch) are left out. On CUDA it also runs on the caller's
 //   device views and stream (Variant::on_views), the prepared rows in the context's scratch.
 //
-// kokkos-team and kokkos-tiled compute through cemd.hpp's and cemd_prepared.hpp's helpers (CUDA
-// min/max, the division's fast path, DPX and dp2a/dp4a lanes): they are registered twice, as
+// kokkos-team and kokkos-tiled compute through cemd_prefix.hpp's and cemd_prepared.hpp's helpers
+// (CUDA min/max, the division's fast path, DPX and dp2a/dp4a lanes): they are registered twice, as
 // built with Isa::tuned and with Isa::plain (`-plain`, the helpers' standard C++ forms).
 // kokkos-mdrange computes through descriptor_distance() and is plain as it is.
 //
@@ -42,10 +42,11 @@
 #include <mutex>
 #include <type_traits>
 
+#include "host_kernels/cemd.hpp"
 #include "kbench/cemd.hpp"
-#include "kbench/cemd_prepared.hpp"
+#include "kbench/detail/cemd_prefix.hpp"
+#include "kbench/detail/cemd_prepared.hpp"
 #include "portable/kokkos_support.hpp"
-#include "sequential/cemd_host.hpp"
 
 // Named (not anonymous) namespace: CUDA extended lambdas may not live in internal-linkage
 // functions.

@@ -6,8 +6,8 @@
 // weights), so each work item turns a few word loads into a run of output bytes.
 // Masks of size 3 get compile-time unrolled code; other sizes use the run-time loop.
 // A fourth schedule, the band walk, runs the native CUDA kernel's register-level arithmetic
-// (kbench/conv_band.hpp) for 3×3 masks; a fifth, on host spaces, the native SIMD CPU variants'
-// band walk over rows of floats (kbench/conv_rows.hpp).
+// (kbench/detail/conv_band.hpp) for 3×3 masks; a fifth, on host spaces, the native SIMD CPU
+// variants' band walk over rows of floats (kbench/detail/conv_rows.hpp).
 // On CUDA the band variants also take the caller's device views (Variant::on_views): frames of
 // one shape on the caller's stream, the band schedule's frames all in one launch.
 //
@@ -24,8 +24,8 @@
 #include <utility>
 
 #include "kbench/conv.hpp"
-#include "kbench/conv_band.hpp"
-#include "kbench/conv_rows.hpp"
+#include "kbench/detail/conv_band.hpp"
+#include "kbench/detail/conv_rows.hpp"
 #include "portable/kokkos_support.hpp"
 
 // Named (not anonymous) namespace: CUDA extended lambdas may not live in internal-linkage
@@ -577,7 +577,7 @@ struct BandSchedule {
   }
 };
 
-// The native SIMD variants' band walk (kbench/conv_rows.hpp) for host execution spaces:
+// The native SIMD variants' band walk (kbench/detail/conv_rows.hpp) for host execution spaces:
 // one work item per core walks a contiguous band of output rows, strip by strip, each input row's
 // strip turned into floats once. Isa::tuned calls the row helpers of the highest level this CPU
 // has through conv_rows::row_kernels (a Kokkos kernel carries no target attribute of its own);

@@ -24,6 +24,7 @@
 
 #include <Kokkos_ScatterView.hpp>
 
+#include "kbench/detail/lbp_codes.hpp"
 #include "kbench/lbp.hpp"
 #include "portable/kokkos_support.hpp"
 

@@ -39,6 +39,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "kbench/detail/sad_words.hpp"
 #include "kbench/sad_pruned.hpp"
 #include "portable/kokkos_support.hpp"
 #include "portable/sad_team.hpp"

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kbench/detail/sad_words.hpp"
 #include "kbench/error.hpp"
 #include "kbench/sad.hpp"
 #include "portable/kokkos_support.hpp"

@@ -7,7 +7,7 @@
 // minimum equals the median form), cemd_cell_quotient, and float sums in cell order.
 #include <climits>
 
-#include "sequential/cemd_host.hpp"
+#include "host_kernels/cemd.hpp"
 
 namespace kbench {
 namespace {

@@ -1,5 +1,5 @@
 // Sequential conv: the plain reference and the report's single-core optimised variants.
-#include "sequential/conv_host.hpp"
+#include "host_kernels/conv.hpp"
 
 namespace kbench {
 namespace {

@@ -1,6 +1,6 @@
 // Sequential lbp: the plain reference and a single-core variant that reads interior pixels
 // without clamping.
-#include "sequential/lbp_host.hpp"
+#include "host_kernels/lbp.hpp"
 
 namespace kbench {
 namespace host_lbp {

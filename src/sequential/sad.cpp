@@ -1,5 +1,5 @@
 // Sequential sad: the plain reference (the report's Algorithms 1-2).
-#include "sequential/sad_host.hpp"
+#include "host_kernels/sad.hpp"
 
 namespace kbench {
 

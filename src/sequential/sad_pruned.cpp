@@ -3,7 +3,7 @@
 // start instead of the whole-window norm bound, its survivors refined best bound first.
 #include <algorithm>
 
-#include "sequential/sad_pruned_host.hpp"
+#include "host_kernels/sad_pruned.hpp"
 
 namespace kbench {
 namespace {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 
+#include "kbench/detail/lbp_codes.hpp"
 #include "kbench/lbp.hpp"
 #include "kbench/registry.hpp"
 

@@ -1,6 +1,7 @@
 #pragma once
-// LBP codes of runs of pixels over the byte vectors of one CPU level (kbench/cpu_simd.hpp), and
-// the counting of codes into sub-histograms: the arithmetic of the SIMD CPU variants.
+// LBP codes of runs of pixels over the byte vectors of one CPU level
+// (kbench/detail/cpu_vectors.hpp), and the counting of codes into sub-histograms: the arithmetic
+// of the SIMD CPU variants.
 //
 // A vector holds Ops::kBytes consecutive centres; each of the 8 neighbours is the same vector
 // loaded at the neighbour's offset, compared with the centres (lbp_bit_set, unsigned) and its
@@ -13,7 +14,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kbench/cpu_simd.hpp"
+#include "kbench/detail/cpu_vectors.hpp"
+#include "kbench/detail/lbp_codes.hpp"
 #include "kbench/host_device.hpp"
 #include "kbench/lbp.hpp"
 

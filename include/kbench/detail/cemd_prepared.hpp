@@ -5,9 +5,9 @@
 // register tiles of several queries × several database rows one chunk of 8 words at a time.
 //
 // Metrics (each a struct of static functions, the same on hosts and devices):
-// - PreparedNormalised: per cell the running sums F(0..7) as floats (F(7) the mass), the
-//   header's prefix form: the cell term is prefix_cell_term<cemd_normalised>, so the bits are
-//   cemd_cell_quotient()'s.
+// - PreparedNormalised: per cell the running sums F(0..7) as floats (F(7) the mass), the prefix
+//   form (detail/cemd_prefix.hpp): the cell term is prefix_cell_term<cemd_normalised>, so the bits
+//   are cemd_cell_quotient()'s.
 // - PreparedRaw: two cells per chunk in 16-bit lanes. Word (p, i) holds bin i of the running sums
 //   of cells p (low half) and p + 8 (high half); queries store F, database rows 2048 − G, so one
 //   add gives D + 2048 in both halves (D + 2048 ∈ [8, 4088]: no carry between lanes). The 4
@@ -27,6 +27,7 @@
 #include <limits>
 
 #include "kbench/cemd.hpp"
+#include "kbench/detail/cemd_prefix.hpp"
 #include "kbench/host_device.hpp"
 #include "kbench/isa.hpp"
 

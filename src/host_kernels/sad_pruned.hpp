@@ -7,8 +7,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "host_kernels/sad.hpp"
 #include "kbench/sad_pruned.hpp"
-#include "sequential/sad_host.hpp"
 
 namespace kbench::host_pruned {
 

@@ -1,6 +1,6 @@
 #pragma once
 // The N×N u8 convolution of one output row from N rows of floats, over the vectors of one CPU
-// level (kbench/cpu_simd.hpp), and the walk of a band of output rows built on it: the SIMD CPU
+// level (kbench/detail/cpu_vectors.hpp), and the walk of a band of output rows built on it: the
 // SIMD CPU variants and the portable rows schedule.
 //
 // Every channel of an interleaved row sees the same weights, so a row is one stream of samples
@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "kbench/conv.hpp"
-#include "kbench/cpu_simd.hpp"
+#include "kbench/detail/cpu_vectors.hpp"
 #include "kbench/host_device.hpp"
 
 #if defined(__GNUC__) && !defined(__clang__)
