@@ -214,6 +214,39 @@ TEST_CASE("the user calls prefer the layers the docs promise", "[registry]") {
 #endif
 }
 
+TEST_CASE("the user calls rank by tier, then rank, then registry order", "[registry]") {
+  const auto variant = [](Layer layer, Backend backend, int rank) {
+    Variant<Lbp> v;
+    v.layer = layer;
+    v.backend = backend;
+    v.rank = rank;
+    return v;
+  };
+  // Each tier above the next, whatever the ranks.
+  const std::vector<Variant<Lbp>> tiers{variant(Layer::native_cuda, Backend::cuda, 0),
+                                        variant(Layer::portable, Backend::cuda, 9),
+                                        variant(Layer::native_cpu, Backend::openmp, 0),
+                                        variant(Layer::portable, Backend::openmp, 9),
+                                        variant(Layer::portable, Backend::serial, 9),
+                                        variant(Layer::sequential, Backend::serial, 9),
+                                        variant(Layer::native_cuda, Backend::cuda, kNotChosen)};
+  for (std::size_t i = 0; i + 1 < tiers.size(); ++i) {
+    CHECK(tiers[i].preferred_to(tiers[i + 1]));
+    CHECK_FALSE(tiers[i + 1].preferred_to(tiers[i]));
+  }
+  // Within a tier the higher rank; equal ones leave the first registered.
+  const auto low = variant(Layer::native_cpu, Backend::openmp, 1);
+  const auto high = variant(Layer::native_cpu, Backend::openmp, 2);
+  CHECK(high.preferred_to(low));
+  CHECK_FALSE(low.preferred_to(high));
+  CHECK_FALSE(low.preferred_to(low));
+  // Among portable variants alone, the threads' backend before one core.
+  VariantChoice<Lbp> portable_only;
+  portable_only.only = [](const Variant<Lbp>& v) { return v.layer == Layer::portable; };
+  const LbpInput input{ImageU8(8, 8, 1), {}};
+  CHECK(select_variant(input, portable_only, false).backend == Backend::openmp);
+}
+
 namespace {
 
 // A stand-in algorithm whose runners log which runner each compute() call went to.

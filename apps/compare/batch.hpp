@@ -153,7 +153,7 @@ VariantList<Batch<A>> batch_variants() {
                       return std::unique_ptr<Runner<Batch<A>>>(
                           std::make_unique<FrameByFrameRunner<A>>(v, input));
                     },
-                    handles_all, v.preference, v.isa, v.simple});
+                    handles_all, v.rank, v.isa, v.simple});
     if (!v.on_views) continue;
     list.push_back({v.name + "-views",
                     v.layer,
@@ -164,7 +164,7 @@ VariantList<Batch<A>> batch_variants() {
                           std::make_unique<ViewsRunner>(v, input));
                     },
                     {},
-                    v.preference,
+                    v.rank,
                     v.isa,
                     v.simple});
   }

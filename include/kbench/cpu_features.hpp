@@ -5,7 +5,7 @@
 // binary serves machines with and without AVX-512. Each level is registered as its own variant
 // (`...-avx512`, `...-avx2`, and a `...-generic` fallback built from GCC vector extensions at the
 // baseline ISA) whose `supports` asks cpu_supports(): tests then run every level this CPU has,
-// the fallback always, and the user-facing calls pick the highest by preference.
+// the fallback always, and the user-facing calls pick the highest by rank.
 
 #include <string>
 

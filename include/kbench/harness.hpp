@@ -119,7 +119,7 @@ const Variant<Algorithm>& select_variant(const typename Algorithm::Input& input,
         !allowed(v)) {
       continue;
     }
-    if (!best || v.preference > best->preference) best = &v;
+    if (!best || v.preferred_to(*best)) best = &v;
   }
   if (!best) {
     throw Error(std::string("no ") + Algorithm::name + " variant of this build runs " +

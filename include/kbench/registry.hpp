@@ -33,6 +33,40 @@ enum class Backend { serial, openmp, cuda };
 const char* to_string(Layer layer);
 const char* to_string(Backend backend);
 
+// How the user-facing calls choose among the variants that can run an input (select_variant):
+// the highest tier, then the highest rank within it, then the variant registered first. A tier
+// follows from a variant's layer and backend: a GPU before the host's threads before one core,
+// and on each the hand-tuned layer before the portable one. A rank orders one layer's variants
+// on one backend. Variants ranked kNotChosen (end-to-end and measurement-only variants) sit
+// below every tier: they run where named.
+enum class Tier {
+  not_chosen,
+  sequential,
+  portable_serial,
+  portable_host,
+  native_host,
+  portable_gpu,
+  native_gpu,
+};
+inline constexpr int kNotChosen = -1;
+
+constexpr Tier tier_of(Layer layer, Backend backend, int rank) {
+  if (rank == kNotChosen) return Tier::not_chosen;
+  switch (layer) {
+    case Layer::sequential:
+      return Tier::sequential;
+    case Layer::native_cpu:
+      return Tier::native_host;
+    case Layer::native_cuda:
+      return Tier::native_gpu;
+    case Layer::portable:
+      break;
+  }
+  return backend == Backend::cuda     ? Tier::portable_gpu
+         : backend == Backend::openmp ? Tier::portable_host
+                                      : Tier::portable_serial;
+}
+
 // One run of one variant on one input. The harness drives it as
 //   poison → upload → compute … sync → download
 // so that compute-only time (compute + sync) and time with transfers (all four) can be taken
@@ -83,8 +117,9 @@ struct Variant {
   Make make;
   // Inputs the variant handles (e.g. only 3×3 masks); empty means all.
   std::function<bool(const Input&)> supports;
-  // For the user-facing calls: among the variants that can run, the highest is used.
-  int preference = 0;
+  // Its place among its layer's variants on its backend for the user-facing calls (higher
+  // first), or kNotChosen (see Tier).
+  int rank = 0;
   // What a portable variant is built from, for the report's three Kokkos / native figures
   // Isa::tuned where its kernels reach target-specific instructions through kbench's
   // helpers, Isa::plain where they are standard C++ only (the `-plain` build of such a schedule,
@@ -97,6 +132,12 @@ struct Variant {
   std::function<void(const typename view_call_of<Algorithm>::type&)> on_views = {};
 
   bool handles(const Input& input) const { return !supports || supports(input); }
+  // Whether the user-facing calls prefer this variant to `other`, both able to run.
+  bool preferred_to(const Variant& other) const {
+    const Tier mine = tier_of(layer, backend, rank),
+               theirs = tier_of(other.layer, other.backend, other.rank);
+    return mine != theirs ? mine > theirs : rank > other.rank;
+  }
 };
 
 template <class Algorithm>

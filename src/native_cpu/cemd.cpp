@@ -220,15 +220,15 @@ class OmpSimd {
 }  // namespace
 
 void register_cemd_native_cpu(VariantList<Cemd>& list) {
-  const auto add = [&](const char* name, Variant<Cemd>::Make make, CpuLevel level, int preference) {
+  const auto add = [&](const char* name, Variant<Cemd>::Make make, CpuLevel level, int rank) {
     list.push_back({name, Layer::native_cpu, Backend::openmp, false, std::move(make),
-                    supports_level(level), preference});
+                    supports_level(level), rank});
   };
-  add("omp", make_runner<HostRunner<OmpFinal>>, CpuLevel::generic, 10);
-  add("omp-simd-generic", make_runner<HostRunner<OmpSimd<GenericLevel>>>, CpuLevel::generic, 11);
+  add("omp", make_runner<HostRunner<OmpFinal>>, CpuLevel::generic, 1);
+  add("omp-simd-generic", make_runner<HostRunner<OmpSimd<GenericLevel>>>, CpuLevel::generic, 2);
 #if KBENCH_X86_SIMD
-  add("omp-simd-avx2", make_runner<HostRunner<OmpSimd<Avx2Level>>>, CpuLevel::avx2, 12);
-  add("omp-simd-avx512", make_runner<HostRunner<OmpSimd<Avx512Level>>>, CpuLevel::avx512, 13);
+  add("omp-simd-avx2", make_runner<HostRunner<OmpSimd<Avx2Level>>>, CpuLevel::avx2, 3);
+  add("omp-simd-avx512", make_runner<HostRunner<OmpSimd<Avx512Level>>>, CpuLevel::avx512, 4);
 #endif
 }
 

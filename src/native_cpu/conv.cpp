@@ -137,25 +137,24 @@ void walk_simd(const ConvInput& input, const Geometry& g, ImageU8& out) {
 }  // namespace
 
 void register_conv_native_cpu(VariantList<Conv>& list) {
-  // Preferences: the SIMD variants first, the highest level this CPU has; then the unrolled AoS
-  // body, the fastest of the report's paths for 3×3 RGB; the generic one serves every input. All
-  // stay below the CUDA variants' (16 and up), which user calls take when a GPU is present.
+  // Ranks: the SIMD variants first, the highest level this CPU has; then the unrolled AoS body,
+  // the fastest of the report's paths for 3×3 RGB; the generic one serves every input.
   const auto add = [&](const char* name, Variant<Conv>::Make make,
-                       std::function<bool(const ConvInput&)> supports, int preference) {
+                       std::function<bool(const ConvInput&)> supports, int rank) {
     list.push_back({name, Layer::native_cpu, Backend::openmp, false, std::move(make),
-                    std::move(supports), preference});
+                    std::move(supports), rank});
   };
-  add("omp-aos", make_runner<AosRunner<walk_aos>>, {}, 10);
-  add("omp-aos-unrolled3", make_runner<AosRunner<walk_aos_rgb3x3>>, is_rgb3x3, 12);
-  add("omp-soa-unrolled3", make_runner<SoaRunner<walk_soa3x3>>, is_3x3, 11);
+  add("omp-aos", make_runner<AosRunner<walk_aos>>, {}, 1);
+  add("omp-aos-unrolled3", make_runner<AosRunner<walk_aos_rgb3x3>>, is_rgb3x3, 3);
+  add("omp-soa-unrolled3", make_runner<SoaRunner<walk_soa3x3>>, is_3x3, 2);
   // The SIMD variants take every input; each runs where the CPU has its level.
   add("omp-simd-generic", make_runner<AosRunner<walk_simd<convolve_band_generic>>>,
-      supports_level(CpuLevel::generic), 13);
+      supports_level(CpuLevel::generic), 4);
 #if KBENCH_X86_SIMD
   add("omp-simd-avx2", make_runner<AosRunner<walk_simd<convolve_band_avx2>>>,
-      supports_level(CpuLevel::avx2), 14);
+      supports_level(CpuLevel::avx2), 5);
   add("omp-simd-avx512", make_runner<AosRunner<walk_simd<convolve_band_avx512>>>,
-      supports_level(CpuLevel::avx512), 15);
+      supports_level(CpuLevel::avx512), 6);
 #endif
 }
 

@@ -133,23 +133,22 @@ void walk_simd(const LbpInput& input, const Geometry& g, const LbpTables& t, Lbp
 }  // namespace
 
 void register_lbp_native_cpu(VariantList<Lbp>& list) {
-  // Preferences: the SIMD variants first, the highest level this CPU has; then whole rows, which
-  // keep the interior loop free of per-pixel border tests. All stay below the CUDA variants' (20
-  // and up), which user calls take when a GPU is present.
+  // Ranks: the SIMD variants first, the highest level this CPU has; then whole rows, which keep
+  // the interior loop free of per-pixel border tests.
   const auto add = [&](const char* name, Variant<Lbp>::Make make,
-                       std::function<bool(const LbpInput&)> supports, int preference) {
+                       std::function<bool(const LbpInput&)> supports, int rank) {
     list.push_back({name, Layer::native_cpu, Backend::openmp, false, std::move(make),
-                    std::move(supports), preference});
+                    std::move(supports), rank});
   };
-  add("omp-rows", make_runner<HostRunner<walk_rows>>, {}, 11);
-  add("omp-collapse2", make_runner<HostRunner<walk_collapse2>>, {}, 10);
+  add("omp-rows", make_runner<HostRunner<walk_rows>>, {}, 2);
+  add("omp-collapse2", make_runner<HostRunner<walk_collapse2>>, {}, 1);
   add("omp-simd-generic", make_runner<HostRunner<walk_simd<code_band_generic>>>,
-      supports_level(CpuLevel::generic), 12);
+      supports_level(CpuLevel::generic), 3);
 #if KBENCH_X86_SIMD
   add("omp-simd-avx2", make_runner<HostRunner<walk_simd<code_band_avx2>>>,
-      supports_level(CpuLevel::avx2), 13);
+      supports_level(CpuLevel::avx2), 4);
   add("omp-simd-avx512", make_runner<HostRunner<walk_simd<code_band_avx512>>>,
-      supports_level(CpuLevel::avx512), 14);
+      supports_level(CpuLevel::avx512), 5);
 #endif
 }
 

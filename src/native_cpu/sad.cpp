@@ -161,18 +161,18 @@ void register_sad_native_cpu(VariantList<Sad>& list) {
   // The blocked map is compare's checking reference where the sequential one is too slow; the
   // SIMD variants are the fastest CPU paths, the highest level this CPU has first.
   const auto add = [&](const char* name, Variant<Sad>::Make make,
-                       std::function<bool(const SadInput&)> supports, int preference) {
+                       std::function<bool(const SadInput&)> supports, int rank) {
     list.push_back({name, Layer::native_cpu, Backend::openmp, false, std::move(make),
-                    std::move(supports), preference});
+                    std::move(supports), rank});
   };
-  add("omp", make_runner<MapRunner<omp_map, omp_argmin>>, {}, 10);
-  add("omp-blocked", make_runner<MapRunner<blocked_map, omp_argmin>>, {}, 11);
-  add("omp-simd-generic", make_runner<SimdMapRunner<sad_simd_generic::Kernel>>, {}, 12);
+  add("omp", make_runner<MapRunner<omp_map, omp_argmin>>, {}, 1);
+  add("omp-blocked", make_runner<MapRunner<blocked_map, omp_argmin>>, {}, 2);
+  add("omp-simd-generic", make_runner<SimdMapRunner<sad_simd_generic::Kernel>>, {}, 3);
 #if defined(KBENCH_X86_PACKED_SAD)
   add("omp-simd-avx2", make_runner<SimdMapRunner<sad_simd_avx2::Kernel>>,
-      supports_level(sad_simd_avx2::Kernel::level), 13);
+      supports_level(sad_simd_avx2::Kernel::level), 4);
   add("omp-simd-avx512", make_runner<SimdMapRunner<sad_simd_avx512::Kernel>>,
-      supports_level(sad_simd_avx512::Kernel::level), 14);
+      supports_level(sad_simd_avx512::Kernel::level), 5);
 #endif
 }
 

@@ -223,18 +223,17 @@ std::vector<std::uint64_t> omp_pruned(const Problem& p, PruneStats& stats) {
 }  // namespace
 
 void register_sad_pruned_native_cpu(VariantList<SadPruned>& list) {
-  const auto add = [&](const char* name, Variant<SadPruned>::Make make, CpuLevel level,
-                       int preference) {
+  const auto add = [&](const char* name, Variant<SadPruned>::Make make, CpuLevel level, int rank) {
     list.push_back({name, Layer::native_cpu, Backend::openmp, false, std::move(make),
-                    [level](const SadInput&) { return cpu_supports(level); }, preference});
+                    [level](const SadInput&) { return cpu_supports(level); }, rank});
   };
   add("omp-simd-generic", make_runner<host_pruned::PrunedRunner<omp_pruned<GenericLevel>>>,
-      CpuLevel::generic, 10);
+      CpuLevel::generic, 1);
 #if defined(KBENCH_X86_PACKED_SAD)
   add("omp-simd-avx2", make_runner<host_pruned::PrunedRunner<omp_pruned<Avx2Level>>>,
-      CpuLevel::avx2, 11);
+      CpuLevel::avx2, 2);
   add("omp-simd-avx512", make_runner<host_pruned::PrunedRunner<omp_pruned<Avx512Level>>>,
-      CpuLevel::avx512, 12);
+      CpuLevel::avx512, 3);
 #endif
 }
 

@@ -1045,17 +1045,17 @@ bool nearest_two(const CemdInput& input) {
 
 void register_cemd_native_cuda(VariantList<Cemd>& list) {
   const auto add = [&](const char* name, Variant<Cemd>::Make make,
-                       std::function<bool(const CemdInput&)> supports, int preference,
+                       std::function<bool(const CemdInput&)> supports, int rank,
                        bool end_to_end = false,
                        std::function<void(const CemdViewCall&)> on_views = {}) {
     list.push_back({name, Layer::native_cuda, Backend::cuda, end_to_end, std::move(make),
-                    std::move(supports), preference, Isa::tuned, false, std::move(on_views)});
+                    std::move(supports), rank, Isa::tuned, false, std::move(on_views)});
   };
-  add("cuda-initial", make_runner<SimpleRunner<InitialLauncher>>, {}, 20);
-  add("cuda-shmem", make_runner<SimpleRunner<ShmemLauncher>>, {}, 22);
-  add("cuda-unroll", make_runner<SimpleRunner<UnrollLauncher>>, {}, 24);
-  add("cuda-final", make_for_metric<FinalRunner>, {}, 30, false, cuda_final_on_views);
-  add("cuda-streamed", make_for_metric<StreamedRunner>, nearest_two, 0, true);
+  add("cuda-initial", make_runner<SimpleRunner<InitialLauncher>>, {}, 1);
+  add("cuda-shmem", make_runner<SimpleRunner<ShmemLauncher>>, {}, 2);
+  add("cuda-unroll", make_runner<SimpleRunner<UnrollLauncher>>, {}, 3);
+  add("cuda-final", make_for_metric<FinalRunner>, {}, 4, false, cuda_final_on_views);
+  add("cuda-streamed", make_for_metric<StreamedRunner>, nearest_two, kNotChosen, true);
 }
 
 }  // namespace kbench

@@ -837,12 +837,12 @@ void conv_on_views(const ConvViewCall& call) {
   finish_vector_output(out, call.out, call.work);
 }
 
-// Preference: the vectorised kernel is the fastest for user calls.
+// Ranks: the vectorised kernel is the fastest for user calls.
 template <class R>
-Variant<Conv> native_cuda_variant(const char* name, bool end_to_end, int preference = 20,
+Variant<Conv> native_cuda_variant(const char* name, bool end_to_end, int rank = 1,
                                   std::function<void(const ConvViewCall&)> on_views = {}) {
-  return {name, Layer::native_cuda, Backend::cuda, end_to_end, make_runner<R>,
-          {},   preference,         Isa::tuned,    false,      std::move(on_views)};
+  return {name, Layer::native_cuda, Backend::cuda, end_to_end,         make_runner<R>, {},
+          rank, Isa::tuned,         false,         std::move(on_views)};
 }
 
 }  // namespace
@@ -854,7 +854,7 @@ void register_conv_native_cuda(VariantList<Conv>& list) {
   list.push_back(native_cuda_variant<TiledRunner<8, 8>>("cuda-tiled-8x8", false));
   list.push_back(native_cuda_variant<TiledRunner<16, 16>>("cuda-tiled-16x16", false));
   list.push_back(native_cuda_variant<TiledRunner<32, 32>>("cuda-tiled-32x32", false));
-  list.push_back(native_cuda_variant<U8VecRunner<>>("cuda-u8-vec", false, 30, conv_on_views));
+  list.push_back(native_cuda_variant<U8VecRunner<>>("cuda-u8-vec", false, 2, conv_on_views));
   // The shape sweep: 16 and 24 resident warps per SM (128 and 80 registers a thread) against
   // the default 20.
   list.push_back(native_cuda_variant<U8VecRunner<VecShape<16>>>("cuda-u8-vec-w16", false));

@@ -541,9 +541,8 @@ void lbp_on_views(const LbpViewCall& call) {
 }  // namespace
 
 void register_lbp_native_cuda(VariantList<Lbp>& list) {
-  // Preferences: the vectorised kernel is the fastest; every native CUDA variant is preferred
-  // over the host ones when a GPU is present.
-  const auto add = [&](const char* name, bool end_to_end, Variant<Lbp>::Make make, int preference,
+  // Ranks: the vectorised kernel is the fastest.
+  const auto add = [&](const char* name, bool end_to_end, Variant<Lbp>::Make make, int rank,
                        std::function<void(const LbpViewCall&)> on_views = {}) {
     list.push_back({name,
                     Layer::native_cuda,
@@ -551,15 +550,15 @@ void register_lbp_native_cuda(VariantList<Lbp>& list) {
                     end_to_end,
                     std::move(make),
                     {},
-                    preference,
+                    rank,
                     Isa::tuned,
                     false,
                     std::move(on_views)});
   };
-  add("cuda-global-atomic", false, make_runner<KernelRunner<GlobalAtomicKernel>>, 28);
-  add("cuda-shared-tiled", false, make_runner<KernelRunner<SharedTiledKernel>>, 29);
-  add("cuda-vec", false, make_runner<KernelRunner<VecKernel>>, 30, lbp_on_views);
-  add("cuda-e2e-sync", true, make_runner<EndToEndRunner<VecKernel>>, 27);
+  add("cuda-global-atomic", false, make_runner<KernelRunner<GlobalAtomicKernel>>, 2);
+  add("cuda-shared-tiled", false, make_runner<KernelRunner<SharedTiledKernel>>, 3);
+  add("cuda-vec", false, make_runner<KernelRunner<VecKernel>>, 4, lbp_on_views);
+  add("cuda-e2e-sync", true, make_runner<EndToEndRunner<VecKernel>>, 1);
 }
 
 }  // namespace kbench

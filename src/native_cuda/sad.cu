@@ -667,23 +667,24 @@ void SadFullSearch::search(Key* best, cudaStream_t stream, const Key* gate, Key 
 
 void register_sad_native_cuda(VariantList<Sad>& list) {
   const auto add = [&](const char* name, Variant<Sad>::Make make,
-                       std::function<bool(const SadInput&)> supports, int preference,
+                       std::function<bool(const SadInput&)> supports, int rank,
                        bool end_to_end = false,
                        std::function<void(const SadViewCall&)> on_views = {}) {
     list.push_back({name, Layer::native_cuda, Backend::cuda, end_to_end, std::move(make),
-                    std::move(supports), preference, Isa::tuned, false, std::move(on_views)});
+                    std::move(supports), rank, Isa::tuned, false, std::move(on_views)});
   };
-  add("cuda-global", make_runner<MapRunner<launch_global>>, {}, 20);
-  add("cuda-global-restrict", make_runner<MapRunner<launch_global_restrict>>, {}, 21);
-  add("cuda-shared-b8", make_runner<MapRunner<launch_shared<8>>>, shared_fits<8>, 22);
-  add("cuda-shared-b16", make_runner<MapRunner<launch_shared<16>>>, shared_fits<16>, 22);
-  add("cuda-shared-b24", make_runner<MapRunner<launch_shared<24>>>, shared_fits<24>, 22);
-  add("cuda-shared-b32", make_runner<MapRunner<launch_shared<32>>>, shared_fits<32>, 22);
-  add("cuda-regblock-vsad-p16", make_runner<RegblockRunner<RegblockP16>>, {}, 29, false,
+  add("cuda-global", make_runner<MapRunner<launch_global>>, {}, 1);
+  add("cuda-global-restrict", make_runner<MapRunner<launch_global_restrict>>, {}, 2);
+  add("cuda-shared-b8", make_runner<MapRunner<launch_shared<8>>>, shared_fits<8>, 3);
+  add("cuda-shared-b16", make_runner<MapRunner<launch_shared<16>>>, shared_fits<16>, 3);
+  add("cuda-shared-b24", make_runner<MapRunner<launch_shared<24>>>, shared_fits<24>, 3);
+  add("cuda-shared-b32", make_runner<MapRunner<launch_shared<32>>>, shared_fits<32>, 3);
+  add("cuda-regblock-vsad-p16", make_runner<RegblockRunner<RegblockP16>>, {}, 4, false,
       regblock_on_views<RegblockP16>);
-  add("cuda-regblock-vsad-p32", make_runner<RegblockRunner<RegblockP32>>, {}, 30, false,
+  add("cuda-regblock-vsad-p32", make_runner<RegblockRunner<RegblockP32>>, {}, 5, false,
       regblock_on_views<RegblockP32>);
-  add("cuda-regblock-vsad-e2e", make_runner<RegblockEndToEndRunner<RegblockP32>>, {}, 0, true);
+  add("cuda-regblock-vsad-e2e", make_runner<RegblockEndToEndRunner<RegblockP32>>, {}, kNotChosen,
+      true);
 }
 
 }  // namespace kbench

@@ -862,7 +862,7 @@ class PrunedRunner final : public Runner<SadPruned> {
 
 void register_sad_pruned_native_cuda(VariantList<SadPruned>& list) {
   list.push_back({"cuda-pruned", Layer::native_cuda, Backend::cuda, false,
-                  make_runner<PrunedRunner>, pruned_fits, 30});
+                  make_runner<PrunedRunner>, pruned_fits, 1});
 }
 
 }  // namespace kbench

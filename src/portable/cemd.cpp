@@ -828,14 +828,14 @@ std::function<void(const CemdViewCall&)> on_views() {
 }
 
 template <class Exec, class Method>
-void add_variant(VariantList<Cemd>& list, int preference) {
+void add_variant(VariantList<Cemd>& list, int rank) {
   list.push_back({std::string(Method::name) + "-" + to_string(backend_of<Exec>()),
                   Layer::portable,
                   backend_of<Exec>(),
                   false,
                   make_runner<KokkosCemdRunner<Exec, Method>>,
                   {},
-                  preference,
+                  rank,
                   Method::isa,
                   Method::simple,
                   on_views<Exec, Method>()});

@@ -776,9 +776,9 @@ std::function<void(const ConvViewCall&)> band_on_views() {
   }
 }
 
-// Preference: a GPU backend before the host ones; the team-tiled schedule before the flat one.
+// Ranks: the band walk, then rows of vectors, then tiles, then the flat pass.
 template <class Exec, class Schedule, class Runner = KokkosConvRunner<Exec, Schedule>>
-void add_variant(VariantList<Conv>& list, int preference, const char* suffix = "",
+void add_variant(VariantList<Conv>& list, int rank, const char* suffix = "",
                  bool end_to_end = false, std::function<void(const ConvViewCall&)> on_views = {}) {
   list.push_back({std::string(Schedule::name) + suffix + "-" + to_string(backend_of<Exec>()),
                   Layer::portable,
@@ -786,7 +786,7 @@ void add_variant(VariantList<Conv>& list, int preference, const char* suffix = "
                   end_to_end,
                   make_runner<Runner>,
                   {},
-                  preference,
+                  rank,
                   Schedule::isa,
                   Schedule::simple,
                   std::move(on_views)});
@@ -799,23 +799,20 @@ namespace kbench {
 void register_conv_portable(VariantList<Conv>& list) {
   portable::for_each_exec_space([&](auto exec) {
     using Exec = typename decltype(exec)::type;
-    const int base = portable::backend_of<Exec>() == Backend::cuda ? 15 : 0;
-    portable_conv::add_variant<Exec, portable_conv::MDRangeSchedule<Exec>>(list, base + 1);
-    portable_conv::add_variant<Exec, portable_conv::TeamTiledSchedule<Exec>>(list, base + 2);
+    portable_conv::add_variant<Exec, portable_conv::MDRangeSchedule<Exec>>(list, 1);
+    portable_conv::add_variant<Exec, portable_conv::TeamTiledSchedule<Exec>>(list, 2);
     portable::for_each_isa([&](auto isa) {
       constexpr Isa kIsa = decltype(isa)::value;
-      portable_conv::add_variant<Exec, portable_conv::RowVectorSchedule<Exec, kIsa>>(list,
-                                                                                     base + 3);
-      portable_conv::add_variant<Exec, portable_conv::RowVectorScheduleR4<Exec, kIsa>>(list,
-                                                                                       base + 2);
+      portable_conv::add_variant<Exec, portable_conv::RowVectorSchedule<Exec, kIsa>>(list, 3);
+      portable_conv::add_variant<Exec, portable_conv::RowVectorScheduleR4<Exec, kIsa>>(list, 2);
       portable_conv::add_variant<Exec, portable_conv::BandSchedule<Exec, kIsa>>(
-          list, base + 4, "", false, portable_conv::band_on_views<Exec, kIsa>());
+          list, 4, "", false, portable_conv::band_on_views<Exec, kIsa>());
       if constexpr (portable::backend_of<Exec>() != Backend::cuda) {
-        portable_conv::add_variant<Exec, portable_conv::RowsSchedule<Exec, kIsa>>(list, base + 5);
+        portable_conv::add_variant<Exec, portable_conv::RowsSchedule<Exec, kIsa>>(list, 5);
       } else if constexpr (kIsa == Isa::tuned) {
         using Band = portable_conv::BandSchedule<Exec, kIsa>;
         portable_conv::add_variant<Exec, Band, portable_conv::KokkosConvE2eRunner<Exec, Band>>(
-            list, base, "-e2e-pinned", true);
+            list, kNotChosen, "-e2e-pinned", true);
       }
     });
   });

@@ -61,7 +61,7 @@ using IsaTag = std::integral_constant<Isa, kIsa>;
 
 // Calls f(IsaTag<Isa::tuned>{}), then f(IsaTag<Isa::plain>{}): a schedule whose kernels use
 // kbench's helpers is registered in both builds, the plain one named `<schedule>-plain-<backend>`.
-// It gets the tuned build's preference and comes after it, so the user calls never
+// It gets the tuned build's rank and comes after it, so the user calls never
 // pick it. On host backends the two builds are mostly the same code (the helpers' host forms are
 // plain C++ already; sad4's psadbw is the exception), and the OpenMP rows show that.
 template <class F>

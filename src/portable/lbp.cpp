@@ -197,7 +197,7 @@ class TeamHistogram {
 template <class Exec, int kTileX = 32, int kTileY = 8>
 struct ScatterViewSchedule {
   static constexpr const char* name = "kokkos-scatterview";
-  static constexpr int preference_offset = 0;
+  static constexpr int rank = 0;
   static constexpr Isa isa = Isa::plain;
   static constexpr bool simple = true;
 
@@ -252,7 +252,7 @@ template <class Exec, Isa kIsa, int kCols = 512, int kRows = 8, int kMaxCopies =
 struct TeamHistSchedule {
   static constexpr const char* name =
       kIsa == Isa::tuned ? "kokkos-team-hist" : "kokkos-team-hist-plain";
-  static constexpr int preference_offset = 1;
+  static constexpr int rank = 1;
   static constexpr Isa isa = kIsa;
   static constexpr bool simple = false;
   using Histogram = TeamHistogram<Exec, kMaxCopies>;
@@ -422,7 +422,7 @@ struct CodeStore {
 template <class Exec, Isa kIsa, int kTeamSize = 1024, int kMaxCopies = 32>
 struct VectorSchedule {
   static constexpr const char* name = kIsa == Isa::tuned ? "kokkos-vec" : "kokkos-vec-plain";
-  static constexpr int preference_offset = 2;
+  static constexpr int rank = 2;
   static constexpr Isa isa = kIsa;
   static constexpr bool simple = false;
   // GPU teams per multiprocessor: one team of 1024 threads, as the native kernel's block, so
@@ -682,21 +682,6 @@ class KokkosLbpRunner final : public Runner<Lbp> {
   typename Schedule::template State<Hist> state_;
 };
 
-// User calls prefer CUDA, then OpenMP; within a backend the vector schedule, then the team
-// histogram.
-template <class Exec>
-constexpr int backend_preference() {
-  switch (backend_of<Exec>()) {
-    case Backend::cuda:
-      return 20;
-    case Backend::openmp:
-      return 8;
-    case Backend::serial:
-      break;
-  }
-  return 0;
-}
-
 // The vector variants' call on device views (Variant::on_views): every frame in one launch on the
 // call's stream. Each side is the caller's memory where its rows hold whole 16-byte vectors
 // (usable_by_vectors), else a pitched copy in the call's scratch memory: the kernel touches
@@ -759,7 +744,7 @@ void add_variant(VariantList<Lbp>& list) {
                   false,
                   make_runner<KokkosLbpRunner<Exec, Schedule>>,
                   {},
-                  backend_preference<Exec>() + Schedule::preference_offset,
+                  Schedule::rank,
                   Schedule::isa,
                   Schedule::simple,
                   on_views<Exec, Schedule>()});

@@ -262,15 +262,17 @@ std::function<void(const SadViewCall&)> on_views() {
   }
 }
 
+// Ranks: the fused search (no map) where no map is asked for, then the team search with its map,
+// then the flat MDRange pass.
 template <class Exec, class Method>
-void add_variant(VariantList<Sad>& list) {
+void add_variant(VariantList<Sad>& list, int rank) {
   list.push_back({std::string(Method::name) + "-" + to_string(backend_of<Exec>()), Layer::portable,
                   backend_of<Exec>(), false, make_runner<KokkosSadRunner<Exec, Method>>,
                   [](const SadInput& input) {
                     return (Method::writes_map || !input.params.want_map) &&
                            Method::fits(validate_sad_input(input));
                   },
-                  0, Method::isa, Method::simple, on_views<Exec, Method>()});
+                  rank, Method::isa, Method::simple, on_views<Exec, Method>()});
 }
 
 }  // namespace kbench::portable_sad
@@ -280,11 +282,11 @@ namespace kbench {
 void register_sad_portable(VariantList<Sad>& list) {
   portable::for_each_exec_space([&](auto exec) {
     using Exec = typename decltype(exec)::type;
-    portable_sad::add_variant<Exec, portable_sad::MDRangeMethod<Exec>>(list);
+    portable_sad::add_variant<Exec, portable_sad::MDRangeMethod<Exec>>(list, 0);
     portable::for_each_isa([&](auto isa) {
       constexpr Isa kIsa = decltype(isa)::value;
-      portable_sad::add_variant<Exec, portable_sad::TeamMethod<Exec, true, kIsa>>(list);
-      portable_sad::add_variant<Exec, portable_sad::TeamMethod<Exec, false, kIsa>>(list);
+      portable_sad::add_variant<Exec, portable_sad::TeamMethod<Exec, true, kIsa>>(list, 1);
+      portable_sad::add_variant<Exec, portable_sad::TeamMethod<Exec, false, kIsa>>(list, 2);
     });
   });
 }

@@ -1143,8 +1143,7 @@ void register_sad_pruned_portable(VariantList<SadPruned>& list) {
   using portable::backend_of;
   portable::for_each_exec_space([&](auto exec) {
     using Exec = typename decltype(exec)::type;
-    const bool cuda = backend_of<Exec>() == Backend::cuda;
-    const auto add = [&](auto isa, auto graph, const char* name, int preference) {
+    const auto add = [&](auto isa, auto graph, const char* name, int rank) {
       constexpr Isa kIsa = decltype(isa)::value;
       using Runner = portable_pruned::PrunedRunner<Exec, kIsa, decltype(graph)::value>;
       list.push_back({std::string(name) + to_string(backend_of<Exec>()), Layer::portable,
@@ -1153,16 +1152,15 @@ void register_sad_pruned_portable(VariantList<SadPruned>& list) {
                         const SadShape s = validate_sad_pruned_input(input);
                         return portable_sad::TeamMethod<Exec, false, kIsa>::fits(s);
                       },
-                      preference, kIsa, false});
+                      rank, kIsa, false});
     };
     portable::for_each_isa([&](auto isa) {
       const bool tuned = decltype(isa)::value == Isa::tuned;
       // The graph first for the user tools: on CUDA it takes launch time off the launched form
       // (perf/notes/sad-pruned.md), on a host the same kernels run in the same order. The launched
       // form stays registered to show what the graph buys.
-      add(isa, std::true_type{}, tuned ? "kokkos-pruned-graph-" : "kokkos-pruned-graph-plain-",
-          cuda ? 25 : 5);
-      add(isa, std::false_type{}, tuned ? "kokkos-pruned-" : "kokkos-pruned-plain-", cuda ? 24 : 4);
+      add(isa, std::true_type{}, tuned ? "kokkos-pruned-graph-" : "kokkos-pruned-graph-plain-", 2);
+      add(isa, std::false_type{}, tuned ? "kokkos-pruned-" : "kokkos-pruned-plain-", 1);
     });
   });
 }
