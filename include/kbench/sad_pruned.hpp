@@ -2,21 +2,12 @@
 // Exact bound-pruned template matching: the argmin of the SAD map (kbench/sad.hpp), bit for bit
 // and under the same tie rule (sad_key), found without finishing the SAD of most positions.
 //
-// Anderson, Kirtzic, Daescu, "Applying Parallel Design Techniques to Template Matching with
-// GPUs": with x the query and y_i the query-sized window at position i (as vectors),
-//   E_i = |x − y_i|₁ ≥ l_i = | |x|₁ − |y_i|₁ |          (the norm bound, InitBounds)
-// the window with the smallest l_i gives a first exact SAD E_guess (FindBestInitMatch), and
-// every window with l_i > E_guess is discarded. The survivors are refined with the strip bounds
-// of Tombari, Mattoccia, Di Stefano, "Full-search-equivalent pattern matching with incremental
-// dissimilarity approximations" (IEEE PAMI 2009): the query is cut into S horizontal strips,
-// and after the exact SAD of strips 0..j
-//   l_i = Σ_{k≤j} SAD_k(y_i) + Σ_{k>j} | |x_k|₁ − |y_{i,k}|₁ |,
-// which grows towards E_i strip by strip. Each finished window lowers E_guess; a window leaves
-// as soon as l_i > E_guess. Windows whose bound equals E_guess stay, so ties resolve exactly as
-// in full search.
-//
-// Exactness: the true argmin w has l_w ≤ E_w ≤ E_guess at every step, so it is never discarded
-// and its key enters the final minimum; every other window that could tie it is kept likewise.
+// With x the query and y_i the query-sized window at position i, the SAD E_i = |x − y_i|₁ is
+// bounded below by the norm bound | |x|₁ − |y_i|₁ | (Anderson, Kirtzic, Daescu) and, as its exact
+// SAD is summed strip by strip, by the strip bounds of Tombari, Mattoccia, Di Stefano (IEEE PAMI
+// 2009). A window leaves once its bound exceeds E_guess, the best exact SAD found so far; the true
+// argmin never does, and windows whose bound equals E_guess stay, so ties resolve exactly as in
+// full search. The bounds and the papers: docs/sad-pruned.md#what-it-is
 
 #include <algorithm>
 #include <cstdint>

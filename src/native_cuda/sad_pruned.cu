@@ -1,45 +1,13 @@
-// Native CUDA sad-pruned for sm_90: the exact argmin of the SAD map found with bounds
-// (kbench/sad_pruned.hpp), cuda-pruned. One run is seven kernels (the first a pass per
-// kMaxPassStrips strips) on the legacy default stream and no round trip to the host; x_k are the
-// query's strip sums, y_{i,k} the window's, S strips of kPruneStripRows query rows (strip_layout).
-//
-// 1. bound_kernel: Tombari's strip bound l_i = Σ_k |x_k − y_{i,k}| of every window into a bound
-//    map, and per tile of 32 window columns × kChunkRows map rows its smallest
-//    sad_key(bound, index) as a candidate. A block walks a segment of map rows down 32 window
-//    columns, 128 target rows at a time: the row sums of its window width enter a column prefix,
-//    kept for the last two chunks of rows in a shared ring, and each strip sum is the difference
-//    of two ring entries. No intermediate in global memory; queries taller than kMaxPassStrips
-//    strips take several passes.
-// 2. seed_kernel: the best candidate of all (the paper's FindBestInitMatch: the window with the
-//    smallest bound), its whole SAD in one pass by one block, is the first E, a device key; then
-//    refine_kernel over the other candidates, which start from that E instead of none: those
-//    whose bound is within E get their whole SAD in one pass by a block, which lowers E by
-//    atomicMin.
-// 3. refine_kernel over the kPrunePolishSide² windows around E's window: the best tile
-//    candidate is often a pixel or two off the match (its bound is as small, its SAD is not),
-//    and a first E close to the minimum prunes much more. Exact SADs of any windows are valid
-//    upper bounds, so this changes nothing but the speed.
-// 4. filter_kernel: units of kPruneUnitWindows neighbouring windows of a map row that hold a
-//    window with bound ≤ score(E) (ties kept) are compacted into a live list, and those windows
-//    counted (PruneStats::after_bounds). Windows of the polish neighbourhood are settled (steps 2
-//    and 3 finished their SADs or proved them too large) and stay out of the list: at low noise
-//    the match is among them, and its unit would otherwise be the refinement's longest chain.
-// 5. unit_refine_kernel: kPruneUnitLanes threads per live unit sum its windows' SADs strip by
-//    strip (in strip_order: the query's most textured first) with full search's register-blocked
-//    row routine (accumulate_sad_row, packed-byte SAD), a row each in turn; after each strip a
-//    window whose SAD so far, a lower bound of its SAD, exceeds E leaves, and the group leaves with
-//    its last window. After the last strip the survivors' exact SADs lower E. Blocks count the
-//    windows alive after each strip (after_strip).
-// 6. The fused full search of cuda-regblock-vsad-p32 (SadFullSearch), gated on the device: it
-//    runs, and step 5 returns at once, when more than kFullSearchFraction of the windows
-//    are left after step 4 (stats.full_search; after_strip then stays zero).
-//
-// Steps 2–6 are launched as programmatic dependents (sm_90), each waiting for the one before at
-// its start: the run is a chain of short kernels, whose launch latencies would otherwise be on
-// its critical path.
-//
-// Exactness: E is always the key of a real window's exact SAD, so it never falls below the true
-// minimum key; a window is dropped only when a lower bound of its key exceeds E.
+// Native CUDA sad-pruned for sm_90 (cuda-pruned): the exact argmin of the SAD map found with
+// bounds (kbench/sad_pruned.hpp). One run is seven kernels on the legacy default stream, with no
+// round trip to the host: Tombari's strip bounds and a candidate per tile (bound_kernel), the
+// seed and the other candidates (seed_kernel, refine_kernel), the seed's polish neighbourhood
+// (refine_kernel), the live units (filter_kernel), their refinement strip by strip
+// (unit_refine_kernel) and, gated on the device, full search instead. Steps 2–6 are programmatic
+// dependent launches: a chain of short kernels whose launch latencies would otherwise add up.
+// Exactness: E is always the key of a real window's exact SAD, and a window is dropped only when
+// a lower bound of its key exceeds E. Each step, and why: see
+// docs/sad-pruned.md#the-native-cuda-schedule
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -96,24 +64,12 @@ __device__ __forceinline__ Key warp_min(Key key) {
 // --- 1. strip bounds ---------------------------------------------------------------------------
 
 // A block of kBoundWarps warps walks down a tile of kWarp window columns through a segment of map
-// rows, kChunkRows target rows (a chunk) at a time, all warps sharing one ring of column prefixes
-// in shared memory:
-// - rows: lane r of warp w sums target row 32w + r of the chunk across the tile,
-//   H(t, j) = Σ_{x<c} T(t, j + x) for the tile's 32 columns j, the first from the row's words, the
-//   others sliding by one byte each, into the row's ring slot (its own row: no shuffles, 16-byte
-//   loads);
-// - prefix: lane j turns its column of the chunk's slots into the column prefix
-//   P(t) = Σ_{r≤t} H(r, j), each warp its 32 slots, from the previous chunk's last prefix and the
-//   earlier warps' column totals;
-// - windows: a strip sum is the difference of two ring slots; warp w takes the windows of the
-//   previous chunk's band of kChunkRows map rows (their last rows have now entered) whose row is
-//   one of its residues modulo kStripRows, a lane per column. Windows a strip apart share all
-//   their slots but one, so a lane reads a residue's slots once: two reads a window.
-// The ring holds two chunks: the band's windows read the slots of this chunk and the last.
-// One walk per segment instead of per warp sums fewer rows twice (a walk sums a pass's rows
-// before its first window) and takes less ring a warp (perf/notes/sad-pruned.md).
-// A pass covers up to kMaxPassStrips strips; taller queries take several passes that add into the
-// bound map.
+// rows, kChunkRows target rows (a chunk) at a time, sharing a ring of column prefixes in shared
+// memory that holds two chunks: each lane sums a target row across the tile into its slot, lanes
+// turn the chunk's columns into prefixes, and each warp takes some residues modulo kStripRows of
+// the previous chunk's band of windows, a strip sum being the difference of two slots. A pass
+// covers up to kMaxPassStrips strips; taller queries take several passes that add into the bound
+// map. The walk in detail, and why one walk per segment: docs/sad-pruned.md#the-bound-pass
 constexpr int kStripRows = kPruneStripRows;
 constexpr int kMaxPassStrips = kPrunePassStrips;
 constexpr int kBoundWarps = 4;

@@ -1,39 +1,12 @@
 // Portable sad-pruned: one Kokkos source for every execution space, the GPU scheme of the
-// native layer.
-//
-// The target lives on the device once, as the fused full search's packed rows (kokkos-fused,
-// the fallback), which every step reads.
-//
-// 1-2. Strip bounds l_i = Σ_k | |x_k|₁ − |y_{i,k}|₁ | for every window, the native layer's
-//    column walk: a team per kTileColumns window columns × a segment of map rows sums
-//    kChunkRows target rows at once (a thread per row: H(t, j) = Σ_{l<c} T(t, j + l) for the
-//    tile's columns, the first from the row's words, then sliding) into a scratch ring of two
-//    chunks; then its threads turn the chunk's columns into column prefixes, kTileColumns rows
-//    each, so that a strip's sum is two ring reads, and take the windows of the chunk before,
-//    by residue modulo kStripRows (windows a strip apart share all their reads but one). A pass
-//    takes up to kMaxPassStrips strips (taller queries add passes). The smallest (bound, index) of
-//    each kTileColumns × kChunkRows tile is its candidate.
-// 3. One team takes the best candidate of all (the paper's FindBestInitMatch: the window with
-//    the smallest bound) and sums its whole SAD in one reduction: as a sad_key, the first
-//    E_guess. Then a team per other candidate and per window of that window's polish
-//    neighbourhood (kPrunePolishRadius), in one launch, whose bound is within E_guess sums its
-//    whole SAD the same way, which lowers E_guess with an atomic min; the polish windows are
-//    settled from then on.
-// 4. Units of kPruneUnitWindows neighbouring windows of a map row that hold a window with bound
-//    ≤ E_guess outside the settled ones are compacted in tile order, a chunk of slots per team
-//    thread (a tile whose smallest bound exceeds E_guess is skipped unread): one atomic add
-//    places a chunk, vector scans its units; the windows within E_guess and the settled ones
-//    are counted too.
-// 5. A team thread per live unit sums its windows' SADs strip by strip (in strip_order: the
-//    query's most textured first) with full search's row
-//    routine (accumulate_sad_row), its vector lanes a row each in turn; a window leaves once its
-//    SAD so far exceeds E_guess, the unit with its last window, and the survivors of the last
-//    strip lower E_guess.
-// When more than kFullSearchFraction of the windows are left after step 4, the fused full
-// search runs instead. That switch is taken on the device (step 5 and the full search are both
-// enqueued, each gated on step 4's count), so a run never waits for the host between its steps.
-// kokkos-pruned launches the steps one by one; kokkos-pruned-graph builds the same launches into
-// one Kokkos graph once and submits it each run.
+// native layer (src/native_cuda/sad_pruned.cu). The target lives on the device once, as the fused
+// full search's packed rows (kokkos-fused, the fallback), which every step reads. The steps: strip
+// bounds by the native column walk, with a candidate per tile (1-2); the seed, then the other
+// candidates and the seed's polish neighbourhood in one launch (3); the live units, compacted in
+// tile order (4); their refinement strip by strip, a team thread per unit (5). The switch to full
+// search is taken on the device (both are enqueued, each gated on step 4's count), so a run never
+// waits for the host. kokkos-pruned launches the steps one by one; kokkos-pruned-graph submits
+// them as one Kokkos graph, built once. Each step: docs/sad-pruned.md#the-portable-schedule
 #include <algorithm>
 #include <iterator>
 #include <optional>
