@@ -7,12 +7,9 @@
 //              [--variant NAME] [--gpus-per-rank G] [--verbose] [--quiet]
 //   mpirun -np N cemd-match ...   (builds with KBENCH_MPI: the database sharded over the ranks)
 //
-// Under an MPI launcher every rank reads only its rows of the database, rank 0 reads the queries
-// and broadcasts them, the ranks' nearest two are merged on rank 0 with the tie rule of one
-// process (so the file is byte-identical for any rank count) and rank 0 writes the results. A
-// rank uses GPU (node rank × G) .. + G − 1 of its machine; G > 1 drives them from one host
-// thread each with a native CUDA variant. Any rank's error ends the whole job with a message
-// naming the rank, and no result file is written.
+// Under MPI, rank 0 merges the ranks' nearest two with the tie rule of one process, so the file
+// is byte-identical for any rank count. How the ranks share the work, and their GPUs and errors:
+// docs/cemd.md#many-gpus-and-nodes
 #include <CLI/CLI.hpp>
 
 #include <algorithm>

@@ -1,19 +1,11 @@
-// compare --algo cemd: its options and input.
-//
-// Cases: NxM = N queries against M database descriptors, with Ki (×1024) and Mi (×1024²)
-// suffixes (e.g. 1Kix64Ki); 4Mi is the paper's 4·2^20 comparisons (1Ki queries × 4Ki database)
-// and 64Kix1Mi a large one. A case may end in -raw, -l2 (the distance; default --metric and --mode)
-// and -all (the all-pairs matrix; default the nearest two per query), e.g. 4Mi-raw. The database is
-// generated SIFT-like and the queries are perturbed copies of its rows plus unrelated ones, all
-// seeded by --seed. --query q.npy --database d.npy (.npy, .key or CSV files) compare on those
-// sets instead; the distance and all-pairs then come from --metric, --mode and --all-pairs.
-//
-// The reference costs about a microsecond per comparison on one core. Above
-// --max-sequential-gcmp the single-core variants (the sequential layer and the Serial backend)
-// are skipped and the reference comes from omp-simd-<level> (the highest level this CPU has),
-// after it has matched the sequential reference on the first queries; above --max-host-gcmp every
-// host variant is skipped and the reference covers only the first --reference-queries queries (a
-// sampled reference: Cemd::check then checks only those rows of each variant's result).
+// compare --algo cemd: its options and input. A case is NxM, N queries against M database
+// descriptors (Ki and Mi suffixes; 4Mi is the paper's 1Ki × 4Ki), optionally ending in -raw, -l2
+// and -all (e.g. 4Mi-raw); the database is generated SIFT-like and the queries are perturbed
+// copies of its rows plus unrelated ones, seeded by --seed; --query and --database compare on
+// files instead. The reference costs about a microsecond per comparison on one core, so large
+// cases skip the single-core variants (above --max-sequential-gcmp; the reference then comes from
+// omp-simd-<level>) or every host variant (above --max-host-gcmp; then a sampled reference of the
+// first --reference-queries queries). In full: docs/cemd.md#checking-with-compare
 #include <algorithm>
 
 #include "compare/compare_impl.hpp"

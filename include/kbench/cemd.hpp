@@ -1,36 +1,14 @@
 #pragma once
-// Circular earth mover's distance (CEMD) between SIFT descriptors.
+// Circular earth mover's distance (CEMD) between SIFT descriptors: the all-pairs distance
+// matrix, and the nearest two database descriptors per query (best and second-best, ties to the
+// smallest database index) with Lowe's ratio test.
 //
 // A SIFT descriptor is 128 u8 values: 4×4 spatial cells × 8 orientation bins, value (cell, bin)
 // at index cell·8 + bin (the OpenCV/VLFeat layout). Each cell is a circular histogram, and the
-// descriptor distance is the sum over the 16 cells of the cells' circular EMD.
-//
-// Circular EMD of two 8-bin histograms f, g of equal mass (Rabin, Delon, Gousseau, "Circular
-// Earth Mover's Distance for the comparison of local features", ICPR 2008, eq. for the 1-D
-// circular case): with the cumulative differences D(i) = Σ_{j≤i} (f(j) − g(j)),
-//   CEMD(f, g) = min_k Σ_i |D(i) − D(k)| = Σ_i |D(i) − median(D)|,
-// the minimum over starting bins of the L1 distance between cumulative histograms. For 8 values
-// any point between the 4th and 5th smallest D is a median, so the sum is
-//   (sum of the 4 largest D) − (sum of the 4 smallest D).
-// Warn, Emeneker, Gauch, Cothren, Apon, "Accelerating Image Feature Comparisons using CUDA on
-// Commodity Hardware" (2010) compute it as the literal minimum over the 8 rotations (their
-// CPU-INITIAL) and then in unrolled form (CPU-FINAL, GPU-UNROLL).
-//
-// Real cells rarely have equal mass, so there are two CEMD distances (and plain L2 beside them):
-// - cemd_normalised (default; the paper's distance): each cell as a distribution. Exact on
-//   integers by cross-scaling: the cell term is CEMD(f·|g|, g·|f|) / (|f|·|g|), |·| the cell's
-//   sum, numerator and denominator exact u32 (|D| ≤ 8·255·2040), and 0 when either cell is empty.
-//   The quotient is formed in float by cemd_cell_quotient() and the 16 terms summed in float in
-//   cell order, so every variant that uses these helpers gets the same bits; the reference does
-//   the same sums in double, and float results stay within kCemdRelativeTolerance of it.
-//   Invariant to rotating all cells' bins by the same shift.
-// - cemd_raw: the D form on the raw values; every step an integer, so distances are exact
-//   integers (as floats: the largest, 16·4·2·2040, is far below 2^24). Not rotation-invariant
-//   when masses differ.
-// - l2: the Euclidean distance sqrt(Σ (a − b)²) (the sum is an exact integer), for comparison.
-//
-// Operations: the all-pairs distance matrix, and the nearest two database descriptors per query
-// (best and second-best, ties to the smallest database index) with Lowe's ratio test.
+// descriptor distance is the sum over the 16 cells of the cells' circular EMD (Rabin, Delon,
+// Gousseau, ICPR 2008): for f, g of equal mass, with D(i) = Σ_{j≤i} (f(j) − g(j)),
+// CEMD(f, g) = Σ_i |D(i) − median(D)| = (sum of the 4 largest D) − (sum of the 4 smallest D).
+// The definitions' sources and forms: docs/cemd.md#what-it-is
 
 #include <cmath>
 #include <cstdint>
@@ -51,6 +29,18 @@ constexpr int kDescriptorBytes = kCemdCells * kCemdBins;  // 128
 // Largest relative difference between a float-summed normalised distance and the double one.
 constexpr double kCemdRelativeTolerance = 1e-6;
 
+// Real cells rarely have equal mass, so there are two CEMD distances (and plain L2 beside them):
+// - cemd_normalised (default; the paper's distance): each cell as a distribution. Exact on
+//   integers by cross-scaling: the cell term is CEMD(f·|g|, g·|f|) / (|f|·|g|), |·| the cell's
+//   sum, numerator and denominator exact u32 (|D| ≤ 8·255·2040), and 0 when either cell is empty.
+//   The quotient is formed in float by cemd_cell_quotient() and the 16 terms summed in float in
+//   cell order, so every variant that uses these helpers gets the same bits; the reference does
+//   the same sums in double, and float results stay within kCemdRelativeTolerance of it.
+//   Invariant to rotating all cells' bins by the same shift.
+// - cemd_raw: the D form on the raw values; every step an integer, so distances are exact
+//   integers (as floats: the largest, 16·4·2·2040, is far below 2^24). Not rotation-invariant
+//   when masses differ.
+// - l2: the Euclidean distance sqrt(Σ (a − b)²) (the sum is an exact integer), for comparison.
 enum class DescriptorDistance { cemd_normalised, cemd_raw, l2 };
 const char* to_string(DescriptorDistance distance);
 // "normalised", "raw" or "l2"; throws Error for anything else.

@@ -1,35 +1,13 @@
 // Native CUDA cemd for sm_90, after Warn et al., "Accelerating Image Feature Comparisons using
-// CUDA on Commodity Hardware" (2010), then past it.
-//
-// - cuda-initial (GPU-INITIAL): one thread per (query, database) pair, both descriptors read
-//   byte by byte from global memory with the shared descriptor_distance().
-// - cuda-shmem (GPU-SHMEM): a 16 × 16 block stages 16 queries once and 16 database rows at a
-//   time in shared memory; each thread compares one query with one staged row per step.
-// - cuda-unroll (GPU-UNROLL): the shmem tiles, with the cell and bin loops unrolled by templates,
-//   the cells read as 8-byte words and the cell masses computed once while staging.
-// - cuda-final: a pre-pass kernel turns every descriptor into its cumulative form once (float
-//   cumulative sums and masses for the normalised distance, packed 16-bit cumulative sums for the
-//   raw one, the bytes and their squared norm for l2). The main kernel gives each thread 2
-//   queries × 4 database rows of a tile staged in shared memory (double-buffered with cp.async)
-//   and walks the descriptors one chunk (cell or cell pair) at a time, so the 8 distances stay in
-//   registers; each thread keeps its queries' nearest two in registers, 8 lanes merge them with
-//   shuffles and one lane per query inserts them into the global top-2 with 64-bit atomics. No
-//   matrix is written in nearest-two mode. It also runs on the caller's device views and stream
-//   (Variant::on_views), the prepared rows in the context's scratch memory.
-// - cuda-streamed: the final kernels with their copies in compute(): the database goes up in
-//   chunks from pinned memory on a copy stream while the kernels of the previous chunk run, every
-//   chunk's nearest two land in the same device top-2, so databases larger than the GPU work.
-//
-// The per-chunk arithmetic of cuda-final (and the split plan) are the prepared form of
-// kbench/detail/cemd_prepared.hpp, shared with the portable kokkos-tiled:
-// - normalised: the prefix form (detail/cemd_prefix.hpp), with D(i) = F(i)·|g| − G(i)·|f| and
-//   (sum of the 4 largest D) − (sum of the 4 smallest) = Σ_i |a_i − b_(3−i)| for the two sorted
-//   halves a, b of D; every value is an integer below 2^24, so float arithmetic is exact and the
-//   quotient and the cell-order float sum are those of cemd_cell_quotient().
-// - raw mode works on two cells at once in 16-bit lanes, 4 adds and 20 packed min/max (the
-//   Hopper 3-input and add-then-min forms) per cell pair.
-// - l2 is |a|² + |b|² − 2·a·b with 4-byte dot products.
-// Ties between equal distances go to the smallest database index: the keys are cemd_key()s.
+// CUDA on Commodity Hardware" (2010), then past it. cuda-initial, cuda-shmem and cuda-unroll are
+// the paper's GPU-INITIAL, GPU-SHMEM and GPU-UNROLL. cuda-final prepares every descriptor once and
+// gives each thread 2 queries × 4 database rows of a tile staged with cp.async, keeping each
+// query's nearest two in registers (no matrix in nearest-two mode); it also runs on the caller's
+// device views. cuda-streamed is cuda-final with the database streamed up in chunks from pinned
+// memory, for databases larger than the GPU. cuda-final's per-chunk arithmetic is the prepared
+// form of kbench/detail/cemd_prepared.hpp, shared with the portable kokkos-tiled. Ties between
+// equal distances go to the smallest database index: the keys are cemd_key()s.
+// Each kernel's schedule: docs/cemd.md#the-native-cuda-schedules
 #include <cuda_pipeline.h>
 
 #include <algorithm>

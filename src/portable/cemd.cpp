@@ -1,40 +1,13 @@
 // Portable cemd: one Kokkos source for every execution space (Serial, OpenMP, CUDA).
-//
-// - kokkos-mdrange: the idiomatic form on the bytes, through descriptor_distance(). All pairs: an
-//   MDRange over (database row, query) pairs, the database row fastest (a CUDA warp shares its
-//   query and writes consecutive matrix elements). Nearest two: a team per query reduces its
-//   row of distances with a top-2 reducer.
-// - kokkos-team: the prefix form (detail/cemd_prefix.hpp), laid out for GPUs. A pre-pass turns
-//   both sets into value-major tables of prefix sums (value v of descriptor i at v · stride + i)
-//   once per call. A team owns a tile of kQueryTile queries and a split of the database, whose
-//   chunks of kChunkRows rows it stages in team scratch. Each work item computes one query against
-//   kLanes staged rows at a time, in registers: the query's cell is read once per kLanes rows
-//   (consecutive work items read consecutive queries), the staged rows are read by every work item
-//   at once (a broadcast on GPUs; a SIMD load on hosts, where the lanes vectorise). Nearest two:
-//   each query's top-2 stays in scratch across the chunks and leaves once per split; a small kernel
-//   merges the splits. All pairs: a chunk's distances pass through scratch, so the matrix rows are
-//   written contiguously. Its lanes suit host SIMD units; on CUDA it falls short of cuda-final
-//   (one query per thread re-reads each staged row per query, 16 accumulators, a scratch top-2
-//   per chunk, tiny splits and a merge kernel).
-// - kokkos-tiled: cuda-final's design in one source, with cuda-final's per-chunk arithmetic
-//   (cemd_prepared.hpp). A pre-pass writes each descriptor's prepared row; a team of kTeamSlots
-//   register tiles owns kTeamQueries queries and a split of the database (cuda-final's split
-//   plan), staged kTileRows rows at a time in two scratch buffers (one barrier per tile); each
-//   tile compares kSlotQueries queries (read from global memory, cached) with kSlotRows staged
-//   rows chunk by chunk, keeping its top-2s in registers. The team merges its tiles' top-2s in
-//   scratch and inserts them into the global top-2 with 64-bit atomic minima. The same launch
-//   bounds and tile as cuda-final; only cuda-final's cp.async staging and scratch-staged queries
-//   (Kokkos 3.4 gives a team 40 KB of scratch) are left out. On CUDA it also runs on the caller's
-//   device views and stream (Variant::on_views), the prepared rows in the context's scratch.
-//
-// kokkos-team and kokkos-tiled compute through cemd_prefix.hpp's and cemd_prepared.hpp's helpers
-// (CUDA min/max, the division's fast path, DPX and dp2a/dp4a lanes): they are registered twice, as
-// built with Isa::tuned and with Isa::plain (`-plain`, the helpers' standard C++ forms).
-// kokkos-mdrange computes through descriptor_distance() and is plain as it is.
-//
-// The top-2 rule is shared (cemd_key: distance, then index), and every value the prefix and
-// prepared forms compute is an exact integer below 2^24 (or an exact quotient of two), so every
-// variant gives the sequential variants' bits.
+// kokkos-mdrange is the idiomatic form on the bytes (descriptor_distance(), an MDRange over
+// pairs). kokkos-team is the prefix form (detail/cemd_prefix.hpp) in value-major tables, a team
+// per query tile staging database chunks in scratch, its lanes suited to host SIMD units.
+// kokkos-tiled is cuda-final's design and per-chunk arithmetic (detail/cemd_prepared.hpp) without
+// its cp.async staging; on CUDA it also runs on the caller's device views. kokkos-team and
+// kokkos-tiled are registered twice, with Isa::tuned and Isa::plain (`-plain`). The top-2 rule is
+// shared (cemd_key), and every value the prefix and prepared forms compute is an exact integer
+// below 2^24 (or an exact quotient of two), so every variant gives the sequential variants' bits.
+// The schedules in detail: docs/cemd.md#the-portable-schedules
 #include <algorithm>
 #include <functional>
 #include <limits>

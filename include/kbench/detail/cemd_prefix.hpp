@@ -1,15 +1,10 @@
 #pragma once
-// The prefix form of the cemd distances, for the fast variants of every layer.
-//
-// A cell as the running sums of its bins in float: F(i) = Σ_{j≤i} f(j), so F(7) = |f|. Every value
-// the cell terms below form from them is an integer below 2^24, so float arithmetic is exact (with
-// or without FMA contraction, in any order of the additions) and the terms equal the integer
-// forms of kbench/cemd.hpp bit for bit:
-// - normalised: D(i) = |g|·F(i) − |f|·G(i), |D(i)| ≤ |f|·|g| ≤ 2040²; D(7) = 0; the numerator is
-//   the circular EMD of two histograms of mass |f|·|g|, at most 4·|f|·|g| < 2^24 (no two bins of
-//   the circle of 8 are more than 4 apart);
-// - raw: D(i) = F(i) − G(i), |D(i)| ≤ 2040.
-// Prefix sums turn the 8 running additions per cell and pair into work done once per descriptor.
+// The prefix form of the cemd distances, for the fast variants of every layer: a cell as the
+// running sums of its bins in float, F(i) = Σ_{j≤i} f(j) (so F(7) = |f|), which turns the 8
+// running additions per cell and pair into work done once per descriptor. Every value the cell
+// terms below form from them is an integer below 2^24, so float arithmetic is exact (with or
+// without FMA contraction, in any order of the additions) and the terms equal the integer forms
+// of kbench/cemd.hpp bit for bit; the bounds: docs/cemd.md#the-prefix-and-prepared-forms.
 // The helpers below take an Isa: Isa::plain gives up CUDA's min/max, fused multiply-add and
 // division fast path for their standard C++ forms, with the same bits. Their values are of a type
 // T: float, or a GCC vector of floats (the SIMD CPU variants: each lane one pair, the same

@@ -3,22 +3,12 @@
 // variants of two layers: cuda-final (native CUDA) and kokkos-tiled (portable). A pre-pass turns
 // every descriptor into a prepared row of 32-bit words once; the main kernels then compare
 // register tiles of several queries × several database rows one chunk of 8 words at a time.
-//
-// Metrics (each a struct of static functions, the same on hosts and devices):
-// - PreparedNormalised: per cell the running sums F(0..7) as floats (F(7) the mass), the prefix
-//   form (detail/cemd_prefix.hpp): the cell term is prefix_cell_term<cemd_normalised>, so the bits
-//   are cemd_cell_quotient()'s.
-// - PreparedRaw: two cells per chunk in 16-bit lanes. Word (p, i) holds bin i of the running sums
-//   of cells p (low half) and p + 8 (high half); queries store F, database rows 2048 − G, so one
-//   add gives D + 2048 in both halves (D + 2048 ∈ [8, 4088]: no carry between lanes). The 4
-//   smallest of the 8 are min(a_i, b_(3−i)) for the sorted halves a, b, and the distance is
-//   Σ_cells Σ_i D(i) − 2·Σ(4 smallest), the first sum a per-descriptor extra word.
-// - PreparedL2: the 128 bytes and Σ a² as the extra word; the distance is
-//   sqrt(|a|² + |b|² − 2·a·b) with 4-byte dot products.
-//
-// The packed helpers below use one Hopper instruction each on CUDA devices (DPX add-then-min,
-// 3-input min, dp2a/dp4a) and plain per-lane C++ elsewhere and with Isa::plain, with the same
-// results; the metrics' prepare, accumulate and end_group pass their Isa on.
+// Each metric (PreparedNormalised, PreparedRaw, PreparedL2) is a struct of static functions, the
+// same on hosts and devices; the forms, and why they are exact:
+// docs/cemd.md#the-prefix-and-prepared-forms. The packed helpers below use one Hopper instruction
+// each on CUDA devices (DPX add-then-min, 3-input min, dp2a/dp4a) and plain per-lane C++
+// elsewhere and with Isa::plain, with the same results; the metrics' prepare, accumulate and
+// end_group pass their Isa on.
 
 #include <algorithm>
 #include <cmath>
@@ -148,6 +138,9 @@ struct PreparedChunk {
 // word at kExtraWord), its chunks in kGroups groups of kChunksPerGroup, the accumulator of one
 // (query, row) pair, and kMinBlocks: how many 256-thread blocks (teams) of a 2 × 4 register tile
 // stay resident with the registers the accumulators need (more would spill).
+// PreparedNormalised: per cell the running sums F(0..7) as floats (F(7) the mass), the prefix
+// form (detail/cemd_prefix.hpp); the cell term is prefix_cell_term<cemd_normalised>, so the bits
+// are cemd_cell_quotient()'s.
 struct PreparedNormalised {
   static constexpr int kRowWords = kCemdCells * kCemdBins;
   static constexpr int kExtraWord = -1;
@@ -189,6 +182,10 @@ struct PreparedNormalised {
   }
 };
 
+// Two cells per chunk in 16-bit lanes: word (p, i) holds bin i of the running sums of cells p
+// (low half) and p + 8 (high half); queries store F, database rows 2048 − G, so one add gives
+// D + 2048 in both halves (D + 2048 ∈ [8, 4088]: no carry between lanes). The distance is
+// Σ_cells Σ_i D(i) − 2·Σ(4 smallest D), the first sum a per-descriptor extra word.
 struct PreparedRaw {
   static constexpr int kPairs = kCemdCells / 2;
   static constexpr int kExtraWord = kPairs * kCemdBins;
@@ -268,6 +265,8 @@ struct PreparedRaw {
   }
 };
 
+// The 128 bytes, and Σ a² as the extra word; the distance is sqrt(|a|² + |b|² − 2·a·b) with
+// 4-byte dot products.
 struct PreparedL2 {
   static constexpr int kExtraWord = kDescriptorBytes / 4;
   static constexpr int kRowWords = kExtraWord + 4;
