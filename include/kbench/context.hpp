@@ -6,19 +6,8 @@
 // kbench::cemd_all_pairs; one per algorithm header) reads its inputs from views, checks them
 // all before any work (kbench::Error naming the argument; nothing is written to an output view
 // when a call refuses), runs the chosen variant and writes its outputs into the output views.
-//
-// Threads: a Context is used by one thread at a time. Several contexts may run calls at once
-// from several threads (one per thread, on one device or several), with the same results as one
-// thread; calls that run a portable (Kokkos) variant take turns, since Kokkos 3.4 has one
-// instance of each execution space per process, and on a thread other than the one that started
-// Kokkos the portable host variants are not chosen (Kokkos 3.4 runs its host spaces only there;
-// its CUDA space runs from any thread). A context shared between threads needs the caller's
-// lock.
-//
-// Device views (conv and lbp): the views' memory is on the context's CUDA device; the call
-// queues its work on the caller's Stream and returns, writing its outputs there with no host
-// round trip, every frame in one launch. A context keeps device scratch memory between calls;
-// a call on another stream than the context's previous one first waits for that one's work.
+// Threads and contexts: see Context below; device views and streams: see Stream. A guide with
+// examples: docs/library.md.
 
 #include <cstddef>
 #include <cstdint>
@@ -80,6 +69,10 @@ inline ConstImageView host_image(const std::uint8_t* data, int width, int height
 // The CUDA stream a call on device views queues its work on (a cudaStream_t; null is CUDA's
 // legacy default stream). The call returns without waiting for the work unless `wait` is set;
 // calls on host views always wait.
+// Device views (conv and lbp): the views' memory is on the context's CUDA device; the call
+// queues its work on the caller's Stream and returns, writing its outputs there with no host
+// round trip, every frame in one launch. A context keeps device scratch memory between calls;
+// a call on another stream than the context's previous one first waits for that one's work.
 struct Stream {
   void* handle = nullptr;
   bool wait = false;
@@ -120,6 +113,13 @@ struct CallInfo {
 // Owns what is expensive and per device: Kokkos (started by the first context unless the caller
 // started it, and finalised at exit after the last one), and the choice of variant per input
 // shape (made at a shape's first call). Movable, not copyable.
+// Threads: a Context is used by one thread at a time. Several contexts may run calls at once
+// from several threads (one per thread, on one device or several), with the same results as one
+// thread; calls that run a portable (Kokkos) variant take turns, since Kokkos 3.4 has one
+// instance of each execution space per process, and on a thread other than the one that started
+// Kokkos the portable host variants are not chosen (Kokkos 3.4 runs its host spaces only there;
+// its CUDA space runs from any thread). A context shared between threads needs the caller's
+// lock.
 class Context {
  public:
   Context();

@@ -1,37 +1,14 @@
 #pragma once
-// Reading and writing descriptor sets and match results.
+// Reading descriptor sets: one SIFT descriptor of 128 values per row, from NumPy .npy, Lowe's
+// .key or CSV files (the formats: DescriptorFileFormat below; the writers:
+// kbench/descriptor_write.hpp).
 //
-// Descriptor files (one SIFT descriptor of 128 values per row):
-// - NumPy .npy (format versions 1.0, 2.0 and 3.0): dtype uint8 or little-endian float32, shape
-//   (N, 128), C order. The format is recognised by its magic bytes, whatever the file's name.
-// - Lowe's / VLFeat text .key: a header line "N 128", then per keypoint 4 numbers (row, column,
-//   scale, orientation) and 128 integers, separated by any white space (a value may be at most
-//   1 KiB long).
-// - CSV (.csv, .txt): one descriptor per line, 128 comma-separated values; blank lines are
-//   skipped. The first non-blank line is a header, and skipped, when none of its fields is a
-//   number (names), or when every field equals its own 0-based column number (0,1,...,n-1:
-//   pandas' to_csv(index=False) writes 0,1,...,127); so a first descriptor row that is literally
-//   0,1,...,127 is taken as a header. A first line that mixes numbers and text is refused (a
-//   typo in the first row must not turn it into a header). CRLF line ends are accepted; a line may
-//   be at most 64 KiB.
-// Text files may begin with a UTF-8 byte order mark, which is skipped. Longer lines or values are
-// refused at once (naming the file, the line and the limit), so a device or binary file given as
-// text cannot fill memory.
 // Every value must be a whole number from 0 to 255 (what OpenCV's and VLFeat's SIFT give, also
 // as float32); anything else (NaN, negative, over 255, fractional) is refused with a message that
 // names the file, the row and the column (both 0-based). Rows are counted from 0 in the file's
 // descriptor order, headers and blank lines not counted. Empty sets are refused. Messages show
 // text from the file with control bytes and bytes that are not UTF-8 as \xNN, cut after 40
 // characters.
-//
-// read_descriptors reads a file once, front to back, so it also reads pipes, devices and
-// standard input (the path "-", called "standard input" in messages). Standard input is .npy
-// when it begins with the magic bytes, else a CSV when its first non-blank line holds a comma,
-// else a .key file. count_descriptors and read_descriptor_rows open a file more than once and
-// refuse anything but a regular file.
-//
-// Output files are written through a temporary name in the same folder and renamed when
-// complete, so a failed write leaves no partial file (and an older file of that name intact).
 
 #include <cstdint>
 #include <string>
@@ -43,6 +20,20 @@ namespace kbench {
 // The value types of .npy descriptor files.
 enum class NpyValueType { u8, f32 };
 
+// The descriptor file formats:
+// - npy: NumPy .npy (format versions 1.0, 2.0 and 3.0), dtype uint8 or little-endian float32,
+//   shape (N, 128), C order; recognised by its magic bytes, whatever the file's name.
+// - key: Lowe's / VLFeat text .key: a header line "N 128", then per keypoint 4 numbers (row,
+//   column, scale, orientation) and 128 integers, separated by any white space.
+// - csv (.csv, .txt): one descriptor per line, 128 comma-separated values; blank lines skipped,
+//   CRLF line ends accepted. The first non-blank line is a header, and skipped, when none of its
+//   fields is a number (names), or when every field equals its own 0-based column number
+//   (0,1,...,127, as pandas' to_csv(index=False) writes it; so a first descriptor row that is
+//   literally that is taken as a header). A first line that mixes numbers and text is refused (a
+//   typo in the first row must not turn it into a header).
+// Text files may begin with a UTF-8 byte order mark, which is skipped. A line over 64 KiB (CSV)
+// or a value over 1 KiB (.key) is refused at once (naming the file, the line and the limit), so a
+// device or binary file given as text cannot fill memory.
 enum class DescriptorFileFormat { npy, key, csv };
 const char* to_string(DescriptorFileFormat format);
 
@@ -73,11 +64,15 @@ std::string to_string(const DescriptorFileNotes& notes);
 DescriptorFileNotes describe_descriptor_file(const std::string& path);
 
 // The number of descriptors in `path`, a regular file, cheaply: .npy from its header (and the
-// file's size checked against it), .key from its header line, CSV by scanning the lines.
+// file's size checked against it), .key from its header line, CSV by scanning the lines. It and
+// read_descriptor_rows open a file more than once, so they refuse anything but a regular file.
 std::int64_t count_descriptors(const std::string& path);
 
 // Every descriptor of `path` ("-": standard input), checked as above, in one pass; `notes`, when
-// given, gets what the reader found.
+// given, gets what the reader found. The file is read once, front to back, so pipes, devices and
+// standard input (called "standard input" in messages) work too; standard input is .npy when it
+// begins with the magic bytes, else a CSV when its first non-blank line holds a comma, else a
+// .key file.
 DescriptorSet read_descriptors(const std::string& path, DescriptorFileNotes* notes = nullptr);
 
 // Rows [first, first + count) of `path`, a regular file (first + count ≤

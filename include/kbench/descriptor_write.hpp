@@ -1,5 +1,7 @@
 #pragma once
-// Writing descriptor sets and match results to an OutputFile (committed by the caller).
+// Writing descriptor sets and match results to an OutputFile (committed by the caller). Output
+// files are written through a temporary name in the same folder and renamed when complete, so a
+// failed write leaves no partial file (and an older file of that name intact).
 
 #include <cstdint>
 #include <functional>

@@ -1,8 +1,6 @@
 #pragma once
 // Local Binary Pattern: an 8-bit code per pixel of a u8 gray image, and a histogram of the codes.
-//
-// Gray input: RGB images become gray through to_gray (integer ITU-R BT.601 luma,
-// Y = (299 R + 587 G + 114 B + 500) / 1000), so every layer sees the same samples.
+// Every variant is bit-identical to the reference: codes and histogram.
 //
 // Neighbours: the 8 pixels at radius 1, clockwise from the top-left one. Bit k of the code comes
 // from neighbour k at (x + lbp_dx(k), y + lbp_dy(k)) (kbench/detail/lbp_codes.hpp):
@@ -13,23 +11,7 @@
 //
 // and is 1 when neighbour >= centre (unsigned comparison), so a flat region codes as 255.
 // Because the neighbours go round the circle in order, rotating the neighbourhood by 45° rotates
-// the code's bits by one place.
-//
-// Border::crop codes only the pixels whose 8 neighbours lie inside the image (the output is
-// (W−2)×(H−2), output (x, y) is input (x + 1, y + 1); images smaller than 3×3 are refused);
-// Border::clamp codes every pixel, a neighbour outside the image repeating the nearest edge pixel.
-//
-// Mappings (what the output pixel holds, and the histogram's bins):
-//   plain               the code itself; 256 bins, bin = code.
-//   uniform             the uniform-pattern label; 59 bins. A code is uniform when its bits,
-//                       read round the circle, change at most twice; the 58 uniform codes take
-//                       labels 0..57 in increasing code order, every other code label 58. The
-//                       output pixel is the label, and the histogram is over labels.
-//   rotation_invariant  the smallest of the code's 8 bit rotations (36 distinct values); the
-//                       output pixel is that code (0..255), the histogram has 36 bins, one per
-//                       rotation-invariant code in increasing code order.
-//
-// Every variant is bit-identical to the reference: codes and histogram.
+// the code's bits by one place. Gray input, borders and mappings: LbpInput, LbpParams, LbpMapping.
 
 #include <cstdint>
 #include <string>
@@ -43,16 +25,30 @@
 
 namespace kbench {
 
+// Mappings (what the output pixel holds, and the histogram's bins):
+//   plain               the code itself; 256 bins, bin = code.
+//   uniform             the uniform-pattern label; 59 bins. A code is uniform when its bits,
+//                       read round the circle, change at most twice; the 58 uniform codes take
+//                       labels 0..57 in increasing code order, every other code label 58. The
+//                       output pixel is the label, and the histogram is over labels.
+//   rotation_invariant  the smallest of the code's 8 bit rotations (36 distinct values); the
+//                       output pixel is that code (0..255), the histogram has 36 bins, one per
+//                       rotation-invariant code in increasing code order.
 enum class LbpMapping { plain, uniform, rotation_invariant };
 
 LbpMapping parse_lbp_mapping(const std::string& text);
 const char* to_string(LbpMapping mapping);
 
+// Border::crop codes only the pixels whose 8 neighbours lie inside the image (the output is
+// (W−2)×(H−2), output (x, y) is input (x + 1, y + 1); images smaller than 3×3 are refused);
+// Border::clamp codes every pixel, a neighbour outside the image repeating the nearest edge pixel.
 struct LbpParams {
   Border border = Border::clamp;
   LbpMapping mapping = LbpMapping::plain;
 };
 
+// Gray input: RGB images become gray through to_gray (integer ITU-R BT.601 luma,
+// Y = (299 R + 587 G + 114 B + 500) / 1000), so every layer sees the same samples.
 struct LbpInput {
   ImageU8 gray;  // one channel
   LbpParams params;
