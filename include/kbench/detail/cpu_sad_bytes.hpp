@@ -1,26 +1,11 @@
 #pragma once
 // Byte vectors for the SIMD CPU variants of sad and sad-pruned, one type per CpuLevel, with the
-// packed-SAD arithmetic they share: GenericBytes (16 bytes, the baseline ISA), Avx2Bytes (32) and
-// Avx512Bytes (64). Each member function carries its level's target attribute, so one binary
-// holds all three and no global -m flag is needed; a function that calls them must be compiled
-// for that level too (a `[[gnu::target(KBENCH_TARGET_...)]]` function, code inside
-// `#pragma GCC target(...)` with the same string, or a template inlined whole into such a
-// function by gnu::flatten, as detail/cpu_vectors.hpp describes), and must run only where
-// cpu_supports() says the level is there.
-//
-// The operations (every one exact integer arithmetic, so each level gives the same sums):
-//   load(p)              kBytes bytes from p, any alignment
-//   zero()               all bytes 0
-//   bit_and(a, b)        bytewise a & b (masking bytes off)
-//   add_sad(acc, a, b)   acc's 64-bit lanes, each plus Σ |a_x − b_x| over its own 8 bytes
-//                        (psadbw / vpsadbw, then a 64-bit add)
-//   lane_sum(acc)        the sum of acc's 64-bit lanes, modulo 2^32
-// and on half vectors (Half, kBytes / 2 bytes), for a tail that fits in one, at half the cost
-// where the narrower instruction is cheaper:
-//   load_half(p), half_and(a, b)
-//   add_sad_half(acc, a, b)  acc's lower half of lanes plus the packed SAD of two halves
-// GenericBytes<Isa::plain> (PlainBytes) gives the same operations in plain C++ on every target;
-// GenericBytes<> is SSE2 on x86-64 and plain C++ elsewhere.
+// packed-SAD arithmetic they share: GenericBytes (16 bytes, the baseline ISA: SSE2 on x86-64,
+// plain C++ elsewhere; GenericBytes<Isa::plain> is plain C++ on every target), Avx2Bytes (32)
+// and Avx512Bytes (64). Each member function carries its level's target attribute, so one binary
+// holds all three; a function that calls them must be compiled for that level too and run only
+// where cpu_supports() says the level is there: docs/portability.md#cpu-levels-in-one-binary.
+// PlainBytes lists the operations every level's type offers.
 
 #include <cstdint>
 #include <cstring>
@@ -38,6 +23,17 @@
 namespace kbench::cpu_simd {
 
 // 16 bytes in plain C++: two 64-bit lanes of 8 little-endian bytes.
+// Every level's type offers (all exact integer arithmetic, so each level gives the same sums):
+//   load(p)              kBytes bytes from p, any alignment
+//   zero()               all bytes 0
+//   bit_and(a, b)        bytewise a & b (masking bytes off)
+//   add_sad(acc, a, b)   acc's 64-bit lanes, each plus Σ |a_x − b_x| over its own 8 bytes
+//                        (psadbw / vpsadbw, then a 64-bit add)
+//   lane_sum(acc)        the sum of acc's 64-bit lanes, modulo 2^32
+// and on half vectors (Half, kBytes / 2 bytes), for a tail that fits in one, at half the cost
+// where the narrower instruction is cheaper:
+//   load_half(p), half_and(a, b)
+//   add_sad_half(acc, a, b)  acc's lower half of lanes plus the packed SAD of two halves
 struct PlainBytes {
   static constexpr CpuLevel level = CpuLevel::generic;
   static constexpr int kBytes = 16;

@@ -1,25 +1,10 @@
 #pragma once
 // Float and byte vectors of one x86 level, for the host kernels that are written once and
 // compiled for every level (conv, lbp, cemd): simd::Generic (GCC vector extensions at the
-// baseline ISA, any CPU), simd::Avx2 and simd::Avx512 (intrinsics, x86 only).
-//
-// A kernel is a template over the level's struct (`Ops`) and calls only Ops's functions and
-// plain C++. Each level's functions carry that level's target attribute; a kernel, having none,
-// can inline them only once it is itself inlined into a function of the same level, so every
-// instantiation is reached through an entry function declared with the level's
-// KBENCH_CPU_TARGET_* attribute and gnu::flatten (which inlines the kernel, then the level's
-// functions, into it). Such an entry must only run where cpu_supports(level) holds.
-//
-// What each level offers:
-//   kLanes, Floats            a vector of kLanes floats
-//   zero, broadcast, load, store, mul_add(a, b, c) = a · b + c (fused where the level has FMA)
-//   widen(p)                  kLanes bytes at p as floats
-//   pack_pixels(sums, out)    kPackVectors vectors of sums → kPackVectors · kLanes bytes at out,
-//                             each conv_to_pixel(sum)
-//   kBytes, Bytes             a vector of kBytes bytes
-//   load_bytes, store_bytes, splat_byte
-//   or_bit_if_ge(code, n, c, bit)  code | (n >= c ? bit : 0) in every byte, unsigned (the LBP
-//                             comparison, lbp_bit_set)
+// baseline ISA, any CPU), simd::Avx2 and simd::Avx512 (intrinsics, x86 only). A kernel is a
+// template over the level's struct (`Ops`), reached through an entry function with the level's
+// KBENCH_CPU_TARGET_* attribute and gnu::flatten, which must run only where cpu_supports(level)
+// holds; why so: docs/portability.md#cpu-levels-in-one-binary. Generic lists what a level offers.
 
 #include <cstdint>
 #include <cstring>
@@ -63,6 +48,16 @@ template <class T, int kCount>
 using Vector = typename VectorOf<T, kCount>::type;
 
 // The compiler's baseline: 16-byte vectors (SSE2 on x86-64, NEON or scalar code elsewhere).
+// What each level offers:
+//   kLanes, Floats            a vector of kLanes floats
+//   zero, broadcast, load, store, mul_add(a, b, c) = a · b + c (fused where the level has FMA)
+//   widen(p)                  kLanes bytes at p as floats
+//   pack_pixels(sums, out)    kPackVectors vectors of sums → kPackVectors · kLanes bytes at out,
+//                             each conv_to_pixel(sum)
+//   kBytes, Bytes             a vector of kBytes bytes
+//   load_bytes, store_bytes, splat_byte
+//   or_bit_if_ge(code, n, c, bit)  code | (n >= c ? bit : 0) in every byte, unsigned (the LBP
+//                             comparison, lbp_bit_set)
 struct Generic {
   static constexpr int kLanes = 4;
   static constexpr int kBytes = 16;
