@@ -1,18 +1,10 @@
-// compare --algo sad: its options and input, and the cases sad-pruned shares with it.
-//
-// Cases: test1, test2, test3 (the report's 1500²/150², 2000²/200², 2500²/250²: a synthetic gray
-// target and a query cut from it at a seeded position with ±2 grey levels of noise, so the
-// answer is known), the pruned-matching paper's photo sizes photo2306-q64/-q128 and
-// photo3072-q64/-q128 (a photo-like scene, kbench::photo_like_scene, and a query with Gaussian
-// noise of --noise σ), WxH targets with --query-size, or --image [--query] files. A "-nomap" suffix
-// (or --no-map) asks for the argmin only: the fused variants run then, and the map-writing ones
-// compute their map without handing it back.
-//
-// The sequential reference needs r·c byte-SADs per map position: 3.2e11 at test3, minutes on one
-// core per run. Above --max-sequential-gsad the single-core variants (the sequential layer and
-// the Serial backend) are skipped (their rows say so; test1 times them) and the checking
-// reference comes from omp-blocked, after omp-blocked has matched the sequential reference on a
-// crop of the same target with the same query.
+// compare --algo sad: its options and input, and the cases sad-pruned shares with it: the
+// report's test1..test3 (a synthetic target and a query cut from it, so the answer is known), the
+// pruned-matching paper's photo sizes (photo2306-q64 to photo3072-q128: a photo-like scene and a
+// query with Gaussian noise of --noise σ), WxH targets or image files; "-nomap" (--no-map) asks
+// for the argmin only. Above --max-sequential-gsad the single-core variants are skipped and the
+// checking reference comes from omp-blocked, after it has matched the sequential reference on a
+// crop of the same target with the same query. In full: docs/sad.md#what-it-is
 #include <algorithm>
 
 #include "compare/compare_impl.hpp"

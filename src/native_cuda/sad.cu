@@ -1,26 +1,12 @@
-// Native CUDA sad for sm_90.
-//
-// - cuda-global, cuda-global-restrict (the report's Global1/Global2): one thread per map
-//   position reading the target and query bytes from global memory, without and with
-//   `__restrict__ const` pointers (read-only cache loads).
-// - cuda-shared-b8/b16/b24/b32 (the report's shared-memory version and its block-size study): a
-//   B × B block stages a chunk of query rows and the target strip below its tile in shared
-//   memory, then each thread sums its position from there.
-// - cuda-regblock-vsad-p16/p32: each thread sums 16 or 32 neighbouring positions of one map row
-//   in registers from packed 4-byte words with the packed SAD instruction (vabsdiff4 with its
-//   accumulate, what __vsadu4 + acc should become; accumulate_sad_row in
-//   kbench/detail/sad_words.hpp), the target words through 16-byte read-only loads, the query in
-//   constant memory (global memory when it exceeds 64 KB), and the argmin reduced per block and
-//   merged with one 64-bit atomicMin in the same kernel: with want_map == false no map is written
-//   at all. They also take the caller's device views (Variant::on_views): the views packed on the
-//   device, then the same kernel on the call's stream, the query read from global memory.
-// - cuda-regblock-vsad-e2e: the p32 kernel with its copies: target and query up, the map down
-//   in row bands that overlap the kernels of later bands.
-// - SadFullSearch (sad_full_search.hpp): the p32 kernel without map for other algorithms, its
-//   blocks optionally gated on a device counter (sad-pruned's fallback).
-//
-// The map-only variants (global, shared) find the argmin with a second kernel over the map.
-// Every argmin is a minimum of sad_key()s, so ties follow the shared (score, row, col) rule.
+// Native CUDA sad for sm_90: cuda-global and cuda-global-restrict (the report's Global1/Global2,
+// a thread per map position from global memory); cuda-shared-b8..b32 (B × B blocks staging query
+// rows and the target strip in shared memory); cuda-regblock-vsad-p16/p32 (16 or 32 positions of
+// a map row per thread in registers with the packed SAD instruction, the argmin merged in the
+// same kernel by one 64-bit atomicMin, no map written when none is wanted; also on the caller's
+// device views); cuda-regblock-vsad-e2e (the p32 kernel with its copies); SadFullSearch
+// (sad_full_search.hpp: the p32 kernel without a map, for sad-pruned). The map-only variants find
+// the argmin with a second kernel over the map. Every argmin is a minimum of sad_key()s, so ties
+// follow the shared (score, row, col) rule. Each schedule: docs/sad.md#schedules-in-detail
 #include <algorithm>
 #include <cstdint>
 #include <memory>

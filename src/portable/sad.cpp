@@ -1,22 +1,12 @@
 // Portable sad: one Kokkos source for every execution space (Serial, OpenMP, CUDA).
-//
-// - kokkos-mdrange: an MDRange over map positions, each summing its r × c bytes, then the argmin
-//   as a parallel_reduce over the map.
-// - kokkos-team: teams own a tile of map positions; each chunk of query rows and the target
-//   strip below the tile are staged in team scratch as packed words, and every work item sums
-//   4·kWords neighbouring positions in registers (accumulate_sad_row). The map is written and the
-//   argmin reduced in the same kernel.
-// - kokkos-fused: the team kernel without the map: only the argmin leaves the device.
-// The team and fused kernels sum through sad4 (vabsdiff4 on CUDA devices, psadbw on x86 hosts):
-// they are registered twice, as built with Isa::tuned and with Isa::plain (`-plain`, four byte
-// differences per word everywhere). kokkos-mdrange subtracts bytes itself and is plain as it is.
-//
-// On CUDA the team and fused variants also take the caller's device views (Variant::on_views):
-// the views packed on the device, then the team kernel on the call's stream.
-//
-// The argmin is a Min reduction over 64-bit sad_key()s, not Kokkos::MinLoc: MinLoc leaves ties
-// unspecified, the packed key makes the shared (score, row, col) rule explicit. On views, where
-// no result goes back to the host, each team lowers the key in device memory with an atomic min.
+// kokkos-mdrange: an MDRange over map positions, then the argmin as a parallel_reduce.
+// kokkos-team: teams own a tile of positions, stage query rows and the target strip in scratch as
+// packed words, and each work item sums 4·kWords neighbouring positions in registers, the map and
+// the argmin in one kernel; kokkos-fused: the same without the map. Those two sum through sad4, so
+// they are registered with Isa::tuned and Isa::plain (`-plain`); on CUDA they also take the
+// caller's device views. The argmin is a Min reduction over 64-bit sad_key()s, not
+// Kokkos::MinLoc, whose ties are unspecified: the packed key makes the shared (score, row, col)
+// rule explicit. Each schedule: docs/sad.md#schedules-in-detail
 #include <cstdint>
 #include <functional>
 #include <memory>
