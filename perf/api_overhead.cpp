@@ -106,7 +106,7 @@ template <class Algorithm>
 const kbench::Variant<Algorithm>& view_variant() {
   const kbench::Variant<Algorithm>* best = nullptr;
   for (const auto& v : kbench::variants<Algorithm>()) {
-    if (v.on_views && (!best || v.preference > best->preference)) best = &v;
+    if (v.on_views && (!best || v.preferred_to(*best))) best = &v;
   }
   if (!best)
     throw kbench::Error(std::string("no ") + Algorithm::name + " variant takes device views");
