@@ -1,21 +1,13 @@
-// Portable conv: one Kokkos source for every execution space (Serial, OpenMP, CUDA).
-//
-// The pixel computation (conv_pixel) is written once; three schedules walk it: a flat MDRange
-// over output pixels; a team-tiled one that stages each tile plus its halo in team scratch; and a
-// row-vector one that treats an interleaved row as one byte stream (every channel sees the same
-// weights), so each work item turns a few word loads into a run of output bytes.
-// Masks of size 3 get compile-time unrolled code; other sizes use the run-time loop.
-// A fourth schedule, the band walk, runs the native CUDA kernel's register-level arithmetic
-// (kbench/detail/conv_band.hpp) for 3×3 masks; a fifth, on host spaces, the native SIMD CPU
-// variants' band walk over rows of floats (kbench/detail/conv_rows.hpp).
-// On CUDA the band variants also take the caller's device views (Variant::on_views): frames of
-// one shape on the caller's stream, the band schedule's frames all in one launch.
-//
-// The row-vector and band schedules turn bytes into floats and sums into bytes through
-// conv_band's helpers, which use byte permutes and paired packing on CUDA devices, and the rows
-// schedule calls the CPU level's vector helpers: they are registered twice, as built with
-// Isa::tuned and with Isa::plain (`-plain`, the helpers' C++ forms). The flat and team-tiled
-// schedules use no helper and are plain C++ as they are.
+// Portable conv: one Kokkos source for every execution space (Serial, OpenMP, CUDA). Three
+// schedules walk the pixel computation (conv_pixel), written once: a flat MDRange over output
+// pixels, team tiles staged with their halo in scratch, and a row-vector one that treats an
+// interleaved row as one byte stream; masks of size 3 get compile-time unrolled code. A fourth,
+// the band walk, runs the native CUDA kernel's arithmetic for 3×3 masks
+// (kbench/detail/conv_band.hpp); a fifth, on host spaces, the SIMD CPU variants' walk over rows of
+// floats (kbench/detail/conv_rows.hpp). The row-vector, band and rows schedules go through helpers
+// with hardware instructions, so they are registered with Isa::tuned and Isa::plain (`-plain`). On
+// CUDA the band variants also take the caller's device views. In full: see
+// docs/conv.md#schedules-in-detail
 #include <algorithm>
 #include <climits>
 #include <cstddef>

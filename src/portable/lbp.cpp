@@ -1,19 +1,11 @@
-// Portable lbp: one Kokkos source for every execution space (Serial, OpenMP, CUDA).
-//
-// Three schedules compute codes and histogram in one pass:
-//  - ScatterView: one work item per output pixel, each counting its bin through a ScatterView
-//    (duplicated per thread on OpenMP, atomic on CUDA, plain on Serial);
-//  - team histogram: each team codes a tile into a histogram in team scratch and merges it into
-//    the result once, with one atomic per bin;
-//  - vector: the native cuda-vec kernel's scheme in Kokkos. A work item is 16 pixels of one row,
-//    coded from one 16-byte load per input row plus the words beside it, four codes at a time
-//    (lbp_codes4), and stored with one 16-byte store; persistent teams, as many as run at once,
-//    count into a team histogram and merge it once.
-// On CUDA the vector variants also take the caller's device views (Variant::on_views): every frame
-// in one launch on the caller's stream, each frame's counts merged into its own histogram.
-// The team-histogram and vector schedules code through lbp_codes4, fp16 pairs on CUDA devices:
-// they are registered twice, as built with Isa::tuned and with Isa::plain (`-plain`, the SWAR
-// comparisons everywhere). ScatterView codes through the scalar lbp_code and is plain as it is.
+// Portable lbp: one Kokkos source for every execution space (Serial, OpenMP, CUDA). Three
+// schedules compute codes and histogram in one pass: ScatterView (a work item per pixel counting
+// through a ScatterView), team histogram (a team codes a tile into a histogram in team scratch and
+// merges it once) and vector (the native cuda-vec scheme: 16 pixels of a row per work item, four
+// codes at a time, persistent teams). The team-histogram and vector schedules code through
+// lbp_codes4 (fp16 pairs on CUDA devices), so they are registered with Isa::tuned and Isa::plain
+// (`-plain`); on CUDA the vector variants also take the caller's device views, every frame in one
+// launch. In full: docs/lbp.md#portable-schedules
 #include <algorithm>
 #include <array>
 #include <cstddef>

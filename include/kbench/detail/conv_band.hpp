@@ -1,20 +1,13 @@
 #pragma once
 // The 3×3 u8 convolution of a band of rows held in registers: the arithmetic that the native
 // CUDA kernel and the portable (Kokkos) schedule share, apart from how input rows reach a thread
-// (a `RowSource`) and where output rows go (a `RowSink`).
-//
-// A thread owns kBandBytes consecutive bytes of an interleaved row (every channel sees the same
-// taps, so a row is one byte stream with the taps kC bytes apart) and a band of consecutive
-// output rows. It walks down the band: each input row is loaded once, turned into floats once
-// and pushed into the accumulators of the up to three output rows it feeds, held in a ring of
-// three, while the load of the row three further down is in flight. Per output byte that is
-// 9 multiply-adds, (kBandBytes + 2·kC) / kBandBytes byte conversions times (rows + 2) / rows,
-// and one eighth of a pack instruction.
-//
-// Bytes become floats through the 2^23 mantissa trick (one byte permute and one add on GPUs,
-// instead of the quarter-rate int→float conversion); sums become bytes rounded to nearest even
-// and saturated, two at a time on GPUs (F2IP), equal to conv_to_pixel. With Isa::plain every
-// step takes its plain C++ form instead (shifts and masks, int→float, conv_to_pixel per byte).
+// (a `RowSource`) and where output rows go (a `RowSink`). A thread owns kBandBytes consecutive
+// bytes of an interleaved row (a row is one byte stream, the taps kC bytes apart) and walks down a
+// band of output rows: each input row is loaded and turned into floats once and pushed into a
+// ring of the three output rows it feeds, while a later row's load is in flight. Bytes become
+// floats through the 2^23 mantissa trick, and sums become bytes two at a time on GPUs, equal to
+// conv_to_pixel; with Isa::plain every step takes its plain C++ form. In full, with its cost per
+// output byte: docs/conv.md#the-band-walk
 
 #include <cmath>
 #include <cstdint>

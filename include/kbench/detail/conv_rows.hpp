@@ -1,20 +1,12 @@
 #pragma once
 // The N×N u8 convolution of one output row from N rows of floats, over the vectors of one CPU
 // level (kbench/detail/cpu_vectors.hpp), and the walk of a band of output rows built on it: the
-// SIMD CPU variants and the portable rows schedule.
-//
-// Every channel of an interleaved row sees the same weights, so a row is one stream of samples
-// and horizontal tap i of output sample s is padded sample s + i·C (C channels). The padded row
-// is the input row itself for Border::crop (output x reads input x .. x + N − 1); for
-// Border::clamp it is the input row with its first and last pixels repeated r = (N − 1) / 2 times
-// before and after it, as clamp_coordinate would. Rows are turned into floats once
-// (widen_padded), each sum is N² multiply-adds (fused where the level has FMA) over loads from
-// those rows, in the order mask row j, then tap i, and the sums become bytes as conv_to_pixel
-// makes them.
-//
-// A block is kPackVectors vectors of output samples, summed in registers; the last block of a
-// run may read up to a block's worth of floats past the run's taps (the caller's rows have that
-// slack) and stores only the run's bytes.
+// SIMD CPU variants and the portable rows schedule. A row is one stream of samples (every channel
+// sees the same weights), so horizontal tap i of output sample s is padded sample s + i·C; rows
+// are turned into floats once, each sum is N² multiply-adds in the order mask row j, then tap i,
+// and the sums become bytes as conv_to_pixel makes them. The last block of a run may read up to a
+// block's worth of floats past the run's taps (the caller's rows have that slack) and stores only
+// the run's bytes. The padding per border, and the blocks: docs/conv.md#the-row-walk-on-cpus
 
 #include <cstddef>
 #include <cstdint>
