@@ -1,18 +1,8 @@
-// api-overhead: what the library call costs over the tools' variant run, on the same variant.
-// For conv (3×3 gaussian, RGB) and LBP (gray) at each size given (default 1080p), it times
-//   run:  run_once(variant, input), the path the tools took before the library (a runner made,
-//         input uploaded, computed, output downloaded),
-//   call: kbench::conv / kbench::lbp on host views of the same image, with Choice{variant},
-// alternately, and prints one JSON line per case with both medians and their ratio.
-// Where a GPU is usable it also times, for the variant's call on device views:
-//   kernel: the variant's runner, compute() only (the bare kernel on resident buffers),
-//   device: kbench::conv / kbench::lbp on device views of resident buffers,
-// each as a burst of calls on the legacy stream then one wait (GPU time per call), and the
-// host's time to queue one call (the burst's queueing alone): one JSON line per case; and the
-// device's copy bandwidth (a device-to-device copy, bytes read + written per second), the floor
-// that batch figures are set against; and, per size, the rates at which a frame moves to the
-// device from the caller's pageable memory, from page-locked memory and through a Context's
-// page-locked staging (the path of a call on host views), and back without and with staging.
+// api-overhead: what the library call costs over the tools' variant run, on the same variant,
+// for conv (3×3 gaussian, RGB) and LBP (gray) at each size given (default 1080p): the call on
+// host views against run_once, and, where a GPU is usable, the call on device views against the
+// bare kernel, the host's time to queue a call, and the copy rates that batch figures are set
+// against; one JSON line per case. What each figure times: docs/building.md#the-librarys-own-cost
 //
 //   api-overhead [--reps N] [WxH ...]    (variant: each algorithm's preferred one here)
 #include <algorithm>
