@@ -9,7 +9,8 @@
 #   perf/cpu_portability.sh OUTDIR BUILD_DIR [BUILD_DIR ...]     e.g. build/host build/host-native
 # KBENCH_PORTABILITY_CASES picks cases by number (default all, "1 2 …" in the order below);
 # KBENCH_SWEEP names the builds whose thread sweep runs (default all; "none"), and
-# KBENCH_SWEEP_THREADS its thread counts (default 1, 2, 4 … up to all). Nothing is built here.
+# KBENCH_SWEEP_THREADS its thread counts (default 1, 2, 4 … up to all); KBENCH_BUDGET_MS caps
+# each variant's timing (compare's --budget-ms, default 15000). Nothing is built here.
 set -uo pipefail
 
 out=${1:?usage: perf/cpu_portability.sh OUTDIR BUILD_DIR [BUILD_DIR ...]}
@@ -39,6 +40,7 @@ for threads in 1 2 4 8 16 32 64 128; do
 done
 read -r -a thread_counts <<<"${KBENCH_SWEEP_THREADS:-${thread_counts[*]}}"
 sweep=" ${KBENCH_SWEEP:-all} "
+budget=${KBENCH_BUDGET_MS:-15000}
 
 # The fastest variant of a layer in a compare.jsonl for one case's description.
 best_of() {
@@ -61,7 +63,8 @@ for build in "$@"; do
   for n in $picked; do
     entry=${cases[$((n - 1))]}
     # shellcheck disable=SC2086
-    "$bin/compare" --algo $entry --backend openmp --reps 10 --json "$dir/compare.jsonl" \
+    "$bin/compare" --algo $entry --backend openmp --reps 10 --budget-ms "$budget" \
+      --json "$dir/compare.jsonl" \
       >>"$dir/compare.log" 2>&1 || status=1
   done
   [[ $sweep == " all " || $sweep == *" $name "* ]] || continue
@@ -82,7 +85,8 @@ print([r for r in rows if r["algorithm"] == sys.argv[2]][-1]["description"])' \
       [[ $threads -ge $cores ]] && continue  # the all-threads run above
       # shellcheck disable=SC2086
       OMP_NUM_THREADS=$threads "$bin/compare" --algo $entry --variant "$native" "$portable" \
-        --reps 5 --json "$dir/sweep.jsonl" >>"$dir/sweep.log" 2>&1 || status=1
+        --reps 5 --budget-ms "$budget" --json "$dir/sweep.jsonl" >>"$dir/sweep.log" 2>&1 ||
+        status=1
     done
   done
 done
