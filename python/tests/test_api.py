@@ -1,7 +1,9 @@
 """What every call shares: the registry listing, choices, errors, threads, a real photo."""
 
+import sys
 import threading
 import time
+import types
 
 import numpy as np
 import pytest
@@ -184,3 +186,51 @@ def test_cuda_array_interface_outside_cuda_memory():
         kbench.conv(InterfaceOnly(image))
     with pytest.raises(TypeError, match="image: __cuda_array_interface__ type '<c8'"):
         kbench.conv(InterfaceOnly(image, "<c8"))
+
+
+class StandInArray:
+    """An array of a stand-in `cupy` module, in host memory, exported through DLPack."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, **kwargs):
+        return self.array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def test_cupy_arrays_get_cupy_results(monkeypatch, rng):
+    """CuPy's path through the extension (its array type, results made by cupy.empty within
+    cupy.cuda.Device of the input's device), run with a stand-in module whose arrays are in host
+    memory; the GPU machine has no CuPy."""
+    made = []
+
+    class Device:
+        def __init__(self, device):
+            made.append(("device", device))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    def empty(shape, dtype):
+        made.append(("empty", tuple(shape), dtype))
+        return StandInArray(np.empty(shape, dtype))
+
+    cupy = types.ModuleType("cupy")
+    cupy.ndarray, cupy.empty = StandInArray, empty
+    cupy.cuda = types.SimpleNamespace(Device=Device, get_current_stream=lambda: None)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    image = smooth_image(rng, 24, 32, 3)
+    result = kbench.conv(StandInArray(image), "gaussian")
+    assert isinstance(result, StandInArray)
+    assert np.array_equal(result.array, kbench.conv(image, "gaussian"))
+    assert made == [("device", 0), ("empty", (24, 32, 3), "uint8")]
+    codes, histogram = kbench.lbp(StandInArray(image[..., 0].copy()))
+    assert histogram.array.dtype == np.uint32 and histogram.array.sum() == 24 * 32
+    with pytest.raises(TypeError, match="out: a cupy CUDA array like the input"):
+        kbench.conv(StandInArray(image), out=np.empty_like(image))
