@@ -103,7 +103,9 @@ Library library_of(nb::handle value) {
           nb::getattr(torch.attr("_C"), "_cuda_getCurrentRawStream", nb::none());
       py.torch_stream = raw_stream.is_none() ? nb::object() : raw_stream;
       py.torch_device_stream = torch.attr("cuda").attr("current_stream");
-      const char* names[] = {"uint8", "int32", "int32", "float32"};  // uint32 results: int32
+      // By Element; no call asks PyTorch for uint32 (lbp's counts are int32 there), whose
+      // uint32 has few operations.
+      const char* names[] = {"uint8", "int32", "int32", "float32"};
       for (int e = 0; e < 4; ++e) py.torch_dtype[e] = torch.attr(names[e]);
     }
   }
@@ -296,8 +298,7 @@ Argument<Array> read_array(nb::handle value, const char* name) {
 }
 
 // A new array of `shape` and `element` where `like` lives: NumPy, or the same CUDA library on the
-// same device. PyTorch gets int32 for uint32 (histograms), since its uint32 has few operations;
-// the counts of a frame of fewer than 2^31 pixels fit.
+// same device.
 template <class Like>
 Argument<OutArray> new_array_like(const Argument<Like>& like, const char* name,
                                   const std::vector<std::int64_t>& shape, Element element) {
@@ -664,11 +665,9 @@ nb::tuple lbp(nb::handle image, const std::string& mapping, const std::string& b
     histogram_out = out[1];
   }
   const bool batch = form == Form::nhw || form == Form::nhwc;
+  const Form codes_form = batch ? Form::nhw : Form::hw;
   const std::int64_t bins = kbench::lbp_bin_count(options.mapping);
-  auto codes = output_like(
-      codes_out, "out[0]", in,
-      batch ? std::vector<std::int64_t>{f.n, f.h, f.w} : std::vector<std::int64_t>{f.h, f.w},
-      Element::u8);
+  auto codes = output_like(codes_out, "out[0]", in, shape_in_form(codes_form, f), Element::u8);
   // PyTorch's counts are int32: the same bits while counts stay below 2^31.
   const Element count = in.library == Library::torch ? Element::i32 : Element::u32;
   auto histogram = output_like(
@@ -684,7 +683,7 @@ nb::tuple lbp(nb::handle image, const std::string& mapping, const std::string& b
   }
   std::vector<std::uint8_t> copy;
   const auto from = image_view<kbench::ConstImageView>(in, form, &copy);
-  const auto to = image_view<kbench::ImageView>(codes, batch ? Form::nhw : Form::hw, nullptr);
+  const auto to = image_view<kbench::ImageView>(codes, codes_form, nullptr);
   auto* counts = static_cast<std::uint32_t*>(histogram.array.data());
   const kbench::Choice choice = choice_of(variant, backend, layer);
   without_gil([&] { kbench::lbp(context(), from, to, counts, options, choice); });
