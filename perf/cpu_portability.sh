@@ -42,44 +42,25 @@ read -r -a thread_counts <<<"${KBENCH_SWEEP_THREADS:-${thread_counts[*]}}"
 sweep=" ${KBENCH_SWEEP:-all} "
 budget=${KBENCH_BUDGET_MS:-15000}
 
-# The fastest variant of a layer in a compare.jsonl for one case's description.
-best_of() {
-  python3 - "$1" "$2" "$3" <<'EOF'
-import json, sys
-path, layer, description = sys.argv[1:]
-rows = [json.loads(line) for line in open(path)]
-rows = [r for r in rows if r["layer"] == layer and r["backend"] == "openmp"
-        and r["description"] == description]
-print(min(rows, key=lambda r: r["compute_median_ms"])["variant"] if rows else "")
-EOF
-}
-
 for build in "$@"; do
   name=$(basename "$build")
   bin=$build/bin
   dir=$out/$name
   mkdir -p "$dir"
-  echo "== $name: OpenMP variants on $cores threads"
+  touch "$dir/compare.jsonl"
+  sweeping=0
+  [[ $sweep == " all " || $sweep == *" $name "* ]] && sweeping=1
+  echo "== $name: OpenMP variants on $cores threads, then the best of each layer over threads"
   for n in $picked; do
     entry=${cases[$((n - 1))]}
+    before=$(wc -l <"$dir/compare.jsonl")
     # shellcheck disable=SC2086
     "$bin/compare" --algo $entry --backend openmp --reps 10 --budget-ms "$budget" \
-      --json "$dir/compare.jsonl" \
-      >>"$dir/compare.log" 2>&1 || status=1
-  done
-  [[ $sweep == " all " || $sweep == *" $name "* ]] || continue
-  echo "== $name: thread sweep of the best of each layer"
-  for n in $picked; do
-    entry=${cases[$((n - 1))]}
-    algo=${entry%% *}
-    # The case's description, as compare wrote it in its last all-threads line of this case.
-    description=$(python3 -c '
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-print([r for r in rows if r["algorithm"] == sys.argv[2]][-1]["description"])' \
-      "$dir/compare.jsonl" "$algo") || { status=1; continue; }
-    native=$(best_of "$dir/compare.jsonl" native_cpu "$description")
-    portable=$(best_of "$dir/compare.jsonl" portable "$description")
+      --json "$dir/compare.jsonl" >>"$dir/compare.log" 2>&1 || status=1
+    [[ $sweeping == 1 ]] || continue
+    # The fastest native and Kokkos variants of this case: the lines this run appended.
+    read -r native portable < <(python3 "$repo/perf/portability_table.py" --best \
+      "$dir/compare.jsonl" "$before") || { status=1; continue; }
     [[ -n $native && -n $portable ]] || continue
     for threads in "${thread_counts[@]}"; do
       [[ $threads -ge $cores ]] && continue  # the all-threads run above

@@ -4,6 +4,9 @@ the fastest Kokkos-OpenMP variant on all threads and their ratio; then, per buil
 the thread counts of the sweep (speedup against one thread).
 
     perf/portability_table.py OUTDIR BUILD_DIR [BUILD_DIR ...]
+    perf/portability_table.py --best COMPARE_JSONL SKIP   the fastest native CPU and Kokkos-OpenMP
+                                                          variants among the lines after the first
+                                                          SKIP (one case's run), on one line
 """
 
 import json
@@ -33,6 +36,12 @@ def cases_of(rows):
 
 
 def main():
+    if sys.argv[1] == "--best":
+        rows = rows_of(sys.argv[2])[int(sys.argv[3]):]
+        native, portable = best(rows, "native_cpu"), best(rows, "portable")
+        if native and portable:
+            print(native["variant"], portable["variant"])
+        return 0
     out, builds = sys.argv[1], [os.path.basename(b.rstrip("/")) for b in sys.argv[2:]]
     runs = {b: rows_of(os.path.join(out, b, "compare.jsonl")) for b in builds}
     keys = []
