@@ -187,4 +187,19 @@ struct Avx512Bytes {
 
 #endif  // KBENCH_X86_PACKED_SAD
 
+// The widest level's bytes that the translation unit itself is compiled for (-march,
+// KBENCH_HOST_ARCH), for host code without run-time dispatch (the portable layer's host
+// schedules); Isa::plain gives PlainBytes on every target.
+#if defined(KBENCH_X86_PACKED_SAD) && defined(__AVX512F__) && defined(__AVX512BW__) && \
+    defined(__AVX512VL__) && defined(__AVX512DQ__)
+template <Isa kIsa>
+using CompiledBytes = std::conditional_t<kIsa == Isa::tuned, Avx512Bytes, PlainBytes>;
+#elif defined(KBENCH_X86_PACKED_SAD) && defined(__AVX2__)
+template <Isa kIsa>
+using CompiledBytes = std::conditional_t<kIsa == Isa::tuned, Avx2Bytes, PlainBytes>;
+#else
+template <Isa kIsa>
+using CompiledBytes = GenericBytes<kIsa>;
+#endif
+
 }  // namespace kbench::cpu_simd

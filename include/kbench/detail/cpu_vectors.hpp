@@ -217,6 +217,18 @@ struct Avx512 {
 
 #endif  // KBENCH_X86_SIMD
 
+// The widest level the translation unit itself is compiled for (-march, KBENCH_HOST_ARCH): what
+// host code without run-time dispatch (the portable layer's host schedules) may call. Generic
+// at the baseline ISA.
+#if KBENCH_X86_SIMD && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512DQ__)
+using Compiled = Avx512;
+#elif KBENCH_X86_SIMD && defined(__AVX2__) && defined(__FMA__) && defined(__BMI2__)
+using Compiled = Avx2;
+#else
+using Compiled = Generic;
+#endif
+
 }  // namespace kbench::simd
 
 #if defined(__GNUC__) && !defined(__clang__)
