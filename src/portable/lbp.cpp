@@ -17,6 +17,7 @@
 #include <Kokkos_ScatterView.hpp>
 
 #include "kbench/detail/lbp_codes.hpp"
+#include "kbench/detail/lbp_rows.hpp"
 #include "kbench/lbp.hpp"
 #include "portable/kokkos_support.hpp"
 
@@ -616,6 +617,160 @@ struct VectorSchedule {
   }
 };
 
+// ---- The rows schedule ------------------------------------------------------------------------
+
+// Output pixels whose neighbours all lie inside the input: x0 <= x < x1, y0 <= y < y1 (all of
+// them for crop; all but a one-pixel frame for clamp).
+struct InsideRect {
+  int x0, x1, y0, y1;
+};
+
+InsideRect inside_of(const LbpShape& s) {
+  const int x0 = 1 - s.shift, y0 = 1 - s.shift;
+  const int x1 = std::max(x0, s.in_width - 1 - s.shift);
+  const int y1 = std::max(y0, s.in_height - 1 - s.shift);
+  return {x0, std::min(x1, s.out_width), y0, std::min(y1, s.out_height)};
+}
+
+// The native CPU layer's scheme (native_cpu/lbp.cpp, omp-simd) on Kokkos teams: a team codes a
+// band of whole rows, each row's pixels across its vector lanes (SIMD lanes on host backends,
+// threads on GPUs), the inside read directly and the frame through clamped reads. Host backends
+// run a team of one thread per band and count a row's plain codes into the thread's
+// sub-histograms (lbp_rows::count_codes) while the row is in L1, mapping them in place; the
+// mapping's bins are summed from the codes' totals once. With Isa::tuned a host build codes the
+// inside with the byte vectors of the level it is compiled for (simd::Compiled through
+// lbp_rows::code_run, the native layer's helper); otherwise the lanes are a plain loop, which the
+// compiler widens. GPUs map and count each pixel in its lane into a TeamHistogram.
+template <class Exec, Isa kIsa>
+struct RowsSchedule {
+  static constexpr const char* name = kIsa == Isa::tuned ? "kokkos-rows" : "kokkos-rows-plain";
+  // Preferred on host backends; on GPUs the vector schedule is faster.
+  static constexpr bool kOnDevice = backend_of<Exec>() == Backend::cuda;
+  static constexpr int rank = kOnDevice ? 0 : 3;
+  static constexpr Isa isa = kIsa;
+  static constexpr bool simple = false;
+  // GPU teams: kDeviceRows threads, a row each, of kDeviceLanes lanes (one warp).
+  static constexpr int kDeviceRows = 8;
+  static constexpr int kDeviceLanes = 32;
+  static constexpr int kMaxCopies = 32;
+  using Policy = Kokkos::TeamPolicy<Exec>;
+  using Team = typename Policy::member_type;
+  using Histogram = TeamHistogram<Exec, kMaxCopies>;
+
+  template <class Hist>
+  using State = Stateless<Hist>;
+
+  // Adds into `hist`, which is zero, and zeroes `next`.
+  template <class In, class Tables, class Codes, class Hist>
+  static void run(const LbpShape& s, const In& in, const Tables& tables, const Codes& codes,
+                  const Hist& hist, const Hist& next, State<Hist>&) {
+    const InsideRect inner = inside_of(s);
+    // Host backends: one band per thread, as the native variants; GPUs: a row per team thread.
+    const int band_rows =
+        kOnDevice ? kDeviceRows
+                  : std::max(1, (s.out_height + Exec().concurrency() - 1) / Exec().concurrency());
+    const int league = (s.out_height + band_rows - 1) / band_rows;
+    const auto body = KOKKOS_LAMBDA(const Team& team) {
+      Histogram::clear_next(team, next);
+      const int y0 = team.league_rank() * band_rows;
+      const int y1 = s.out_height - y0 < band_rows ? s.out_height : y0 + band_rows;
+      count_band(std::integral_constant<bool, kOnDevice>(), team, s, inner, in, tables, codes, hist,
+                 y0, y1);
+    };
+    const int team_size = kOnDevice ? kDeviceRows : 1;
+    const int lanes = kOnDevice ? kDeviceLanes : 1;
+    const auto scratch = Kokkos::PerTeam(kOnDevice ? Histogram::scratch_bytes(s.bins) : 0);
+    Kokkos::parallel_for("lbp_rows", Policy(league, team_size, lanes).set_scratch_size(0, scratch),
+                         body);
+  }
+
+  // Row y's plain codes, each passed to emit(x, code), except where a host build with Isa::tuned
+  // codes the inside in byte vectors: those are stored in row y of `codes` directly, as the host
+  // backends' emit does.
+  template <class In, class Codes, class Emit>
+  KOKKOS_INLINE_FUNCTION static void code_row(const Team& team, const LbpShape& s,
+                                              const InsideRect& inner, const In& in,
+                                              const Codes& codes, int y, const Emit& emit) {
+    const bool inside_row = y >= inner.y0 && y < inner.y1;
+    const int x0 = inside_row ? inner.x0 : s.out_width;
+    const int x1 = inside_row ? inner.x1 : s.out_width;
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, x0),
+                         [&](int x) { emit(x, code_clamped(s, in, x, y)); });
+    if (x0 < x1) {
+      const std::uint8_t* centres =
+          in.data() + std::size_t(y + s.shift) * s.in_pitch + s.shift + x0;
+      const int count = x1 - x0;
+      bool coded = false;
+#if !defined(__CUDA_ARCH__)
+      if constexpr (kIsa == Isa::tuned && !kOnDevice) {
+        if (count >= simd::Compiled::kBytes) {
+          lbp_rows::code_run<simd::Compiled>(centres, s.in_pitch, std::size_t(count),
+                                             codes.data() + std::size_t(y) * s.out_pitch + x0);
+          coded = true;
+        }
+      }
+#endif
+      if (!coded) {
+        const int pitch = s.in_pitch;
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, count), [&](int x) {
+          const std::uint8_t* centre = centres + x;
+          emit(x0 + x, lbp_code([&](int dx, int dy) { return centre[dy * pitch + dx]; }));
+        });
+      }
+    }
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, x1, s.out_width),
+                         [&](int x) { emit(x, code_clamped(s, in, x, y)); });
+  }
+
+  // GPUs: rows [y0, y1) a team thread each, every pixel mapped, stored and counted in its lane.
+  template <class In, class Tables, class Codes, class Hist>
+  KOKKOS_INLINE_FUNCTION static void count_band(std::true_type, const Team& team, const LbpShape& s,
+                                                const InsideRect& inner, const In& in,
+                                                const Tables& tables, const Codes& codes,
+                                                const Hist& hist, int y0, int y1) {
+    const Histogram counts(team, s.bins);
+    team.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, y0, y1), [&](int y) {
+      code_row(team, s, inner, in, codes, y, [&](int x, std::uint8_t code) {
+        std::uint8_t value;
+        int bin;
+        map_code(s, tables, code, value, bin);
+        codes(pitched_index(s.out_pitch, x, y)) = value;
+        counts.count(bin);
+      });
+    });
+    counts.merge_into(team, hist);
+  }
+
+  // Host backends: rows [y0, y1) coded, then counted (and mapped) one at a time into the thread's
+  // sub-histograms, whose totals are added into `hist` at the end.
+  template <class In, class Tables, class Codes, class Hist>
+  KOKKOS_INLINE_FUNCTION static void count_band(std::false_type, const Team& team,
+                                                const LbpShape& s, const InsideRect& inner,
+                                                const In& in, const Tables& tables,
+                                                const Codes& codes, const Hist& hist, int y0,
+                                                int y1) {
+#if !defined(__CUDA_ARCH__)
+    lbp_rows::CodeCounts counts{};
+    for (int y = y0; y < y1; ++y) {
+      std::uint8_t* row = codes.data() + std::size_t(y) * s.out_pitch;
+      code_row(team, s, inner, in, codes, y, [&](int x, std::uint8_t code) { row[x] = code; });
+      if (s.mapped) {
+        lbp_rows::count_and_map(row, std::size_t(s.out_width), tables.data(), counts, row);
+      } else {
+        lbp_rows::count_codes(row, std::size_t(s.out_width), counts);
+      }
+    }
+    for (int code = 0; code < kLbpCodes; ++code) {
+      const std::uint32_t total = lbp_rows::code_total(counts, code);
+      if (total == 0) continue;
+      const int bin = s.mapped ? int(tables(kLbpCodes + code)) : code;
+      Kokkos::atomic_add(&hist(bin), total);
+    }
+#endif
+  }
+};
+
 template <class Exec, class Schedule>
 class KokkosLbpRunner final : public Runner<Lbp> {
  public:
@@ -754,6 +909,7 @@ void register_lbp_portable(VariantList<Lbp>& list) {
       constexpr Isa kIsa = decltype(isa)::value;
       portable_lbp::add_variant<Exec, portable_lbp::TeamHistSchedule<Exec, kIsa>>(list);
       portable_lbp::add_variant<Exec, portable_lbp::VectorSchedule<Exec, kIsa>>(list);
+      portable_lbp::add_variant<Exec, portable_lbp::RowsSchedule<Exec, kIsa>>(list);
     });
   });
 }
