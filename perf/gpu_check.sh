@@ -18,7 +18,10 @@
 # image width (perf/width_sweep.sh into OUTDIR/widths), noise the sad-pruned noise sweep against
 # full search, the paper's Fig. 6, topk sad-pruned's best positions without separation against
 # full search with its map; "profile" adds the ncu summary, "cemd-sweep" cemd's throughput
-# against size, the paper's Fig. 1; "peers" times perf/peers.py's libraries on the same cases;
+# against size, the paper's Fig. 1; "cpu-portability" times Kokkos-OpenMP against the native CPU
+# layer on the host CPU in the host builds KBENCH_HOST_BUILDS names (default build/host; add a
+# host-ISA build, docs/building.md) through perf/cpu_portability.sh into OUTDIR/host-cpu-portability;
+# "peers" times perf/peers.py's libraries on the same cases;
 # "big" runs conv on 30000×30000 RGB and lbp on 50000×50000 gray, 2.7 and 2.5 GB, past 2^31
 # bytes, on the CUDA variants with sampled-row checks, then 600000-row images, into big.log and
 # big.jsonl); "batch" runs conv and lbp in batches of 64 frames at 480p and 1080p (every frame
@@ -196,6 +199,13 @@ if [[ $steps == *" threads "* ]]; then
         --backend openmp --reps 5 --json "$out/compare.jsonl" >>"$out/compare.log" 2>&1 || failed threads
     done
   done
+fi
+
+if [[ $steps == *" cpu-portability "* ]]; then
+  echo "== Kokkos-OpenMP against the native CPU layer"
+  read -ra host_builds <<<"${KBENCH_HOST_BUILDS:-$repo/build/host}"
+  "$repo/perf/cpu_portability.sh" "$out/host-cpu-portability" "${host_builds[@]}" ||
+    failed cpu-portability
 fi
 
 if [[ $steps == *" widths "* ]]; then
