@@ -6,13 +6,20 @@
 // tile order (4); their refinement strip by strip, a team thread per unit (5). The switch to full
 // search is taken on the device (both are enqueued, each gated on step 4's count), so a run never
 // waits for the host. kokkos-pruned launches the steps one by one; kokkos-pruned-graph submits
-// them as one Kokkos graph, built once. Each step: docs/sad-pruned.md#the-portable-schedule
+// them as one Kokkos graph, built once. Host spaces take the same steps in a CPU-shaped form:
+// bounds from the target's summed-area table, a map row's windows across vector lanes, and the
+// windows' exact SADs in packed-SAD byte vectors, each survivor refined on its own against a
+// bound that keeps its unrefined strips' terms. Each step:
+// docs/sad-pruned.md#the-portable-schedule
 #include <algorithm>
 #include <iterator>
 #include <optional>
 #include <type_traits>
 
 #include "kbench/detail/sad_words.hpp"
+#if !defined(__CUDACC__)
+#include "kbench/detail/cpu_sad_bytes.hpp"
+#endif
 #include "kbench/sad_pruned.hpp"
 #include "portable/kokkos_support.hpp"
 #include "portable/sad_team.hpp"
@@ -61,6 +68,10 @@ constexpr int kDeviceLiveTeam = 8;
 constexpr int kDeviceLiveLanes = 32;
 constexpr int kDeviceLiveRun = 2;
 constexpr int kLiveRunBits = 32;
+// Host spaces: bound tiles across a bound team (a band of kChunkRows map rows), so that a map
+// row's strip sums of the team's windows run as one vector loop, and its target rows stay in the
+// cache for the band.
+constexpr int kHostBoundTiles = 8;
 // Units across a bound tile.
 constexpr int kTileUnits = kTileColumns / kPruneUnitWindows;
 static_assert(kTileColumns % kPruneUnitWindows == 0, "a bound tile holds whole units");
@@ -164,6 +175,75 @@ struct alignas(16) Quad {
 KOKKOS_INLINE_FUNCTION std::uint32_t shifted_word(std::uint32_t lo, std::uint32_t hi, int shift) {
   return shift == 0 ? lo : (lo >> shift) | (hi << (32 - shift));
 }
+
+// Σ |T − Q| over bytes from .. to of one row, a byte at a time (which compilers widen into
+// packed SADs where the target has them).
+KOKKOS_INLINE_FUNCTION std::uint32_t row_sad_bytes(const std::uint8_t* target,
+                                                   const std::uint8_t* query, int from, int to) {
+  std::uint32_t sum = 0;
+  for (int x = from; x < to; ++x) {
+    const int d = int(target[x]) - int(query[x]);
+    sum += std::uint32_t(d < 0 ? -d : d);
+  }
+  return sum;
+}
+
+// Host spaces: Σ |T − Q| over `rows` rows of `width` bytes. With Isa::tuned, in the packed-SAD
+// byte vectors of the level the file is compiled for (cpu_simd::CompiledBytes), each row's last
+// width mod kBytes bytes one at a time; with Isa::plain, and under nvcc (whose passes do not take
+// the x86 vector types), the plain loop throughout.
+template <Isa kIsa>
+KOKKOS_INLINE_FUNCTION std::uint32_t rows_sad(const std::uint8_t* target, std::size_t target_pitch,
+                                              const std::uint8_t* query, std::size_t query_pitch,
+                                              int rows, int width) {
+  std::uint32_t sum = 0;
+#if !defined(__CUDACC__)
+  if constexpr (kIsa == Isa::tuned) {
+    using Bytes = cpu_simd::CompiledBytes<kIsa>;
+    const int whole = width / Bytes::kBytes * Bytes::kBytes;
+    auto acc = Bytes::zero();
+    for (int y = 0; y < rows; ++y) {
+      for (int x = 0; x < whole; x += Bytes::kBytes) {
+        acc = Bytes::add_sad(acc, Bytes::load(query + x), Bytes::load(target + x));
+      }
+      sum += row_sad_bytes(target, query, whole, width);
+      target += target_pitch;
+      query += query_pitch;
+    }
+    return sum + Bytes::lane_sum(acc);
+  }
+#endif
+  for (int y = 0; y < rows; ++y) {
+    sum += row_sad_bytes(target, query, 0, width);
+    target += target_pitch;
+    query += query_pitch;
+  }
+  return sum;
+}
+
+// Host spaces read the packed rows as the image's bytes: pack_rows puts byte x of a row at bits
+// 8·(x mod 4) of its word, the byte order of a little-endian host.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "packed rows are bytes in order");
+KOKKOS_INLINE_FUNCTION const std::uint8_t* row_bytes(const std::uint32_t* words, int pitch_words,
+                                                     int row) {
+  return reinterpret_cast<const std::uint8_t*>(words + std::size_t(row) * pitch_words);
+}
+
+// Host spaces: the target's summed-area table (integral_image) and the query's strip sums, for
+// a strip term at four reads.
+template <class Exec>
+struct StripSums {
+  typename InputBuffer<std::uint32_t, Exec>::View integral, query;
+  std::size_t pitch;  // target_width + 1
+
+  // |x_k − |y_{i,k}|₁| of the window at (i, j) and strip k: its term of the strip bound.
+  KOKKOS_INLINE_FUNCTION std::uint32_t term(const StripLayout& strips, int width, int i, int j,
+                                            int k) const {
+    const std::uint32_t* top = integral.data() + std::size_t(i + strips.begin(k)) * pitch + j;
+    const std::uint32_t* bottom = integral.data() + std::size_t(i + strips.end(k)) * pitch + j;
+    return strip_term(bottom[width] - bottom[0] - top[width] + top[0], query(k));
+  }
+};
 
 // H(t, j0 + j) for j < kTileColumns into slot[j]: row t's sums across the tile, from its words
 // (rows 16-byte aligned, j0 a multiple of 32 bytes). Rows outside the target (the ends of a
@@ -365,15 +445,82 @@ void bound_pass_of(int strips, Launch& launch, const Args&... args) {
   bound_pass<Exec, kIsa, kStrips>(launch, args...);
 }
 
-// Every window's strip bound into `bounds`, a pass per kMaxPassStrips strips; the candidates.
+// Host spaces' bound pass: a team of one thread per band of kChunkRows map rows × kHostBoundTiles
+// tiles, map row by map row; each strip's terms of the row's windows from four summed-area reads
+// in one loop across vector lanes (the native row pass), added into the row's bounds in place;
+// then each tile's smallest bound, its first window the tile's candidate where it beats the rows
+// above. The same bounds and candidates as bound_pass.
+template <class Exec, class Launch>
+void host_strip_bounds(Launch& launch, const Geometry& g, const StripSums<Exec>& sums,
+                       const U32View<Exec>& bounds, const KeysView<Exec>& candidates,
+                       const KeysView<Exec>& best_candidate) {
+  using Policy = Kokkos::TeamPolicy<Exec>;
+  using Team = typename Policy::member_type;
+  const int blocks = (g.column_tiles + kHostBoundTiles - 1) / kHostBoundTiles;
+  launch.parallel_for(
+      "pruned_host_bounds", Policy(g.bands * blocks, 1), KOKKOS_LAMBDA(const Team& team) {
+        const int width = g.s.map_width, c = g.s.query_width;
+        const int tile0 = team.league_rank() % blocks * kHostBoundTiles;
+        const int tiles =
+            g.column_tiles - tile0 < kHostBoundTiles ? g.column_tiles - tile0 : kHostBoundTiles;
+        const int j0 = tile0 * kTileColumns;
+        const int n = width - j0 < tiles * kTileColumns ? width - j0 : tiles * kTileColumns;
+        const int i_begin = team.league_rank() / blocks * kChunkRows;
+        const int i_end =
+            g.s.map_height - i_begin < kChunkRows ? g.s.map_height : i_begin + kChunkRows;
+        std::uint64_t best[kHostBoundTiles];
+        for (int t = 0; t < kHostBoundTiles; ++t) best[t] = kNoSadKey;
+        for (int i = i_begin; i < i_end; ++i) {
+          std::uint32_t* out = bounds.data() + std::size_t(i) * width + j0;
+          for (int k = 0; k < g.strips.count; ++k) {
+            const std::uint32_t* top =
+                sums.integral.data() + std::size_t(i + g.strips.begin(k)) * sums.pitch + j0;
+            const std::uint32_t* bottom =
+                sums.integral.data() + std::size_t(i + g.strips.end(k)) * sums.pitch + j0;
+            const std::uint32_t x = sums.query(k);
+            const std::uint32_t keep = k == 0 ? 0u : ~0u;  // the first strip overwrites
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, n), [&](int j) {
+              out[j] =
+                  (out[j] & keep) + strip_term(bottom[j + c] - bottom[j] - top[j + c] + top[j], x);
+            });
+          }
+          for (int t = 0; t < tiles; ++t) {
+            const int first = t * kTileColumns;
+            const int last = n - first < kTileColumns ? n : first + kTileColumns;
+            std::uint32_t lowest = ~0u;
+            Kokkos::parallel_reduce(
+                Kokkos::ThreadVectorRange(team, first, last),
+                [&](int j, std::uint32_t& m) { m = out[j] < m ? out[j] : m; },
+                Kokkos::Min<std::uint32_t>(lowest));
+            // A later row's equal bound has the larger index.
+            if (lowest < std::uint32_t(best[t] >> 32) || best[t] == kNoSadKey) {
+              int j = first;
+              while (out[j] != lowest) ++j;
+              best[t] = sad_key(std::int32_t(lowest),
+                                std::uint32_t(i) * std::uint32_t(width) + std::uint32_t(j0 + j));
+            }
+          }
+        }
+        for (int t = 0; t < tiles; ++t) {
+          candidates(prune_tile_of(i_begin, j0 + t * kTileColumns, g.column_tiles)) = best[t];
+          Kokkos::atomic_fetch_min(&best_candidate(0), Key(best[t]));
+        }
+      });
+}
+
+// Every window's strip bound into `bounds`, a pass per kMaxPassStrips strips (host spaces: from
+// the summed-area table at once); the candidates.
 template <class Exec, Isa kIsa, class Launch>
 void strip_bounds(Launch& launch, const Geometry& g, const WordsView<Exec>& target,
-                  const typename InputBuffer<std::uint32_t, Exec>::View& query_strips,
-                  const U32View<Exec>& bounds, const KeysView<Exec>& candidates,
-                  const KeysView<Exec>& best_candidate) {
-  for (int first = 0; first < g.strips.count; first += kMaxPassStrips) {
-    bound_pass_of<Exec, kIsa>(std::min(kMaxPassStrips, g.strips.count - first), launch, g, first,
-                              target, query_strips, bounds, candidates, best_candidate);
+                  const StripSums<Exec>& sums, const U32View<Exec>& bounds,
+                  const KeysView<Exec>& candidates, const KeysView<Exec>& best_candidate) {
+  if constexpr (portable::reads_host_memory<Exec>()) {
+    host_strip_bounds<Exec>(launch, g, sums, bounds, candidates, best_candidate);
+  } else {
+    for (int first = 0; first < g.strips.count; first += kMaxPassStrips) {
+      bound_pass_of<Exec, kIsa>(std::min(kMaxPassStrips, g.strips.count - first), launch, g, first,
+                                target, sums.query, bounds, candidates, best_candidate);
+    }
   }
 }
 
@@ -396,9 +543,11 @@ constexpr int kRefineLoads = 4;
 // way, without the strip-by-strip exits of the unit refinement: a team reduction and a read of
 // E_guess after every strip made each window a chain of eight (perf/notes/sad-pruned.md).
 template <Isa kIsa, class Team, class Words>
-KOKKOS_INLINE_FUNCTION std::uint32_t team_window_sad(const Team& team, int threads,
-                                                     const Geometry& g, const Words& target,
-                                                     const Words& query, std::uint32_t w) {
+KOKKOS_INLINE_FUNCTION std::uint32_t team_window_sad_on_device(const Team& team, int threads,
+                                                               const Geometry& g,
+                                                               const Words& target,
+                                                               const Words& query,
+                                                               std::uint32_t w) {
   const int q_words = g.query_words;
   const int pitch = g.target_pitch_words;
   const int elements = q_words * g.s.query_height;
@@ -444,6 +593,24 @@ KOKKOS_INLINE_FUNCTION std::uint32_t team_window_sad(const Team& team, int threa
   return sad;
 }
 
+// The exact SAD of window w: on host spaces (teams of one thread) its rows in packed-SAD byte
+// vectors, elsewhere team_window_sad_on_device.
+template <class Exec, Isa kIsa, class Team, class Words>
+KOKKOS_INLINE_FUNCTION std::uint32_t team_window_sad(const Team& team, int threads,
+                                                     const Geometry& g, const Words& target,
+                                                     const Words& query, std::uint32_t w) {
+  if constexpr (portable::reads_host_memory<Exec>()) {
+    const int i = int(w / std::uint32_t(g.s.map_width));
+    const int j = int(w % std::uint32_t(g.s.map_width));
+    return rows_sad<kIsa>(row_bytes(target.data(), g.target_pitch_words, i) + j,
+                          std::size_t(g.target_pitch_words) * 4,
+                          row_bytes(query.data(), g.query_words, 0), std::size_t(g.query_words) * 4,
+                          g.s.query_height, g.s.query_width);
+  } else {
+    return team_window_sad_on_device<kIsa>(team, threads, g, target, query, w);
+  }
+}
+
 // The live-unit totals, windows << 32 | units: unsigned long long, for which Kokkos 3.4's atomic
 // add is CUDA's (for std::uint64_t, unsigned long, it is a compare-and-swap loop).
 using LiveTotals = unsigned long long;
@@ -470,7 +637,8 @@ void seed_guess(Launch& launch, const Geometry& g, const KeysView<Exec>& best_ca
         std::uint64_t key = kNoSadKey;
         if (best != kNoSadKey) {
           const std::uint32_t w = std::uint32_t(best);
-          key = sad_key(std::int32_t(team_window_sad<kIsa>(team, threads, g, target, query, w)), w);
+          key = sad_key(
+              std::int32_t(team_window_sad<Exec, kIsa>(team, threads, g, target, query, w)), w);
         }
         Kokkos::single(Kokkos::PerTeam(team), [&] {
           guess(0) = centre(0) = key;
@@ -547,7 +715,7 @@ void refine_windows(Launch& launch, const Geometry& g, const List& list, int cou
             (bounds(w) > std::uint32_t(known >> 32) || w == std::uint32_t(known))) {
           return;
         }
-        const std::uint32_t sad = team_window_sad<kIsa>(team, threads, g, target, query, w);
+        const std::uint32_t sad = team_window_sad<Exec, kIsa>(team, threads, g, target, query, w);
         Kokkos::single(Kokkos::PerTeam(team),
                        [&] { take_window(keys, guess, e, Key(sad_key(std::int32_t(sad), w))); });
       });
@@ -785,6 +953,49 @@ KOKKOS_INLINE_FUNCTION void take_unit(const FoundKeys<Exec>& found, const Guess&
     if (alive & (1u << p)) take_key(found, sad_key(std::int32_t(sad[p]), std::uint32_t(first + p)));
   }
 }
+// Host spaces: live unit `unit` refined window by window, each window's strips in strip_order in
+// packed-SAD byte vectors, its bound the exact SADs of the strips done plus the other strips'
+// terms (the native refinement's), against E_guess read before and after each strip.
+template <Isa kIsa, class Exec, class Survivors>
+KOKKOS_INLINE_FUNCTION void refine_unit_on_host(
+    const Geometry& g, std::uint32_t unit, const StripSums<Exec>& sums,
+    const WordsView<Exec>& target, const WordsView<Exec>& query, const OrderView<Exec>& order,
+    const U32View<Exec>& bounds, const KeysView<Exec>& guess, std::uint32_t centre,
+    std::uint8_t* counts, const Survivors& survivors) {
+  const int i = int(unit / std::uint32_t(g.unit_columns));
+  const int j0 = int(unit % std::uint32_t(g.unit_columns)) * kPruneUnitWindows;
+  const std::size_t first = std::size_t(i) * g.s.map_width + j0;
+  const auto limit_now = [&] { return std::uint32_t(Kokkos::volatile_load(guess.data()) >> 32); };
+  std::uint32_t alive = windows_within(g, bounds, i, j0, limit_now()) &
+                        ~polish_settled_windows(centre, g.s.map_width, i, j0);
+  std::uint32_t bound[kPruneUnitWindows];
+  for (int p = 0; p < kPruneUnitWindows; ++p) bound[p] = alive >> p & 1u ? bounds(first + p) : 0u;
+  const std::size_t target_pitch = std::size_t(g.target_pitch_words) * 4;
+  const std::size_t query_pitch = std::size_t(g.query_words) * 4;
+  const int strips = g.strips.count;
+  for (int n = 0; n < strips; ++n) {
+    const int k = order(n), top = g.strips.begin(k), rows = g.strips.end(k) - top;
+    const std::uint8_t* target_rows = row_bytes(target.data(), g.target_pitch_words, i + top) + j0;
+    const std::uint8_t* query_rows = row_bytes(query.data(), g.query_words, top);
+    for (int p = 0; p < kPruneUnitWindows; ++p) {
+      if (!(alive >> p & 1u)) continue;
+      if (bound[p] <= limit_now()) {
+        bound[p] += rows_sad<kIsa>(target_rows + p, target_pitch, query_rows, query_pitch, rows,
+                                   g.s.query_width) -
+                    sums.term(g.strips, g.s.query_width, i, j0 + p, k);
+        if (bound[p] <= limit_now()) continue;
+      }
+      alive &= ~(1u << p);
+    }
+    counts[n] = std::uint8_t(bit_count(alive));
+    if (alive == 0) {
+      for (int rest = n + 1; rest < strips; ++rest) counts[rest] = 0;
+      return;
+    }
+  }
+  take_unit(survivors, guess, alive, bound, first);
+}
+
 template <class Exec, Isa kIsa, class Launch, class Survivors = LowerGuess>
 void refine_units(Launch& launch, const Geometry& g, const U32View<Exec>& live,
                   const FullSearchSwitch<Exec>& full_search, const U32View<Exec>& cursor,
@@ -792,85 +1003,105 @@ void refine_units(Launch& launch, const Geometry& g, const U32View<Exec>& live,
                   const OrderView<Exec>& order, const U32View<Exec>& bounds,
                   const KeysView<Exec>& guess, const KeysView<Exec>& centre,
                   const typename OutputBuffer<std::uint8_t, Exec>::View& alive_after,
-                  const Survivors& survivors = {}) {
+                  const StripSums<Exec>& sums, const Survivors& survivors = {}) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
   const int columns = g.unit_columns, strips = g.strips.count;
-  const bool host = portable::reads_host_memory<Exec>();
-  const int units_per_team = host ? 1 : kDeviceUnitsPerTeam;
-  const int lanes = host ? 1 : kPruneUnitLanes;
-  const long long teams = std::min<long long>(
-      host ? 4 * Exec().concurrency() : portable::resident_teams<Exec>(units_per_team * lanes, 0),
-      (g.units() + units_per_team - 1) / units_per_team);
-  launch.parallel_for(
-      "pruned_refine_units", Policy(int(teams), units_per_team, lanes),
-      KOKKOS_LAMBDA(const Team& team) {
-        if (full_search()) return;
-        const std::int64_t count = std::uint32_t(full_search.totals(0));  // live units
-        for (std::uint32_t batch = team.league_rank();;) {
-          const std::int64_t first_unit = std::int64_t(batch) * units_per_team;
-          if (first_unit >= count) return;
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, units_per_team), [&](int t) {
-            const std::int64_t u = first_unit + t;
-            if (u >= count) return;
-            const std::uint32_t unit = live(u);
-            const int i = int(unit / std::uint32_t(columns));
-            const int group = int(unit % std::uint32_t(columns));
-            const int j0 = group * kPruneUnitWindows;
-            const std::size_t first = std::size_t(i) * g.s.map_width + j0;
-            // One vector lane reads E_guess and the others take its value, so that the lanes
-            // leave together.
-            const auto limit_now = [&] {
-              std::uint64_t seen = 0;
-              Kokkos::single(
-                  Kokkos::PerThread(team),
-                  [&](std::uint64_t& value) { value = Kokkos::volatile_load(guess.data()); }, seen);
-              return std::uint32_t(seen >> 32);
-            };
-            std::uint32_t alive =
-                windows_within(g, bounds, i, j0, limit_now()) &
-                ~polish_settled_windows(std::uint32_t(centre(0)), g.s.map_width, i, j0);
-            UnitSums sad;
-            const std::uint32_t* row =
-                target.data() + std::size_t(i) * g.target_pitch_words + group * kUnitWords;
-            std::uint8_t* counts = alive_after.data() + std::size_t(u) * strips;
-            for (int n = 0; n < strips; ++n) {
-              const int k = order(n);
-              UnitSums strip;
-              Kokkos::parallel_reduce(
-                  Kokkos::ThreadVectorRange(team, g.strips.begin(k), g.strips.end(k)),
-                  [&](int y, UnitSums& sums) {
-                    accumulate_sad_row<kUnitWords, kIsa>(
-                        RowWords{row + std::size_t(y) * g.target_pitch_words},
-                        QueryWords{query.data() + std::size_t(y) * g.query_words}, g.s.query_width,
-                        sums.v);
-                  },
-                  strip);
-              sad += strip;
-              const std::uint32_t limit = limit_now();
-              for (int p = 0; p < kPruneUnitWindows; ++p) {
-                if (sad.v[p] > limit) alive &= ~(1u << p);
+  if constexpr (portable::reads_host_memory<Exec>()) {
+    // A unit at a time per thread, a few threads' worth of teams each taking the next from
+    // cursor(0) after its first.
+    launch.parallel_for(
+        "pruned_refine_units",
+        Policy(int(std::min<long long>(4 * Exec().concurrency(), g.units())), 1),
+        KOKKOS_LAMBDA(const Team& team) {
+          if (full_search()) return;
+          const std::int64_t count = std::uint32_t(full_search.totals(0));  // live units
+          const std::uint32_t centre_index = std::uint32_t(centre(0));
+          for (std::int64_t u = team.league_rank(); u < count;
+               u = std::int64_t(team.league_size()) + Kokkos::atomic_fetch_add(&cursor(0), 1u)) {
+            refine_unit_on_host<kIsa>(g, live(u), sums, target, query, order, bounds, guess,
+                                      centre_index, alive_after.data() + std::size_t(u) * strips,
+                                      survivors);
+          }
+        });
+  } else {
+    const int units_per_team = kDeviceUnitsPerTeam;
+    const int lanes = kPruneUnitLanes;
+    const long long teams =
+        std::min<long long>(portable::resident_teams<Exec>(units_per_team * lanes, 0),
+                            (g.units() + units_per_team - 1) / units_per_team);
+    launch.parallel_for(
+        "pruned_refine_units", Policy(int(teams), units_per_team, lanes),
+        KOKKOS_LAMBDA(const Team& team) {
+          if (full_search()) return;
+          const std::int64_t count = std::uint32_t(full_search.totals(0));  // live units
+          for (std::uint32_t batch = team.league_rank();;) {
+            const std::int64_t first_unit = std::int64_t(batch) * units_per_team;
+            if (first_unit >= count) return;
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, units_per_team), [&](int t) {
+              const std::int64_t u = first_unit + t;
+              if (u >= count) return;
+              const std::uint32_t unit = live(u);
+              const int i = int(unit / std::uint32_t(columns));
+              const int group = int(unit % std::uint32_t(columns));
+              const int j0 = group * kPruneUnitWindows;
+              const std::size_t first = std::size_t(i) * g.s.map_width + j0;
+              // One vector lane reads E_guess and the others take its value, so that the lanes
+              // leave together.
+              const auto limit_now = [&] {
+                std::uint64_t seen = 0;
+                Kokkos::single(
+                    Kokkos::PerThread(team),
+                    [&](std::uint64_t& value) { value = Kokkos::volatile_load(guess.data()); },
+                    seen);
+                return std::uint32_t(seen >> 32);
+              };
+              std::uint32_t alive =
+                  windows_within(g, bounds, i, j0, limit_now()) &
+                  ~polish_settled_windows(std::uint32_t(centre(0)), g.s.map_width, i, j0);
+              UnitSums sad;
+              const std::uint32_t* row =
+                  target.data() + std::size_t(i) * g.target_pitch_words + group * kUnitWords;
+              std::uint8_t* counts = alive_after.data() + std::size_t(u) * strips;
+              for (int n = 0; n < strips; ++n) {
+                const int k = order(n);
+                UnitSums strip;
+                Kokkos::parallel_reduce(
+                    Kokkos::ThreadVectorRange(team, g.strips.begin(k), g.strips.end(k)),
+                    [&](int y, UnitSums& sums) {
+                      accumulate_sad_row<kUnitWords, kIsa>(
+                          RowWords{row + std::size_t(y) * g.target_pitch_words},
+                          QueryWords{query.data() + std::size_t(y) * g.query_words},
+                          g.s.query_width, sums.v);
+                    },
+                    strip);
+                sad += strip;
+                const std::uint32_t limit = limit_now();
+                for (int p = 0; p < kPruneUnitWindows; ++p) {
+                  if (sad.v[p] > limit) alive &= ~(1u << p);
+                }
+                Kokkos::single(Kokkos::PerThread(team),
+                               [&] { counts[n] = std::uint8_t(bit_count(alive)); });
+                if (alive == 0) {
+                  Kokkos::single(Kokkos::PerThread(team), [&] {
+                    for (int rest = n + 1; rest < strips; ++rest) counts[rest] = 0;
+                  });
+                  return;
+                }
               }
               Kokkos::single(Kokkos::PerThread(team),
-                             [&] { counts[n] = std::uint8_t(bit_count(alive)); });
-              if (alive == 0) {
-                Kokkos::single(Kokkos::PerThread(team), [&] {
-                  for (int rest = n + 1; rest < strips; ++rest) counts[rest] = 0;
-                });
-                return;
-              }
-            }
-            Kokkos::single(Kokkos::PerThread(team),
-                           [&] { take_unit(survivors, guess, alive, sad.v, first); });
-          });
-          Kokkos::single(
-              Kokkos::PerTeam(team),
-              [&](std::uint32_t& next) {
-                next = std::uint32_t(team.league_size()) + Kokkos::atomic_fetch_add(&cursor(0), 1u);
-              },
-              batch);
-        }
-      });
+                             [&] { take_unit(survivors, guess, alive, sad.v, first); });
+            });
+            Kokkos::single(
+                Kokkos::PerTeam(team),
+                [&](std::uint32_t& next) {
+                  next =
+                      std::uint32_t(team.league_size()) + Kokkos::atomic_fetch_add(&cursor(0), 1u);
+                },
+                batch);
+          }
+        });
+  }
 }
 
 // The top-k search past the switch: the key of every window of the full search's map within the
@@ -897,6 +1128,9 @@ class PrunedRunner final : public Runner<SadPruned> {
         query_strips_(strip_sums_.data(), strip_sums_.size(), "pruned query strips"),
         order_(strip_order(input.query, g_.strips)),
         order_view_(order_.data(), order_.size(), "pruned strip order"),
+        integral_(portable::reads_host_memory<Exec>() ? integral_image(input.target)
+                                                      : std::vector<std::uint32_t>{}),
+        integral_view_(integral_.data(), integral_.size(), "pruned summed-area table"),
         bounds_(shape_.map_size(), "pruned bounds"),
         live_(std::size_t(g_.units()), "pruned live units"),
         live_totals_(1, "pruned live-unit totals"),
@@ -930,6 +1164,7 @@ class PrunedRunner final : public Runner<SadPruned> {
   void upload() override {
     query_strips_.upload();
     order_view_.upload();
+    integral_view_.upload();
     full_search_.upload();
   }
   void compute() override {
@@ -985,11 +1220,14 @@ class PrunedRunner final : public Runner<SadPruned> {
   template <class Launch>
   void enqueue_seed(Launch& launch) const {
     const auto target = full_search_.target.view();
-    strip_bounds<Exec, kIsa>(launch, g_, target, query_strips_.view(), bounds_.view(),
-                             candidates_.view(), best_candidate_.view());
+    strip_bounds<Exec, kIsa>(launch, g_, target, strip_sums(), bounds_.view(), candidates_.view(),
+                             best_candidate_.view());
     seed_guess<Exec, kIsa>(launch, g_, best_candidate_.view(), target, full_search_.query.view(),
                            guess_.view(), centre_.view(), live_totals_.view(), settled_.view(),
                            cursor_.view());
+  }
+  StripSums<Exec> strip_sums() const {
+    return {integral_view_.view(), query_strips_.view(), std::size_t(shape_.target_width) + 1};
   }
   FirstWindows<Exec> first_windows() const {
     return {candidates_.view(), centre_.view(), g_.candidates(), shape_.map_width,
@@ -1014,7 +1252,7 @@ class PrunedRunner final : public Runner<SadPruned> {
     auto beside = launch.branch();
     refine_units<Exec, kIsa>(launch, g_, live_.view(), full_search, cursor_.view(), target, query,
                              order_view_.view(), bounds_.view(), guess, centre_.view(),
-                             alive_after_.view());
+                             alive_after_.view(), strip_sums());
     portable_sad::team_sad_gated(beside, full_search_.tile(), full_search, guess);
   }
 
@@ -1060,7 +1298,7 @@ class PrunedRunner final : public Runner<SadPruned> {
       refine_units<Exec, kIsa>(launch, g_, live_.view(),
                                FullSearchSwitch<Exec>{live_totals_.view(), switch_windows()},
                                cursor_.view(), target, query, order_view_.view(), bounds_.view(),
-                               guess, centre_.view(), alive_after_.view(), found);
+                               guess, centre_.view(), alive_after_.view(), strip_sums(), found);
     }
     std::uint32_t count = 0;
     top.found_count.download(&count);
@@ -1096,6 +1334,8 @@ class PrunedRunner final : public Runner<SadPruned> {
   InputBuffer<std::uint32_t, Exec> query_strips_;
   std::vector<int> order_;
   InputBuffer<int, Exec> order_view_;
+  std::vector<std::uint32_t> integral_;  // host spaces: the target's summed-area table
+  InputBuffer<std::uint32_t, Exec> integral_view_;
   OutputBuffer<std::uint32_t, Exec> bounds_, live_;
   OutputBuffer<LiveTotals, Exec> live_totals_;
   OutputBuffer<std::uint32_t, Exec> cursor_;
