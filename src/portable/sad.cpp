@@ -4,14 +4,20 @@
 // packed words, and each work item sums 4·kWords neighbouring positions in registers, the map and
 // the argmin in one kernel; kokkos-fused: the same without the map. Those two sum through sad4, so
 // they are registered with Isa::tuned and Isa::plain (`-plain`); on CUDA they also take the
-// caller's device views. The argmin is a Min reduction over 64-bit sad_key()s, not
-// Kokkos::MinLoc, whose ties are unspecified: the packed key makes the shared (score, row, col)
-// rule explicit. Each schedule: docs/sad.md#schedules-in-detail
+// caller's device views. kokkos-simd-rows: a team per block of map rows, each thread summing
+// register blocks of positions with packed SADs over byte vectors (cpu_simd::SadBlock, as the
+// native SIMD variants do), tuned and plain. The argmin is a Min reduction over 64-bit
+// sad_key()s, not Kokkos::MinLoc, whose ties are unspecified: the packed key makes the shared
+// (score, row, col) rule explicit. Each schedule: docs/sad.md#schedules-in-detail
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <type_traits>
+#include <vector>
 
+#include "kbench/detail/cpu_sad_bytes.hpp"
+#include "kbench/image.hpp"
 #include "kbench/sad.hpp"
 #include "portable/kokkos_support.hpp"
 #include "portable/sad_team.hpp"
@@ -95,6 +101,145 @@ struct MDRangeMethod {
     return map_argmin<Exec>(map);
   }
 
+  InputBuffer<std::uint8_t, Exec> target, query;
+};
+
+// ---- kokkos-simd-rows ------------------------------------------------------------------------
+
+// The register block of map rows × neighbouring positions for each byte vector: most of the
+// level's vector registers (16 at 16 and 32 bytes, 32 at AVX-512), the native SIMD variants'
+// shapes.
+template <class Bytes>
+struct SimdRowsBlock {
+  static constexpr int kRows = 2, kPositions = 4;
+};
+#if defined(KBENCH_X86_PACKED_SAD)
+template <>
+struct SimdRowsBlock<cpu_simd::Avx2Bytes> {
+  static constexpr int kRows = 1, kPositions = 12;
+};
+template <>
+struct SimdRowsBlock<cpu_simd::Avx512Bytes> {
+  static constexpr int kRows = 4, kPositions = 4;
+};
+#endif
+
+// Query bytes per band of query rows: a band and the target window under it fit in a 32 KiB L1.
+constexpr int kSimdRowsBandBytes = 8 * 1024;
+
+// Padded target rows start on cache lines and span an odd number of them, so a band's rows fall
+// into every L1 set rather than a few.
+inline std::size_t odd_lines_pitch(std::size_t bytes) {
+  const std::size_t lines = (bytes + kCacheLineBytes - 1) / kCacheLineBytes;
+  return (lines | 1) * kCacheLineBytes;
+}
+
+// A team per block of kRows map rows: for each band of query rows, the team's threads take the
+// row's register blocks (cpu_simd::SadBlock), add the band's sums into the map, and the last band
+// reduces the argmin.
+template <class Exec, class Bytes>
+struct SimdRowsSearch {
+  using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
+  using Block = SimdRowsBlock<Bytes>;
+  static constexpr int kRows = Block::kRows, kPositions = Block::kPositions;
+
+  cpu_simd::PaddedSad layout;  // pointers into the method's buffers in Exec's memory
+  SadShape s;
+  int band_rows;
+  MapView<Exec> map;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team, std::uint64_t& best) const {
+    const int i0 = team.league_rank() * kRows;
+    const int rows = s.map_height - i0 < kRows ? s.map_height - i0 : kRows;
+    const int column_blocks = (s.map_width + kPositions - 1) / kPositions;
+    for (int k_begin = 0; k_begin < s.query_height; k_begin += band_rows) {
+      const int k_end = s.query_height - k_begin < band_rows ? s.query_height : k_begin + band_rows;
+      const bool first_band = k_begin == 0, last_band = k_end == s.query_height;
+      std::uint64_t band_best = kNoSadKey;
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(team, column_blocks),
+          [&](int column_block, std::uint64_t& partial) {
+            const int j0 = column_block * kPositions;
+            std::uint32_t sums[kRows][kPositions];
+            cpu_simd::SadBlock<Bytes, kRows, kPositions>::sum(layout, i0, j0, k_begin, k_end, sums);
+            const int cols = s.map_width - j0 < kPositions ? s.map_width - j0 : kPositions;
+            for (int ii = 0; ii < rows; ++ii) {
+              const std::size_t row_start = std::size_t(i0 + ii) * s.map_width + j0;
+              for (int p = 0; p < cols; ++p) {
+                const std::int32_t sum = std::int32_t(
+                    sums[ii][p] + (first_band ? 0u : std::uint32_t(map(row_start + p))));
+                map(row_start + p) = sum;
+                if (last_band)
+                  partial = sad_min(partial, sad_key(sum, std::uint32_t(row_start + p)));
+              }
+            }
+          },
+          Kokkos::Min<std::uint64_t>(band_best));
+      best = sad_min(best, band_best);
+      team.team_barrier();  // the band's map sums are in before the next band reads them
+    }
+  }
+};
+
+// Register blocks of packed SADs (cpu_simd::CompiledBytes: the widest byte vector the file is
+// compiled for with Isa::tuned, PlainBytes with Isa::plain and under nvcc) over zero-padded
+// copies of target and query, a team per block of map rows.
+template <class Exec, Isa kIsa>
+struct SimdRowsMethod {
+  using Bytes = cpu_simd::CompiledBytes<kIsa>;
+  using Search = SimdRowsSearch<Exec, Bytes>;
+  static constexpr const char* name =
+      kIsa == Isa::tuned ? "kokkos-simd-rows" : "kokkos-simd-rows-plain";
+  static constexpr Isa isa = kIsa;
+  static constexpr bool simple = false;
+  static constexpr bool writes_map = true;
+  static bool fits(const SadShape&) { return true; }
+
+  SimdRowsMethod(const SadInput& input, const SadShape& s)
+      : query_pitch((s.query_width + Bytes::kBytes - 1) / Bytes::kBytes * Bytes::kBytes),
+        // A block's last column reads up to kPositions − 1 + a whole chunk past the map's edge.
+        target_pitch(
+            odd_lines_pitch(std::size_t(s.target_width) + Search::kPositions + Bytes::kBytes)),
+        padded_target(target_pitch * std::size_t(s.target_height + Search::kRows - 1)),
+        padded_query(std::size_t(query_pitch) * s.query_height + Bytes::kBytes),
+        target(padded_target.data(), padded_target.size(), "sad padded target"),
+        query(padded_query.data(), padded_query.size(), "sad padded query") {
+    for (int y = 0; y < s.target_height; ++y) {
+      std::copy_n(input.target.data.data() + std::size_t(y) * s.target_width, s.target_width,
+                  padded_target.data() + std::size_t(y) * target_pitch);
+    }
+    for (int k = 0; k < s.query_height; ++k) {
+      std::copy_n(input.query.data.data() + std::size_t(k) * s.query_width, s.query_width,
+                  padded_query.data() + std::size_t(k) * query_pitch);
+    }
+    // The tail mask follows the query rows.
+    const int tail_bytes = s.query_width % Bytes::kBytes;
+    std::fill_n(padded_query.data() + std::size_t(query_pitch) * s.query_height, tail_bytes,
+                std::uint8_t(0xFF));
+  }
+  void upload() {
+    target.upload();
+    query.upload();
+  }
+  std::uint64_t run(const SadShape& s, const MapView<Exec>& map) const {
+    using Policy = Kokkos::TeamPolicy<Exec>;
+    const std::uint8_t* q = query.view().data();
+    const int whole = s.query_width / Bytes::kBytes * Bytes::kBytes;
+    const Search search{{target.view().data(), target_pitch, q, s.query_width, query_pitch, whole,
+                         q + std::size_t(query_pitch) * s.query_height},
+                        s,
+                        std::max(1, kSimdRowsBandBytes / query_pitch),
+                        map};
+    const int row_blocks = (s.map_height + Search::kRows - 1) / Search::kRows;
+    std::uint64_t best = kNoSadKey;
+    Kokkos::parallel_reduce("sad_simd_rows", Policy(row_blocks, Kokkos::AUTO), search,
+                            Kokkos::Min<std::uint64_t>(best));
+    return best;
+  }
+
+  int query_pitch;
+  std::size_t target_pitch;
+  std::vector<std::uint8_t> padded_target, padded_query;
   InputBuffer<std::uint8_t, Exec> target, query;
 };
 
@@ -277,6 +422,9 @@ void register_sad_portable(VariantList<Sad>& list) {
       constexpr Isa kIsa = decltype(isa)::value;
       portable_sad::add_variant<Exec, portable_sad::TeamMethod<Exec, true, kIsa>>(list, 1);
       portable_sad::add_variant<Exec, portable_sad::TeamMethod<Exec, false, kIsa>>(list, 2);
+      // First on host backends; on CUDA its blocks are plain byte loops, one thread each.
+      portable_sad::add_variant<Exec, portable_sad::SimdRowsMethod<Exec, kIsa>>(
+          list, portable::backend_of<Exec>() == Backend::cuda ? 0 : 3);
     });
   });
 }

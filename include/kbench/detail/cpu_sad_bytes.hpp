@@ -5,17 +5,23 @@
 // and Avx512Bytes (64). Each member function carries its level's target attribute, so one binary
 // holds all three; a function that calls them must be compiled for that level too and run only
 // where cpu_supports() says the level is there: docs/portability.md#cpu-levels-in-one-binary.
-// PlainBytes lists the operations every level's type offers.
+// PlainBytes lists the operations every level's type offers. SadBlock, the full search's register
+// block over any of them, serves native sad (per level) and the portable kokkos-simd-rows
+// (CompiledBytes, PlainBytes on devices).
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
 #include "kbench/cpu_features.hpp"
 #include "kbench/detail/cpu_targets.hpp"
+#include "kbench/host_device.hpp"
 #include "kbench/isa.hpp"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// Not under nvcc (the portable layer's CUDA build): its passes get PlainBytes, which device code
+// can call.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
 #include <immintrin.h>
 #define KBENCH_X86_PACKED_SAD 1
 #endif
@@ -43,14 +49,16 @@ struct PlainBytes {
     std::uint64_t lane[kLanes];
   };
 
-  static Vec load(const std::uint8_t* p) {
+  KBENCH_HOST_DEVICE static Vec load(const std::uint8_t* p) {
     Vec v;
     std::memcpy(v.lane, p, kBytes);
     return v;
   }
-  static Vec zero() { return Vec{}; }
-  static Vec bit_and(Vec a, Vec b) { return {{a.lane[0] & b.lane[0], a.lane[1] & b.lane[1]}}; }
-  static Vec add_sad(Vec acc, Vec a, Vec b) {
+  KBENCH_HOST_DEVICE static Vec zero() { return Vec{}; }
+  KBENCH_HOST_DEVICE static Vec bit_and(Vec a, Vec b) {
+    return {{a.lane[0] & b.lane[0], a.lane[1] & b.lane[1]}};
+  }
+  KBENCH_HOST_DEVICE static Vec add_sad(Vec acc, Vec a, Vec b) {
     for (int lane = 0; lane < kLanes; ++lane) {
       for (int shift = 0; shift < 8 * kLaneBytes; shift += 8) {
         const int d = int((a.lane[lane] >> shift) & 0xFFu) - int((b.lane[lane] >> shift) & 0xFFu);
@@ -59,21 +67,23 @@ struct PlainBytes {
     }
     return acc;
   }
-  static std::uint32_t lane_sum(Vec acc) { return std::uint32_t(acc.lane[0] + acc.lane[1]); }
+  KBENCH_HOST_DEVICE static std::uint32_t lane_sum(Vec acc) {
+    return std::uint32_t(acc.lane[0] + acc.lane[1]);
+  }
 
   using Half = std::uint64_t;
-  static Half load_half(const std::uint8_t* p) {
+  KBENCH_HOST_DEVICE static Half load_half(const std::uint8_t* p) {
     Half h;
     std::memcpy(&h, p, kLaneBytes);
     return h;
   }
-  static Half half_and(Half a, Half b) { return a & b; }
-  static Vec add_sad_half(Vec acc, Half a, Half b) {
+  KBENCH_HOST_DEVICE static Half half_and(Half a, Half b) { return a & b; }
+  KBENCH_HOST_DEVICE static Vec add_sad_half(Vec acc, Half a, Half b) {
     return add_sad(acc, Vec{{a, 0}}, Vec{{b, 0}});
   }
 };
 
-#if defined(__SSE2__)
+#if defined(__SSE2__) && defined(KBENCH_X86_PACKED_SAD)
 // 16 bytes in SSE2, part of the x86-64 baseline: psadbw.
 struct Sse2Bytes {
   static constexpr CpuLevel level = CpuLevel::generic;
@@ -100,7 +110,7 @@ struct Sse2Bytes {
 #endif
 
 // The generic level's byte vector: SSE2 where the baseline has it and kIsa is tuned, else plain.
-#if defined(__SSE2__)
+#if defined(__SSE2__) && defined(KBENCH_X86_PACKED_SAD)
 template <Isa kIsa = Isa::tuned>
 using GenericBytes = std::conditional_t<kIsa == Isa::tuned, Sse2Bytes, PlainBytes>;
 #else
@@ -200,6 +210,147 @@ using CompiledBytes = std::conditional_t<kIsa == Isa::tuned, Avx2Bytes, PlainByt
 #else
 template <Isa kIsa>
 using CompiledBytes = GenericBytes<kIsa>;
+#endif
+
+// The padded copies a register block of packed SADs reads: zeros around target and query, so a
+// block may read past the map's edge and a chunk (Bytes::kBytes) past the query's width.
+struct PaddedSad {
+  const std::uint8_t* target;
+  std::size_t target_pitch;  // bytes per padded target row
+  const std::uint8_t* query;
+  int query_width;
+  int query_pitch;                // the query's width rounded up to whole chunks
+  int whole_chunk_bytes;          // bytes of a query row in chunks that need no mask
+  const std::uint8_t* tail_mask;  // one chunk: 0xFF over the tail's query bytes, 0 past them
+};
+
+// A level's caller inlines a block whole (gnu::flatten, or a translation unit built for the level),
+// so the vectors its calls return never cross a function boundary: GCC's note on their ABI does
+// not apply.
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+// A block of kRows × kPositions map positions (rows i0.., columns j0..) keeping one accumulator
+// vector per position. Target row y serves the block's rows ii with query row k = y − i0 − ii: one
+// load of target bytes at column j0 + p + x feeds kRows packed SADs (one per query row), one load
+// of query bytes feeds kPositions.
+template <class Bytes, int kRows, int kPositions>
+struct SadBlock {
+  using Vec = typename Bytes::Vec;
+
+  // How add_chunk reads a chunk: whole (every byte a query byte), or the query row's tail, with
+  // the target bytes past the query's width masked off, in a whole or (when the tail fits) half
+  // vector.
+  enum class Chunk { whole, tail, half_tail };
+
+  // A whole vector, or a half one (Bytes::Half) when kHalf, loaded through a reference: a function
+  // returning it draws GCC's ABI note at the end of the file, where the pragma above no longer
+  // holds.
+  template <bool kHalf, class Unused = void>
+  struct PartOf {
+    using type = Vec;
+  };
+  template <class Unused>
+  struct PartOf<true, Unused> {
+    using type = typename Bytes::Half;
+  };
+  template <bool kHalf>
+  KBENCH_HOST_DEVICE static void load_part(const std::uint8_t* p,
+                                           typename PartOf<kHalf>::type& out) {
+    if constexpr (kHalf) {
+      out = Bytes::load_half(p);
+    } else {
+      out = Bytes::load(p);
+    }
+  }
+
+  // acc[ii][p] += the packed SAD of the query bytes x.. of row (k − ii) against the target bytes
+  // at column p + x.. of `target`, for ii in [first, last] (every ii unless kEdge).
+  template <bool kEdge, Chunk kChunk>
+  KBENCH_HOST_DEVICE static void add_chunk(const PaddedSad& l, const std::uint8_t* target, int k,
+                                           int first, int last, int x,
+                                           Vec (&acc)[kRows][kPositions]) {
+    constexpr bool kHalf = kChunk == Chunk::half_tail;
+    using Part = typename PartOf<kHalf>::type;
+    Part query[kRows];
+    KBENCH_UNROLL
+    for (int ii = 0; ii < kRows; ++ii) {
+      query[ii] = Part{};
+      if (!kEdge || (ii >= first && ii <= last)) {
+        load_part<kHalf>(l.query + std::size_t(k - ii) * l.query_pitch + x, query[ii]);
+      }
+    }
+    Part mask{};
+    if (kChunk != Chunk::whole) load_part<kHalf>(l.tail_mask, mask);
+    KBENCH_UNROLL
+    for (int p = 0; p < kPositions; ++p) {
+      Part t;
+      load_part<kHalf>(target + p + x, t);
+      if constexpr (kChunk == Chunk::tail) t = Bytes::bit_and(t, mask);
+      if constexpr (kHalf) t = Bytes::half_and(t, mask);
+      KBENCH_UNROLL
+      for (int ii = 0; ii < kRows; ++ii) {
+        if (kEdge && (ii < first || ii > last)) continue;
+        if constexpr (kHalf) {
+          acc[ii][p] = Bytes::add_sad_half(acc[ii][p], query[ii], t);
+        } else {
+          acc[ii][p] = Bytes::add_sad(acc[ii][p], query[ii], t);
+        }
+      }
+    }
+  }
+
+  // One target row's contribution to the block (see add_chunk): whole chunks, then the tail.
+  template <bool kEdge>
+  KBENCH_HOST_DEVICE static void add_target_row(const PaddedSad& l, const std::uint8_t* target,
+                                                int k, int first, int last,
+                                                Vec (&acc)[kRows][kPositions]) {
+    const int whole = l.whole_chunk_bytes;
+    for (int x = 0; x < whole; x += Bytes::kBytes) {
+      add_chunk<kEdge, Chunk::whole>(l, target, k, first, last, x, acc);
+    }
+    const int tail = l.query_width - whole;
+    if (tail > Bytes::kBytes / 2) {
+      add_chunk<kEdge, Chunk::tail>(l, target, k, first, last, whole, acc);
+    } else if (tail > 0) {
+      add_chunk<kEdge, Chunk::half_tail>(l, target, k, first, last, whole, acc);
+    }
+  }
+
+  // sums[ii][p] = Σ over query rows [k_begin, k_end) of the SAD at map position (i0 + ii, j0 + p).
+  KBENCH_HOST_DEVICE static void sum(const PaddedSad& l, int i0, int j0, int k_begin, int k_end,
+                                     std::uint32_t (&sums)[kRows][kPositions]) {
+    Vec acc[kRows][kPositions];
+    KBENCH_UNROLL
+    for (int ii = 0; ii < kRows; ++ii) {
+      KBENCH_UNROLL
+      for (int p = 0; p < kPositions; ++p) acc[ii][p] = Bytes::zero();
+    }
+    // Target rows i0 + k_begin .. i0 + kRows − 1 + k_end − 1; the first and last kRows − 1 of
+    // them serve only some of the block's rows.
+    for (int y = i0 + k_begin; y < i0 + kRows - 1 + k_end; ++y) {
+      const int k = y - i0;  // the query row of block row 0
+      const int first = k - (k_end - 1) > 0 ? k - (k_end - 1) : 0;
+      const int last = k - k_begin < kRows - 1 ? k - k_begin : kRows - 1;
+      const std::uint8_t* target = l.target + std::size_t(y) * l.target_pitch + j0;
+      if (first == 0 && last == kRows - 1) {
+        add_target_row<false>(l, target, k, first, last, acc);
+      } else {
+        add_target_row<true>(l, target, k, first, last, acc);
+      }
+    }
+    KBENCH_UNROLL
+    for (int ii = 0; ii < kRows; ++ii) {
+      KBENCH_UNROLL
+      for (int p = 0; p < kPositions; ++p) sums[ii][p] = Bytes::lane_sum(acc[ii][p]);
+    }
+  }
+};
+
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#pragma GCC diagnostic pop
 #endif
 
 }  // namespace kbench::cpu_simd
