@@ -98,6 +98,10 @@ template <class Exec>
 using Scratch = Kokkos::View<std::uint32_t*, typename Exec::scratch_memory_space,
                              Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
+// Host spaces take the CPU-shaped steps (a constant that device code may read).
+template <class Exec>
+constexpr bool kHostSchedule = portable::reads_host_memory<Exec>();
+
 // Teams of one thread on host backends, GPU-sized teams on devices.
 template <class Exec>
 int team_threads(int device_threads) {
@@ -154,14 +158,13 @@ Geometry geometry(const SadShape& s) {
              (s.map_width + kPruneUnitWindows - 1) / kPruneUnitWindows,
              0};
   // As few segments as fill one wave of teams on a device (each sums a pass's rows before its
-  // first window; a second, partial wave would add a quarter of the pass); a few per thread on a
-  // host, for balance.
-  const int team = team_threads<Exec>(kChunkRows);
-  const int teams = team == 1
-                        ? 4 * int(Exec().concurrency())
-                        : int(portable::resident_teams<Exec>(team, bound_scratch_bytes<Exec>()));
-  g.segment_rows = prune_segment_rows(s, g.column_tiles, teams);
-  g.segments = (s.map_height + g.segment_rows - 1) / g.segment_rows;
+  // first window; a second, partial wave would add a quarter of the pass). Host spaces' bounds
+  // take bands instead (host_strip_bounds).
+  if constexpr (!kHostSchedule<Exec>) {
+    const int teams = int(portable::resident_teams<Exec>(kChunkRows, bound_scratch_bytes<Exec>()));
+    g.segment_rows = prune_segment_rows(s, g.column_tiles, teams);
+    g.segments = (s.map_height + g.segment_rows - 1) / g.segment_rows;
+  }
   g.first_threads = refine_team_threads<Exec>(g.first_windows());
   return g;
 }
@@ -514,7 +517,7 @@ template <class Exec, Isa kIsa, class Launch>
 void strip_bounds(Launch& launch, const Geometry& g, const WordsView<Exec>& target,
                   const StripSums<Exec>& sums, const U32View<Exec>& bounds,
                   const KeysView<Exec>& candidates, const KeysView<Exec>& best_candidate) {
-  if constexpr (portable::reads_host_memory<Exec>()) {
+  if constexpr (kHostSchedule<Exec>) {
     host_strip_bounds<Exec>(launch, g, sums, bounds, candidates, best_candidate);
   } else {
     for (int first = 0; first < g.strips.count; first += kMaxPassStrips) {
@@ -599,7 +602,7 @@ template <class Exec, Isa kIsa, class Team, class Words>
 KOKKOS_INLINE_FUNCTION std::uint32_t team_window_sad(const Team& team, int threads,
                                                      const Geometry& g, const Words& target,
                                                      const Words& query, std::uint32_t w) {
-  if constexpr (portable::reads_host_memory<Exec>()) {
+  if constexpr (kHostSchedule<Exec>) {
     const int i = int(w / std::uint32_t(g.s.map_width));
     const int j = int(w % std::uint32_t(g.s.map_width));
     return rows_sad<kIsa>(row_bytes(target.data(), g.target_pitch_words, i) + j,
@@ -1003,11 +1006,11 @@ void refine_units(Launch& launch, const Geometry& g, const U32View<Exec>& live,
                   const OrderView<Exec>& order, const U32View<Exec>& bounds,
                   const KeysView<Exec>& guess, const KeysView<Exec>& centre,
                   const typename OutputBuffer<std::uint8_t, Exec>::View& alive_after,
-                  const StripSums<Exec>& sums, const Survivors& survivors = {}) {
+                  const StripSums<Exec>& strip_sums, const Survivors& survivors = {}) {
   using Policy = Kokkos::TeamPolicy<Exec>;
   using Team = typename Policy::member_type;
-  const int columns = g.unit_columns, strips = g.strips.count;
-  if constexpr (portable::reads_host_memory<Exec>()) {
+  const int strips = g.strips.count;
+  if constexpr (kHostSchedule<Exec>) {
     // A unit at a time per thread, a few threads' worth of teams each taking the next from
     // cursor(0) after its first.
     launch.parallel_for(
@@ -1019,12 +1022,13 @@ void refine_units(Launch& launch, const Geometry& g, const U32View<Exec>& live,
           const std::uint32_t centre_index = std::uint32_t(centre(0));
           for (std::int64_t u = team.league_rank(); u < count;
                u = std::int64_t(team.league_size()) + Kokkos::atomic_fetch_add(&cursor(0), 1u)) {
-            refine_unit_on_host<kIsa>(g, live(u), sums, target, query, order, bounds, guess,
+            refine_unit_on_host<kIsa>(g, live(u), strip_sums, target, query, order, bounds, guess,
                                       centre_index, alive_after.data() + std::size_t(u) * strips,
                                       survivors);
           }
         });
   } else {
+    const int columns = g.unit_columns;
     const int units_per_team = kDeviceUnitsPerTeam;
     const int lanes = kPruneUnitLanes;
     const long long teams =
@@ -1128,8 +1132,8 @@ class PrunedRunner final : public Runner<SadPruned> {
         query_strips_(strip_sums_.data(), strip_sums_.size(), "pruned query strips"),
         order_(strip_order(input.query, g_.strips)),
         order_view_(order_.data(), order_.size(), "pruned strip order"),
-        integral_(portable::reads_host_memory<Exec>() ? integral_image(input.target)
-                                                      : std::vector<std::uint32_t>{}),
+        integral_(kHostSchedule<Exec> ? integral_image(input.target)
+                                      : std::vector<std::uint32_t>{}),
         integral_view_(integral_.data(), integral_.size(), "pruned summed-area table"),
         bounds_(shape_.map_size(), "pruned bounds"),
         live_(std::size_t(g_.units()), "pruned live units"),
