@@ -1,7 +1,7 @@
 // Portable cemd: one Kokkos source for every execution space (Serial, OpenMP, CUDA).
 // kokkos-mdrange is the idiomatic form on the bytes (descriptor_distance(), an MDRange over
-// pairs). kokkos-team is the prefix form (detail/cemd_prefix.hpp) in value-major tables, a team
-// per query tile staging database chunks in scratch, its lanes suited to host SIMD units.
+// pairs). kokkos-team is the prefix form (detail/cemd_prefix.hpp) with database rows in vector
+// lanes (ThreadVectorRange: SIMD lanes on hosts, threads on CUDA), the native omp-simd design.
 // kokkos-tiled is cuda-final's design and per-chunk arithmetic (detail/cemd_prepared.hpp) without
 // its cp.async staging; on CUDA it also runs on the caller's device views. kokkos-team and
 // kokkos-tiled are registered twice, with Isa::tuned and Isa::plain (`-plain`). The top-2 rule is
@@ -19,6 +19,7 @@
 #include "kbench/cemd.hpp"
 #include "kbench/detail/cemd_prefix.hpp"
 #include "kbench/detail/cemd_prepared.hpp"
+#include "kbench/detail/cpu_vectors.hpp"
 #include "portable/kokkos_support.hpp"
 
 // Named (not anonymous) namespace: CUDA extended lambdas may not live in internal-linkage
@@ -147,40 +148,95 @@ struct MDRangeMethod {
   }
 };
 
-// Team tiling: kQueryTile queries per team (one per work item on GPUs), kChunkRows database rows
-// staged at once, kLanes of them computed together by a work item.
-constexpr int kQueryTile = 128;
-constexpr int kChunkRows = 32;
-constexpr int kLanes = 16;
-static_assert(kChunkRows % kLanes == 0, "a chunk holds whole lane groups");
-// All-pairs results per query in scratch, one spare column so that the work items of a CUDA warp
-// (consecutive queries) write to distinct banks.
-constexpr int kResultPitch = kChunkRows + 1;
-// The database is split so that about kWaves rounds of kTeamsPerMultiprocessor teams fill the
-// machine (teams of a split share nothing; their top-2s are merged afterwards).
-constexpr int kTeamsPerMultiprocessor = 4;
-constexpr int kWaves = 2;
+// Inserts a team's top-2 of a query into its global top-2, concurrently with other teams: a key
+// that takes the best place pushes the one it displaced into second, a key that does not is
+// pushed itself, so second ends as the second smallest of all (keys are distinct).
+KOKKOS_INLINE_FUNCTION void atomic_top2_insert(Top2& global, std::uint64_t key) {
+  using Word = unsigned long long;  // the type of Kokkos' native 64-bit atomic minimum
+  static_assert(sizeof(Word) == sizeof(std::uint64_t), "64-bit keys");
+  if (key == kNoCemdKey) return;
+  Word* const slots = reinterpret_cast<Word*>(&global.best);
+  const Word displaced = Kokkos::atomic_fetch_min(slots, Word(key));
+  Kokkos::atomic_fetch_min(slots + 1, Word(key) < displaced ? displaced : Word(key));
+}
+
+// --- kokkos-team: the prefix form, database rows in vector lanes ----------------------------
+
+// Database rows per value-major block: the vector lanes of one pass over a block (a CUDA warp;
+// whole vectors of every host level).
+constexpr int kBlockRows = 32;
+// Queries per team, and blocks per cache tile: a tile (256 KB of prefix sums) stays in a host
+// core's L2, or a multiprocessor's L1, while every query of the team passes over it.
+constexpr int kQueryTile = 16;
+constexpr int kTileBlocks = 16;
+// Team threads (each a query at a time, its vector lanes the rows of a block): warps of a CUDA
+// block; one on hosts, whose teams are their threads.
+constexpr int kCudaTeamWarps = 4;
+// Teams a CUDA multiprocessor keeps resident, for the database split (its registers allow more).
+constexpr int kCudaTeamsPerMultiprocessor = 8;
+
+template <class Exec>
+constexpr int team_threads() {
+  return backend_of<Exec>() == Backend::cuda ? kCudaTeamWarps : 1;
+}
+
+// One float per lane: Isa::plain, device code and nvcc's host pass (its device pass refuses
+// vector types in host-device code), for the compiler to widen where it can.
+struct ScalarLanes {
+  static constexpr int kLanes = 1;
+  using Floats = float;
+  KOKKOS_INLINE_FUNCTION static Floats zero() { return 0.0f; }
+  KOKKOS_INLINE_FUNCTION static Floats broadcast(float v) { return v; }
+  KOKKOS_INLINE_FUNCTION static Floats load(const float* p) { return *p; }
+  KOKKOS_INLINE_FUNCTION static void store(float* p, Floats v) { *p = v; }
+};
+
+// The lanes one iteration of a pass computes: with Isa::tuned on hosts, a vector of the level the
+// file is compiled for (simd::Compiled); one float otherwise.
+#if defined(__CUDACC__)
+template <Isa>
+using TeamLanes = ScalarLanes;
+#else
+template <Isa kIsa>
+using TeamLanes = std::conditional_t<kIsa == Isa::tuned, simd::Compiled, ScalarLanes>;
+#endif
+
+// The cell terms' sums, from 0 in cell order as descriptor_distance() adds them, of one query
+// (its 128 prefix floats) with Lanes::kLanes rows of a block, `lanes` pointing at the first one's
+// value 0 (value v lies v · kBlockRows floats on).
+template <DescriptorDistance kDistance, Isa kIsa, class Lanes>
+KOKKOS_FORCEINLINE_FUNCTION typename Lanes::Floats term_sums(const float* query,
+                                                             const float* lanes) {
+  using Floats = typename Lanes::Floats;
+  Floats sum = Lanes::zero();
+  KBENCH_UNROLL
+  for (int c = 0; c < kCemdCells; ++c) {
+    Floats f[kCemdBins], g[kCemdBins];
+    KBENCH_UNROLL
+    for (int k = 0; k < kCemdBins; ++k) {
+      f[k] = Lanes::broadcast(query[c * kCemdBins + k]);
+      g[k] = Lanes::load(lanes + (c * kCemdBins + k) * kBlockRows);
+    }
+    sum += prefix_cell_term<kDistance, kIsa>(f, g);
+  }
+  return sum;
+}
 
 struct TeamGeometry {
   int n, m;
-  int query_stride, database_stride;  // descriptors per value in the tables (padded with zeros)
-  int query_tiles, chunks, chunks_per_split, splits;
+  int blocks, query_tiles;
+  int blocks_per_split, splits;  // a multiple of kTileBlocks, and the teams per query tile
 };
 
 template <class Exec>
 TeamGeometry team_geometry(int n, int m) {
-  TeamGeometry g{};
-  g.n = n;
-  g.m = m;
-  g.query_tiles = (n + kQueryTile - 1) / kQueryTile;
-  g.chunks = (m + kChunkRows - 1) / kChunkRows;
-  g.query_stride = g.query_tiles * kQueryTile;
-  g.database_stride = g.chunks * kChunkRows;
-  const long long teams = portable::resident_items<Exec>(1, kTeamsPerMultiprocessor) * kWaves;
-  const long long splits =
-      std::clamp<long long>((teams + g.query_tiles - 1) / g.query_tiles, 1, g.chunks);
-  g.chunks_per_split = int((g.chunks + splits - 1) / splits);
-  g.splits = (g.chunks + g.chunks_per_split - 1) / g.chunks_per_split;
+  TeamGeometry g{n, m, (m + kBlockRows - 1) / kBlockRows, (n + kQueryTile - 1) / kQueryTile, 0, 0};
+  const long long teams = backend_of<Exec>() == Backend::cuda
+                              ? portable::resident_items<Exec>(1, kCudaTeamsPerMultiprocessor)
+                              : portable::resident_items<Exec>(1, 1);
+  const SplitPlan plan = plan_splits(g.query_tiles, g.blocks, kTileBlocks, teams);
+  g.blocks_per_split = plan.rows_per_split;
+  g.splits = plan.splits;
   return g;
 }
 
@@ -197,15 +253,25 @@ Table<Exec> allocate_table(const char* label, std::size_t count) {
   }
 }
 
-// The prefix-form table of a set: value v of descriptor i at v · stride + i, zero for
-// i >= count.
+// The pre-pass, one launch for both sets: query q's prefix floats at q · 128; the database in
+// blocks, block b's value v of lane l at (b · 128 + v) · kBlockRows + l, zero past the last row.
+// In nearest-two mode it also clears the queries' global top-2s.
 template <class Exec, DescriptorDistance kDistance>
-void fill_table(const Bytes<Exec>& values, int count, int stride, const Table<Exec>& table) {
+void fill_tables(const TeamGeometry& g, const Buffers<Exec>& b, bool clear_tops,
+                 const Table<Exec>& query_table, const Table<Exec>& database_table) {
+  const auto queries = b.queries;
+  const auto database = b.database;
+  const auto tops = b.tops;
   Kokkos::parallel_for(
-      "cemd_prefix_table", Kokkos::RangePolicy<Exec>(0, stride), KOKKOS_LAMBDA(int i) {
+      "cemd_prefix_tables", Kokkos::RangePolicy<Exec>(0, g.n + g.blocks * kBlockRows),
+      KOKKOS_LAMBDA(int item) {
+        const bool query_role = item < g.n;
+        const int i = query_role ? item : item - g.n;
+        const bool present = query_role || i < g.m;
+        const Bytes<Exec>& values = query_role ? queries : database;
         for (int c = 0; c < kCemdCells; ++c) {
           std::uint8_t bins[kCemdBins] = {};
-          if (i < count) {
+          if (present) {
             for (int k = 0; k < kCemdBins; ++k) {
               bins[k] = values(std::size_t(i) * kDescriptorBytes + c * kCemdBins + k);
             }
@@ -213,116 +279,104 @@ void fill_table(const Bytes<Exec>& values, int count, int stride, const Table<Ex
           float cell[kCemdBins];
           prefix_cell<kDistance>(bins, cell);
           for (int k = 0; k < kCemdBins; ++k) {
-            table(std::size_t(c * kCemdBins + k) * stride + i) = cell[k];
+            const std::size_t v = c * kCemdBins + k;
+            if (query_role) {
+              query_table(std::size_t(i) * kDescriptorBytes + v) = cell[k];
+            } else {
+              database_table((std::size_t(i / kBlockRows) * kDescriptorBytes + v) * kBlockRows +
+                             i % kBlockRows) = cell[k];
+            }
           }
         }
+        if (clear_tops && query_role) tops(i) = Top2();
       });
 }
 
+// A team owns a tile of queries and a split of the database, which it walks in cache tiles. A
+// team thread takes a query at a time through every block of a cache tile: a pass of vector
+// lanes writes the block's sums to scratch (Lanes::kLanes rows an iteration), then a lane per
+// row writes the matrix or offers the distance to the query's top-2 (a lane reduction). The
+// query's top-2 stays in scratch between cache tiles; the team inserts it into the global one.
 template <class Exec, DescriptorDistance kDistance, bool kAllPairs, Isa kIsa>
 void team_match(const TeamGeometry& g, const Table<Exec>& queries, const Table<Exec>& database,
-                const MatrixView<Exec>& matrix, const TopsView<Exec>& partial) {
-  using Policy = Kokkos::TeamPolicy<Exec>;
+                const MatrixView<Exec>& matrix, const TopsView<Exec>& tops) {
+  using Lanes = TeamLanes<kIsa>;
+  // Dynamic: host threads that other work slows take fewer tiles.
+  using Policy = Kokkos::TeamPolicy<Exec, Kokkos::Schedule<Kokkos::Dynamic>>;
   using Team = typename Policy::member_type;
   using Space = typename Exec::scratch_memory_space;
   using Floats = Kokkos::View<float*, Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using Tops = Kokkos::View<Top2*, Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  constexpr int kRowFloats = kDescriptorBytes * kChunkRows;
-  constexpr int kResultFloats = kAllPairs ? kQueryTile * kResultPitch : 0;
+  static_assert(kBlockRows % Lanes::kLanes == 0, "a block holds whole vectors");
+  constexpr int kPasses = kBlockRows / Lanes::kLanes;
+  constexpr int kThreads = team_threads<Exec>();
   constexpr int kTops = kAllPairs ? 0 : kQueryTile;
   const auto kernel = KOKKOS_LAMBDA(const Team& team) {
-    Floats rows(team.team_scratch(0), kRowFloats);  // value v of staged row r at v · kChunkRows + r
-    Floats results(team.team_scratch(0), kResultFloats);
-    Tops tops(team.team_scratch(0), kTops);
-    const int tile = team.league_rank() % g.query_tiles;
-    const int split = team.league_rank() / g.query_tiles;
-    const int q0 = tile * kQueryTile;
+    Floats sums(team.team_scratch(0), kThreads * kBlockRows);
+    Tops tile_tops(team.team_scratch(0), kTops);
+    float* const sum = sums.data() + team.team_rank() * kBlockRows;
+    const int q0 = (team.league_rank() % g.query_tiles) * kQueryTile;
     const int tile_queries = g.n - q0 < kQueryTile ? g.n - q0 : kQueryTile;
-    const int first_chunk = split * g.chunks_per_split;
-    const int end_chunk =
-        g.chunks - first_chunk < g.chunks_per_split ? g.chunks : first_chunk + g.chunks_per_split;
-    if (!kAllPairs) {
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tile_queries),
-                           [&](int i) { tops(i) = Top2(); });
-    }
-    for (int chunk = first_chunk; chunk < end_chunk; ++chunk) {
-      const int r0 = chunk * kChunkRows;
-      team.team_barrier();  // the previous chunk is done with the staged rows and results
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kRowFloats), [&](int e) {
-        const int v = e / kChunkRows, r = e % kChunkRows;
-        rows(e) = database(std::size_t(v) * g.database_stride + r0 + r);
+    const int first = (team.league_rank() / g.query_tiles) * g.blocks_per_split;
+    const int end = g.blocks - first < g.blocks_per_split ? g.blocks : first + g.blocks_per_split;
+    if (!kAllPairs) {  // not constexpr: extended lambdas may not first-capture inside one
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tile_queries), [&](int i) {
+        Kokkos::single(Kokkos::PerThread(team), [&]() { tile_tops(i) = Top2(); });
       });
-      team.team_barrier();
-      const float* staged = rows.data();
+    }
+    for (int tile = first; tile < end; tile += kTileBlocks) {
+      const int tile_end = end - tile < kTileBlocks ? end : tile + kTileBlocks;
+      team.team_barrier();  // the previous tile's top-2s are in scratch
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tile_queries), [&](int i) {
         const int q = q0 + i;
+        const float* const query = queries.data() + std::size_t(q) * kDescriptorBytes;
         Top2 top;
-        if (!kAllPairs) top = tops(i);
-        for (int j0 = 0; j0 < kChunkRows && r0 + j0 < g.m; j0 += kLanes) {
-          float acc[kLanes];
-          KBENCH_LANE_LOOP
-          for (int lane = 0; lane < kLanes; ++lane) acc[lane] = 0.0f;
-          for (int c = 0; c < kCemdCells; ++c) {
-            float f[kCemdBins];
-            for (int k = 0; k < kCemdBins; ++k) {
-              f[k] = queries(std::size_t(c * kCemdBins + k) * g.query_stride + q);
-            }
-            const float* cell = staged + c * kCemdBins * kChunkRows + j0;
-            KBENCH_LANE_LOOP
-            for (int lane = 0; lane < kLanes; ++lane) {
-              float row[kCemdBins];
-              for (int k = 0; k < kCemdBins; ++k) row[k] = cell[k * kChunkRows + lane];
-              acc[lane] += prefix_cell_term<kDistance, kIsa>(f, row);
-            }
-          }
-          KBENCH_LANE_LOOP
-          for (int lane = 0; lane < kLanes; ++lane) {
-            const float d = prefix_distance_from_sum<kDistance>(acc[lane]);
-            if (kAllPairs) {
-              results(i * kResultPitch + j0 + lane) = d;
-            } else if (r0 + j0 + lane < g.m) {
-              top2_offer(top, d, std::uint32_t(r0 + j0 + lane));
-            }
+        if (!kAllPairs) top = tile_tops(i);
+        for (int block = tile; block < tile_end; ++block) {
+          const float* const rows =
+              database.data() + std::size_t(block) * kDescriptorBytes * kBlockRows;
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, kPasses), [&](int pass) {
+            const int lane = pass * Lanes::kLanes;
+            Lanes::store(sum + lane, term_sums<kDistance, kIsa, Lanes>(query, rows + lane));
+          });
+          const int r0 = block * kBlockRows;
+          const int present = g.m - r0 < kBlockRows ? g.m - r0 : kBlockRows;
+          if (kAllPairs) {
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, present), [&](int r) {
+              matrix(std::size_t(q) * g.m + r0 + r) = prefix_distance_from_sum<kDistance>(sum[r]);
+            });
+          } else {
+            // Rows farther than the second so far cannot enter.
+            const float bound = cemd_key_distance(top.second);
+            Top2Value found;
+            Kokkos::parallel_reduce(
+                Kokkos::ThreadVectorRange(team, present),
+                [&](int r, Top2Value& partial) {
+                  const float d = prefix_distance_from_sum<kDistance>(sum[r]);
+                  if (!(d > bound)) offer(partial, d, std::uint32_t(r0 + r));
+                },
+                Top2Reducer(found));
+            top = top2_merge(top, Top2{found.best, found.second});
           }
         }
-        if (!kAllPairs) tops(i) = top;
+        if (!kAllPairs) Kokkos::single(Kokkos::PerThread(team), [&]() { tile_tops(i) = top; });
       });
-      if (kAllPairs) {
-        team.team_barrier();
-        const int chunk_rows = g.m - r0 < kChunkRows ? g.m - r0 : kChunkRows;
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tile_queries * chunk_rows), [&](int e) {
-          const int i = e / chunk_rows, r = e % chunk_rows;
-          matrix(std::size_t(q0 + i) * g.m + r0 + r) = results(i * kResultPitch + r);
-        });
-      }
     }
     if (!kAllPairs) {
       team.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tile_queries),
-                           [&](int i) { partial(std::size_t(split) * g.n + q0 + i) = tops(i); });
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tile_queries), [&](int i) {
+        Kokkos::single(Kokkos::PerThread(team), [&]() {
+          atomic_top2_insert(tops(q0 + i), tile_tops(i).best);
+          atomic_top2_insert(tops(q0 + i), tile_tops(i).second);
+        });
+      });
     }
   };
-  const std::size_t scratch =
-      Floats::shmem_size(kRowFloats) + Floats::shmem_size(kResultFloats) + Tops::shmem_size(kTops);
-  const int team_size = std::min(kQueryTile, Policy(1, 1)
-                                                 .set_scratch_size(0, Kokkos::PerTeam(scratch))
-                                                 .team_size_max(kernel, Kokkos::ParallelForTag()));
-  Kokkos::parallel_for(
-      kAllPairs ? "cemd_team_all_pairs" : "cemd_team_nearest",
-      Policy(g.query_tiles * g.splits, team_size).set_scratch_size(0, Kokkos::PerTeam(scratch)),
-      kernel);
-}
-
-// Each query's top-2 from the splits' top-2s.
-template <class Exec>
-void merge_splits(const TeamGeometry& g, const TopsView<Exec>& partial,
-                  const TopsView<Exec>& tops) {
-  Kokkos::parallel_for(
-      "cemd_merge_splits", Kokkos::RangePolicy<Exec>(0, g.n), KOKKOS_LAMBDA(int q) {
-        Top2 t = partial(q);
-        for (int s = 1; s < g.splits; ++s) t = top2_merge(t, partial(std::size_t(s) * g.n + q));
-        tops(q) = t;
-      });
+  const std::size_t scratch = Floats::shmem_size(kThreads * kBlockRows) + Tops::shmem_size(kTops);
+  Kokkos::parallel_for(kAllPairs ? "cemd_team_all_pairs" : "cemd_team_nearest",
+                       Policy(g.query_tiles * g.splits, kThreads, kBlockRows)
+                           .set_scratch_size(0, Kokkos::PerTeam(scratch)),
+                       kernel);
 }
 
 template <class Exec, Isa kIsa>
@@ -333,33 +387,27 @@ struct TeamMethod {
 
   explicit TeamMethod(const CemdInput& input)
       : g(team_geometry<Exec>(input.queries.count, input.database.count)),
-        query_table(allocate_table<Exec>("cemd query prefix table",
-                                         std::size_t(kDescriptorBytes) * g.query_stride)),
-        database_table(allocate_table<Exec>("cemd database prefix table",
-                                            std::size_t(kDescriptorBytes) * g.database_stride)),
-        partial(input.params.all_pairs || g.splits == 1 ? 0 : std::size_t(g.splits) * g.n,
-                "cemd top-2 per split") {}
+        query_table(
+            allocate_table<Exec>("cemd query prefix table", std::size_t(kDescriptorBytes) * g.n)),
+        database_table(allocate_table<Exec>(
+            "cemd database prefix blocks", std::size_t(kDescriptorBytes) * g.blocks * kBlockRows)) {
+  }
 
   void run(const CemdInput& input, const Buffers<Exec>& b) const {
     with_distance(input.params.distance, [&](auto distance) {
       constexpr DescriptorDistance kDistance = decltype(distance)::value;
-      fill_table<Exec, kDistance>(b.queries, g.n, g.query_stride, query_table);
-      fill_table<Exec, kDistance>(b.database, g.m, g.database_stride, database_table);
-      if (input.params.all_pairs) {
+      const bool all_pairs = input.params.all_pairs;
+      fill_tables<Exec, kDistance>(g, b, !all_pairs, query_table, database_table);
+      if (all_pairs) {
         team_match<Exec, kDistance, true, kIsa>(g, query_table, database_table, b.matrix, b.tops);
-      } else if (g.splits == 1) {
-        team_match<Exec, kDistance, false, kIsa>(g, query_table, database_table, b.matrix, b.tops);
       } else {
-        team_match<Exec, kDistance, false, kIsa>(g, query_table, database_table, b.matrix,
-                                                 partial.view());
-        merge_splits<Exec>(g, partial.view(), b.tops);
+        team_match<Exec, kDistance, false, kIsa>(g, query_table, database_table, b.matrix, b.tops);
       }
     });
   }
 
   TeamGeometry g;
   Table<Exec> query_table, database_table;
-  OutputBuffer<Top2, Exec> partial;
 };
 
 // --- kokkos-tiled: cuda-final's design, written once -----------------------------------------
@@ -547,18 +595,6 @@ KOKKOS_INLINE_FUNCTION void compare_slot(const SlotArgs& a, const Bytes16* rows,
       }
     }
   }
-}
-
-// Inserts a team's top-2 of a query into its global top-2, concurrently with other teams: a key
-// that takes the best place pushes the one it displaced into second, a key that does not is
-// pushed itself, so second ends as the second smallest of all (keys are distinct).
-KOKKOS_INLINE_FUNCTION void atomic_top2_insert(Top2& global, std::uint64_t key) {
-  using Word = unsigned long long;  // the type of Kokkos' native 64-bit atomic minimum
-  static_assert(sizeof(Word) == sizeof(std::uint64_t), "64-bit keys");
-  if (key == kNoCemdKey) return;
-  Word* const slots = reinterpret_cast<Word*>(&global.best);
-  const Word displaced = Kokkos::atomic_fetch_min(slots, Word(key));
-  Kokkos::atomic_fetch_min(slots + 1, Word(key) < displaced ? displaced : Word(key));
 }
 
 template <class Exec, class Metric, bool kAllPairs, Isa kIsa>
