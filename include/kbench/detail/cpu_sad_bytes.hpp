@@ -36,6 +36,9 @@ namespace kbench::cpu_simd {
 //   add_sad(acc, a, b)   acc's 64-bit lanes, each plus Σ |a_x − b_x| over its own 8 bytes
 //                        (psadbw / vpsadbw, then a 64-bit add)
 //   lane_sum(acc)        the sum of acc's 64-bit lanes, modulo 2^32
+//   in_register(v)       nothing, but v (a Vec or Half) is a register value from here on: a
+//                        vector that several packed SADs share is then loaded once, where GCC's
+//                        tuning for some CPUs (znver3) would fold the load into each of them
 // and on half vectors (Half, kBytes / 2 bytes), for a tail that fits in one, at half the cost
 // where the narrower instruction is cheaper:
 //   load_half(p), half_and(a, b)
@@ -78,6 +81,8 @@ struct PlainBytes {
     return h;
   }
   KBENCH_HOST_DEVICE static Half half_and(Half a, Half b) { return a & b; }
+  template <class V>
+  KBENCH_HOST_DEVICE static void in_register(V&) {}
   KBENCH_HOST_DEVICE static Vec add_sad_half(Vec acc, Half a, Half b) {
     return add_sad(acc, Vec{{a, 0}}, Vec{{b, 0}});
   }
@@ -105,6 +110,7 @@ struct Sse2Bytes {
     return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
   }
   static Half half_and(Half a, Half b) { return _mm_and_si128(a, b); }
+  static void in_register(Vec& v) { asm("" : "+x"(v)); }
   static Vec add_sad_half(Vec acc, Half a, Half b) { return add_sad(acc, a, b); }
 };
 #endif
@@ -148,6 +154,10 @@ struct Avx2Bytes {
   [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Half half_and(Half a, Half b) {
     return _mm_and_si128(a, b);
   }
+  template <class V>
+  [[gnu::target(KBENCH_TARGET_AVX2)]] static inline void in_register(V& v) {
+    asm("" : "+x"(v));
+  }
   [[gnu::target(KBENCH_TARGET_AVX2)]] static inline Vec add_sad_half(Vec acc, Half a, Half b) {
     return _mm256_add_epi64(acc, _mm256_zextsi128_si256(_mm_sad_epu8(a, b)));
   }
@@ -187,6 +197,10 @@ struct Avx512Bytes {
   }
   [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Half half_and(Half a, Half b) {
     return _mm256_and_si256(a, b);
+  }
+  template <class V>
+  [[gnu::target(KBENCH_TARGET_AVX512)]] static inline void in_register(V& v) {
+    asm("" : "+v"(v));
   }
   [[gnu::target(KBENCH_TARGET_AVX512)]] static inline Vec add_sad_half(Vec acc, Half a, Half b) {
     // The zero-masking insert, as in lane_sum (GCC 12's _mm512_zextsi256_si512 warns the same way).
@@ -288,6 +302,7 @@ struct SadBlock {
     for (int p = 0; p < kPositions; ++p) {
       Part t;
       load_part<kHalf>(target + p + x, t);
+      if constexpr (kRows > 1) Bytes::in_register(t);  // shared by kRows packed SADs
       if constexpr (kChunk == Chunk::tail) t = Bytes::bit_and(t, mask);
       if constexpr (kHalf) t = Bytes::half_and(t, mask);
       KBENCH_UNROLL
