@@ -457,7 +457,8 @@ template <class Exec, class Launch>
 void host_strip_bounds(Launch& launch, const Geometry& g, const StripSums<Exec>& sums,
                        const U32View<Exec>& bounds, const KeysView<Exec>& candidates,
                        const KeysView<Exec>& best_candidate) {
-  using Policy = Kokkos::TeamPolicy<Exec>;
+  // Teams taken in turn: the last band's are shorter.
+  using Policy = Kokkos::TeamPolicy<Exec, Kokkos::Schedule<Kokkos::Dynamic>>;
   using Team = typename Policy::member_type;
   const int blocks = (g.column_tiles + kHostBoundTiles - 1) / kHostBoundTiles;
   launch.parallel_for(
