@@ -22,8 +22,8 @@ namespace kbench {
 
 // The smaller and the larger of two floats that are not NaN: one min/max instruction on CUDA
 // devices (a select's NaN rule would cost a compare and two selects per comparator there), a
-// select elsewhere (minss/maxss on x86; std::fmin would be a library call). On hosts the larger
-// compares its operands the other way round (the same value: the zeros here are never negative),
+// select elsewhere (minss/maxss on x86; std::fmin would be a library call). On hosts the smaller
+// compares its operands the other way round (the same value: no operand here is a negative zero),
 // so that the compiler does not share one comparison between a comparator's min and max, which
 // x86 would turn into a compare, a blend and a masked move instead of a min and a max; device
 // code keeps the shared comparison (with Isa::plain one compare for both selects).
@@ -31,17 +31,17 @@ template <Isa kIsa, class T>
 KBENCH_HOST_DEVICE T float_min(T a, T b) {
 #if defined(__CUDA_ARCH__)
   if constexpr (kIsa == Isa::tuned) return fminf(a, b);
-#endif
   return a < b ? a : b;
+#else
+  return b < a ? b : a;
+#endif
 }
 template <Isa kIsa, class T>
 KBENCH_HOST_DEVICE T float_max(T a, T b) {
 #if defined(__CUDA_ARCH__)
   if constexpr (kIsa == Isa::tuned) return fmaxf(a, b);
-  return a < b ? b : a;
-#else
-  return b < a ? a : b;
 #endif
+  return a < b ? b : a;
 }
 
 // a·b − c·d for exact products and an exact difference (the prefix form's values): one multiply
