@@ -44,22 +44,14 @@ struct SimdSadLayout {
   int band_rows;            // query rows per pass over a map row (they stay in L1)
 };
 
-// Query bytes per band: a band and the target window under it fit in a 32 KiB L1 together.
-constexpr int kBandBytes = 8 * 1024;
-// Padded rows start on cache lines, and span an odd number of them: the rows of a band then fall
-// into every L1 set rather than a few (a pitch of 24 lines, e.g., would use only 24 of 64 sets).
-std::size_t odd_lines_pitch(std::size_t bytes) {
-  const std::size_t lines = (bytes + kCacheLineBytes - 1) / kCacheLineBytes;
-  return (lines | 1) * kCacheLineBytes;
-}
-
 }  // namespace
 
-// Every level's kernel, compiled for that level (see sad_simd_level.inc). The register blocks
-// use most of the level's vector registers: 16 at SSE2 and AVX2, 32 at AVX-512.
+// Every level's kernel, compiled for that level (see sad_simd_level.inc), on the level's register
+// block (cpu_simd::SadBlockShape).
 namespace sad_simd_generic {
 using Bytes = cpu_simd::GenericBytes<>;
-constexpr int kRows = 2, kPositions = 4;
+constexpr int kRows = cpu_simd::SadBlockShape<Bytes>::kRows;
+constexpr int kPositions = cpu_simd::SadBlockShape<Bytes>::kPositions;
 #include "native_cpu/sad_simd_level.inc"
 }  // namespace sad_simd_generic
 
@@ -68,10 +60,8 @@ constexpr int kRows = 2, kPositions = 4;
 #pragma GCC target("avx2,fma,bmi2")
 namespace sad_simd_avx2 {
 using Bytes = cpu_simd::Avx2Bytes;
-// 12 accumulators, the query vector and a target vector: 14 of the 16 registers. One query load
-// feeds 12 vpsadbw; 1 × 12 measured fastest of the blocks tried on the 2-core EPYC
-// (perf/notes/portability.md).
-constexpr int kRows = 1, kPositions = 12;
+constexpr int kRows = cpu_simd::SadBlockShape<Bytes>::kRows;
+constexpr int kPositions = cpu_simd::SadBlockShape<Bytes>::kPositions;
 #include "native_cpu/sad_simd_level.inc"
 }  // namespace sad_simd_avx2
 #pragma GCC pop_options
@@ -80,7 +70,8 @@ constexpr int kRows = 1, kPositions = 12;
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq")
 namespace sad_simd_avx512 {
 using Bytes = cpu_simd::Avx512Bytes;
-constexpr int kRows = 4, kPositions = 4;
+constexpr int kRows = cpu_simd::SadBlockShape<Bytes>::kRows;
+constexpr int kPositions = cpu_simd::SadBlockShape<Bytes>::kPositions;
 #include "native_cpu/sad_simd_level.inc"
 }  // namespace sad_simd_avx512
 #pragma GCC pop_options
@@ -99,13 +90,13 @@ class SimdMapRunner final : public Runner<Sad> {
     const SadShape& s = shape_;
     constexpr int kChunk = Kernel::kChunkBytes;
     // A block's last column reads up to kBlockPositions − 1 + a whole chunk past the map's edge.
-    layout_.target_pitch =
-        odd_lines_pitch(std::size_t(s.target_width) + Kernel::kBlockPositions + kChunk);
+    layout_.target_pitch = cpu_simd::odd_lines_pitch(
+        std::size_t(s.target_width) + Kernel::kBlockPositions + kChunk, kCacheLineBytes);
     layout_.target_rows = s.target_height + Kernel::kBlockRows - 1;
     layout_.query_width = s.query_width;
     layout_.query_pitch = int(round_up(std::size_t(s.query_width), kChunk));
     layout_.whole_chunk_bytes = s.query_width / kChunk * kChunk;
-    layout_.band_rows = std::max(1, kBandBytes / layout_.query_pitch);
+    layout_.band_rows = std::max(1, cpu_simd::kSadBandBytes / layout_.query_pitch);
     target_ = allocate_untouched<std::uint8_t>(layout_.target_pitch * layout_.target_rows,
                                                "the padded SAD target");
     query_ = allocate_untouched<std::uint8_t>(

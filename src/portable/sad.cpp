@@ -106,41 +106,13 @@ struct MDRangeMethod {
 
 // ---- kokkos-simd-rows ------------------------------------------------------------------------
 
-// The register block of map rows × neighbouring positions for each byte vector: most of the
-// level's vector registers (16 at 16 and 32 bytes, 32 at AVX-512), the native SIMD variants'
-// shapes.
-template <class Bytes>
-struct SimdRowsBlock {
-  static constexpr int kRows = 2, kPositions = 4;
-};
-#if defined(KBENCH_X86_PACKED_SAD)
-template <>
-struct SimdRowsBlock<cpu_simd::Avx2Bytes> {
-  static constexpr int kRows = 1, kPositions = 12;
-};
-template <>
-struct SimdRowsBlock<cpu_simd::Avx512Bytes> {
-  static constexpr int kRows = 4, kPositions = 4;
-};
-#endif
-
-// Query bytes per band of query rows: a band and the target window under it fit in a 32 KiB L1.
-constexpr int kSimdRowsBandBytes = 8 * 1024;
-
-// Padded target rows start on cache lines and span an odd number of them, so a band's rows fall
-// into every L1 set rather than a few.
-inline std::size_t odd_lines_pitch(std::size_t bytes) {
-  const std::size_t lines = (bytes + kCacheLineBytes - 1) / kCacheLineBytes;
-  return (lines | 1) * kCacheLineBytes;
-}
-
 // A team per block of kRows map rows: for each band of query rows, the team's threads take the
 // row's register blocks (cpu_simd::SadBlock), add the band's sums into the map, and the last band
 // reduces the argmin.
 template <class Exec, class Bytes>
 struct SimdRowsSearch {
   using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
-  using Block = SimdRowsBlock<Bytes>;
+  using Block = cpu_simd::SadBlockShape<Bytes>;
   static constexpr int kRows = Block::kRows, kPositions = Block::kPositions;
 
   cpu_simd::PaddedSad layout;  // pointers into the method's buffers in Exec's memory
@@ -198,8 +170,8 @@ struct SimdRowsMethod {
   SimdRowsMethod(const SadInput& input, const SadShape& s)
       : query_pitch((s.query_width + Bytes::kBytes - 1) / Bytes::kBytes * Bytes::kBytes),
         // A block's last column reads up to kPositions − 1 + a whole chunk past the map's edge.
-        target_pitch(
-            odd_lines_pitch(std::size_t(s.target_width) + Search::kPositions + Bytes::kBytes)),
+        target_pitch(cpu_simd::odd_lines_pitch(
+            std::size_t(s.target_width) + Search::kPositions + Bytes::kBytes, kCacheLineBytes)),
         padded_target(target_pitch * std::size_t(s.target_height + Search::kRows - 1)),
         padded_query(std::size_t(query_pitch) * s.query_height + Bytes::kBytes),
         target(padded_target.data(), padded_target.size(), "sad padded target"),
@@ -228,7 +200,7 @@ struct SimdRowsMethod {
     const Search search{{target.view().data(), target_pitch, q, s.query_width, query_pitch, whole,
                          q + std::size_t(query_pitch) * s.query_height},
                         s,
-                        std::max(1, kSimdRowsBandBytes / query_pitch),
+                        std::max(1, cpu_simd::kSadBandBytes / query_pitch),
                         map};
     const int row_blocks = (s.map_height + Search::kRows - 1) / Search::kRows;
     std::uint64_t best = kNoSadKey;

@@ -226,6 +226,38 @@ template <Isa kIsa>
 using CompiledBytes = GenericBytes<kIsa>;
 #endif
 
+// The register block (SadBlock) of map rows × neighbouring positions for each byte vector: most of
+// the level's vector registers, 16 at 16 and 32 bytes and 32 at AVX-512.
+template <class Bytes>
+struct SadBlockShape {
+  static constexpr int kRows = 2, kPositions = 4;
+};
+#if defined(KBENCH_X86_PACKED_SAD)
+// 12 accumulators, the query vector and a target vector: 14 of the 16 registers. One query load
+// feeds 12 vpsadbw; 1 × 12 measured fastest of the blocks tried on the 2-core EPYC
+// (perf/notes/portability.md).
+template <>
+struct SadBlockShape<Avx2Bytes> {
+  static constexpr int kRows = 1, kPositions = 12;
+};
+template <>
+struct SadBlockShape<Avx512Bytes> {
+  static constexpr int kRows = 4, kPositions = 4;
+};
+#endif
+
+// Query bytes per band of query rows: a band and the target window under it fit in a 32 KiB L1
+// together.
+constexpr int kSadBandBytes = 8 * 1024;
+
+// The pitch of padded rows of `bytes` bytes: they start on cache lines (of `line_bytes`) and span
+// an odd number of them, so the rows of a band fall into every L1 set rather than a few (a pitch of
+// 24 lines, e.g., would use only 24 of 64 sets).
+inline std::size_t odd_lines_pitch(std::size_t bytes, std::size_t line_bytes) {
+  const std::size_t lines = (bytes + line_bytes - 1) / line_bytes;
+  return (lines | 1) * line_bytes;
+}
+
 // The padded copies a register block of packed SADs reads: zeros around target and query, so a
 // block may read past the map's edge and a chunk (Bytes::kBytes) past the query's width.
 struct PaddedSad {
