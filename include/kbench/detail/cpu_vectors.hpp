@@ -65,7 +65,11 @@ struct Generic {
   using Bytes = Vector<std::uint8_t, kBytes>;
 
   static Floats zero() { return Floats{}; }
-  static Floats broadcast(float v) { return Floats{} + v; }
+  // Every lane set, not Floats{} + v: without -fno-signed-zeros that addition stays an add.
+  static Floats broadcast(float v) {
+    static_assert(kLanes == 4, "one initialiser per lane");
+    return Floats{v, v, v, v};
+  }
   static Floats load(const float* p) {
     Floats v;
     std::memcpy(&v, p, sizeof v);
