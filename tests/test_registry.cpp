@@ -113,12 +113,13 @@ TEST_CASE("every portable variant that uses target-specific helpers has a plain 
   // kokkos-rows runs on host backends only (its work items are whole bands).
   const int host_backends = backends - int(portable_backends.count(Backend::cuda));
   // The tuned schedules with a plain build: conv: kokkos-rowvec, kokkos-rowvec-r4, kokkos-band;
-  // kokkos-rows on hosts; lbp: kokkos-team-hist, kokkos-vec; sad: kokkos-team, kokkos-fused;
-  // sad-pruned: kokkos-pruned, kokkos-pruned-graph; cemd: kokkos-team, kokkos-tiled. An algorithm
-  // not named here is held to the rule alone (a pair on every portable backend).
+  // kokkos-rows on hosts; lbp: kokkos-team-hist, kokkos-vec, kokkos-rows; sad: kokkos-team,
+  // kokkos-fused, kokkos-simd-rows; sad-pruned: kokkos-pruned, kokkos-pruned-graph; cemd:
+  // kokkos-team, kokkos-tiled. An algorithm not named here is held to the rule alone (a pair on
+  // every portable backend).
   const std::map<std::string, int> expected_pairs = {{"conv", 3 * backends + host_backends},
-                                                     {"lbp", 2 * backends},
-                                                     {"sad", 2 * backends},
+                                                     {"lbp", 3 * backends},
+                                                     {"sad", 3 * backends},
                                                      {"sad-pruned", 2 * backends},
                                                      {"cemd", 2 * backends}};
 #define KBENCH_CHECK_PLAIN_BUILDS(stem, Type, tag)                          \

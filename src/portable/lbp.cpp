@@ -172,7 +172,10 @@ class TeamHistogram {
       for (int k = 0, c = b % copies_; k < copies_; ++k, c = c + 1 == copies_ ? 0 : c + 1) {
         sum += counts_(b * copies_ + c);
       }
-      if (sum) Kokkos::atomic_add(&hist(b), sum);
+      // Once per thread: a team with vector lanes (RowsSchedule on GPUs) runs this in every lane.
+      Kokkos::single(Kokkos::PerThread(team), [&] {
+        if (sum) Kokkos::atomic_add(&hist(b), sum);
+      });
     });
   }
 
