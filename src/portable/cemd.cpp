@@ -860,7 +860,9 @@ void register_cemd_portable(VariantList<Cemd>& list) {
     portable_cemd::add_variant<Exec, portable_cemd::MDRangeMethod<Exec>>(list, 0);
     portable::for_each_isa([&](auto isa) {
       constexpr Isa kIsa = decltype(isa)::value;
-      portable_cemd::add_variant<Exec, portable_cemd::TeamMethod<Exec, kIsa>>(list, 1);
+      // kokkos-team is the schedule for host CPUs, kokkos-tiled the one for GPUs.
+      portable_cemd::add_variant<Exec, portable_cemd::TeamMethod<Exec, kIsa>>(
+          list, portable::backend_of<Exec>() == Backend::cuda ? 1 : 3);
       portable_cemd::add_variant<Exec, portable_cemd::TiledMethod<Exec, kIsa>>(list, 2);
     });
   });
