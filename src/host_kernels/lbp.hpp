@@ -39,17 +39,11 @@ inline std::uint8_t code_inside(const std::uint8_t* centre, int stride) {
   return lbp_code([&](int dx, int dy) { return centre[std::ptrdiff_t(dy) * stride + dx]; });
 }
 
-// Output pixels whose neighbours all lie inside the input: x0 <= x < x1, y0 <= y < y1 (all of
-// them for crop; all but a one-pixel frame for clamp).
-struct Rect {
-  int x0, x1, y0, y1;
-};
+// Output pixels whose neighbours all lie inside the input (lbp_inside).
+using Rect = LbpInside;
 
 inline Rect inside(const Geometry& g) {
-  const int x0 = 1 - g.shift, y0 = 1 - g.shift;
-  const int x1 = std::max(x0, g.in_width - 1 - g.shift);
-  const int y1 = std::max(y0, g.in_height - 1 - g.shift);
-  return {x0, std::min(x1, g.out_width), y0, std::min(y1, g.out_height)};
+  return lbp_inside(g.in_width, g.in_height, g.out_width, g.out_height, g.shift);
 }
 
 // Output pixel (x, y), read directly when it lies in `inner`.

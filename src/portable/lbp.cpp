@@ -622,19 +622,6 @@ struct VectorSchedule {
 
 // ---- The rows schedule ------------------------------------------------------------------------
 
-// Output pixels whose neighbours all lie inside the input: x0 <= x < x1, y0 <= y < y1 (all of
-// them for crop; all but a one-pixel frame for clamp).
-struct InsideRect {
-  int x0, x1, y0, y1;
-};
-
-InsideRect inside_of(const LbpShape& s) {
-  const int x0 = 1 - s.shift, y0 = 1 - s.shift;
-  const int x1 = std::max(x0, s.in_width - 1 - s.shift);
-  const int y1 = std::max(y0, s.in_height - 1 - s.shift);
-  return {x0, std::min(x1, s.out_width), y0, std::min(y1, s.out_height)};
-}
-
 // The native CPU layer's scheme (native_cpu/lbp.cpp, omp-simd) on Kokkos teams: a team codes a
 // band of whole rows, each row's pixels across its vector lanes (SIMD lanes on host backends,
 // threads on GPUs), the inside read directly and the frame through clamped reads. Host backends
@@ -667,7 +654,7 @@ struct RowsSchedule {
   template <class In, class Tables, class Codes, class Hist>
   static void run(const LbpShape& s, const In& in, const Tables& tables, const Codes& codes,
                   const Hist& hist, const Hist& next, State<Hist>&) {
-    const InsideRect inner = inside_of(s);
+    const LbpInside inner = lbp_inside(s.in_width, s.in_height, s.out_width, s.out_height, s.shift);
     // Host backends: one band per thread, as the native variants; GPUs: a row per team thread.
     const int band_rows =
         kOnDevice ? kDeviceRows
@@ -692,7 +679,7 @@ struct RowsSchedule {
   // backends' emit does.
   template <class In, class Codes, class Emit>
   KOKKOS_INLINE_FUNCTION static void code_row(const Team& team, const LbpShape& s,
-                                              const InsideRect& inner, const In& in,
+                                              const LbpInside& inner, const In& in,
                                               const Codes& codes, int y, const Emit& emit) {
     const bool inside_row = y >= inner.y0 && y < inner.y1;
     const int x0 = inside_row ? inner.x0 : s.out_width;
@@ -728,7 +715,7 @@ struct RowsSchedule {
   // GPUs: rows [y0, y1) a team thread each, every pixel mapped, stored and counted in its lane.
   template <class In, class Tables, class Codes, class Hist>
   KOKKOS_INLINE_FUNCTION static void count_band(std::true_type, const Team& team, const LbpShape& s,
-                                                const InsideRect& inner, const In& in,
+                                                const LbpInside& inner, const In& in,
                                                 const Tables& tables, const Codes& codes,
                                                 const Hist& hist, int y0, int y1) {
     const Histogram counts(team, s.bins);
@@ -749,7 +736,7 @@ struct RowsSchedule {
   // sub-histograms, whose totals are added into `hist` at the end.
   template <class In, class Tables, class Codes, class Hist>
   KOKKOS_INLINE_FUNCTION static void count_band(std::false_type, const Team& team,
-                                                const LbpShape& s, const InsideRect& inner,
+                                                const LbpShape& s, const LbpInside& inner,
                                                 const In& in, const Tables& tables,
                                                 const Codes& codes, const Hist& hist, int y0,
                                                 int y1) {

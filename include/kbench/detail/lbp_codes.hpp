@@ -3,6 +3,7 @@
 // definition, the mappings' bit counts, and four codes at once from 32-bit words (SWAR on hosts,
 // fp16 pairs on CUDA devices) for kernels that load 4+ bytes at a time.
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -10,6 +11,20 @@
 #include "kbench/isa.hpp"
 
 namespace kbench {
+
+// The output pixels whose neighbours all lie inside the input: x0 <= x < x1, y0 <= y < y1 (all of
+// them for crop, whose output (x, y) is centred on input (x + 1, y + 1): shift 1; all but a
+// one-pixel frame for clamp: shift 0).
+struct LbpInside {
+  int x0, x1, y0, y1;
+};
+
+inline LbpInside lbp_inside(int in_width, int in_height, int out_width, int out_height, int shift) {
+  const int x0 = 1 - shift, y0 = 1 - shift;
+  const int x1 = std::max(x0, in_width - 1 - shift);
+  const int y1 = std::max(y0, in_height - 1 - shift);
+  return {x0, std::min(x1, out_width), y0, std::min(y1, out_height)};
+}
 
 // Neighbour k's offset from the centre (the table in kbench/lbp.hpp).
 KBENCH_HOST_DEVICE constexpr int lbp_dx(int k) {
