@@ -79,24 +79,20 @@ constexpr int kPositions = cpu_simd::SadBlockShape<Bytes>::kPositions;
 
 namespace {
 
-std::size_t round_up(std::size_t value, std::size_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
-}
-
 template <class Kernel>
 class SimdMapRunner final : public Runner<Sad> {
  public:
   explicit SimdMapRunner(const SadInput& input) : input_(input), shape_(validate_sad_input(input)) {
     const SadShape& s = shape_;
     constexpr int kChunk = Kernel::kChunkBytes;
-    // A block's last column reads up to kBlockPositions − 1 + a whole chunk past the map's edge.
-    layout_.target_pitch = cpu_simd::odd_lines_pitch(
-        std::size_t(s.target_width) + Kernel::kBlockPositions + kChunk, kCacheLineBytes);
+    const cpu_simd::PaddedSadSizes sizes(s.target_width, s.query_width, kChunk,
+                                         Kernel::kBlockPositions, kCacheLineBytes);
+    layout_.target_pitch = sizes.target_pitch;
     layout_.target_rows = s.target_height + Kernel::kBlockRows - 1;
     layout_.query_width = s.query_width;
-    layout_.query_pitch = int(round_up(std::size_t(s.query_width), kChunk));
-    layout_.whole_chunk_bytes = s.query_width / kChunk * kChunk;
-    layout_.band_rows = std::max(1, cpu_simd::kSadBandBytes / layout_.query_pitch);
+    layout_.query_pitch = sizes.query_pitch;
+    layout_.whole_chunk_bytes = sizes.whole_chunk_bytes;
+    layout_.band_rows = sizes.band_rows;
     target_ = allocate_untouched<std::uint8_t>(layout_.target_pitch * layout_.target_rows,
                                                "the padded SAD target");
     query_ = allocate_untouched<std::uint8_t>(

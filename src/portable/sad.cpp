@@ -168,25 +168,22 @@ struct SimdRowsMethod {
   static bool fits(const SadShape&) { return true; }
 
   SimdRowsMethod(const SadInput& input, const SadShape& s)
-      : query_pitch((s.query_width + Bytes::kBytes - 1) / Bytes::kBytes * Bytes::kBytes),
-        // A block's last column reads up to kPositions − 1 + a whole chunk past the map's edge.
-        target_pitch(cpu_simd::odd_lines_pitch(
-            std::size_t(s.target_width) + Search::kPositions + Bytes::kBytes, kCacheLineBytes)),
-        padded_target(target_pitch * std::size_t(s.target_height + Search::kRows - 1)),
-        padded_query(std::size_t(query_pitch) * s.query_height + Bytes::kBytes),
+      : sizes(s.target_width, s.query_width, Bytes::kBytes, Search::kPositions, kCacheLineBytes),
+        padded_target(sizes.target_pitch * std::size_t(s.target_height + Search::kRows - 1)),
+        padded_query(std::size_t(sizes.query_pitch) * s.query_height + Bytes::kBytes),
         target(padded_target.data(), padded_target.size(), "sad padded target"),
         query(padded_query.data(), padded_query.size(), "sad padded query") {
     for (int y = 0; y < s.target_height; ++y) {
       std::copy_n(input.target.data.data() + std::size_t(y) * s.target_width, s.target_width,
-                  padded_target.data() + std::size_t(y) * target_pitch);
+                  padded_target.data() + std::size_t(y) * sizes.target_pitch);
     }
     for (int k = 0; k < s.query_height; ++k) {
       std::copy_n(input.query.data.data() + std::size_t(k) * s.query_width, s.query_width,
-                  padded_query.data() + std::size_t(k) * query_pitch);
+                  padded_query.data() + std::size_t(k) * sizes.query_pitch);
     }
     // The tail mask follows the query rows.
     const int tail_bytes = s.query_width % Bytes::kBytes;
-    std::fill_n(padded_query.data() + std::size_t(query_pitch) * s.query_height, tail_bytes,
+    std::fill_n(padded_query.data() + std::size_t(sizes.query_pitch) * s.query_height, tail_bytes,
                 std::uint8_t(0xFF));
   }
   void upload() {
@@ -196,12 +193,12 @@ struct SimdRowsMethod {
   std::uint64_t run(const SadShape& s, const MapView<Exec>& map) const {
     using Policy = Kokkos::TeamPolicy<Exec>;
     const std::uint8_t* q = query.view().data();
-    const int whole = s.query_width / Bytes::kBytes * Bytes::kBytes;
-    const Search search{{target.view().data(), target_pitch, q, s.query_width, query_pitch, whole,
-                         q + std::size_t(query_pitch) * s.query_height},
-                        s,
-                        std::max(1, cpu_simd::kSadBandBytes / query_pitch),
-                        map};
+    const Search search{
+        {target.view().data(), sizes.target_pitch, q, s.query_width, sizes.query_pitch,
+         sizes.whole_chunk_bytes, q + std::size_t(sizes.query_pitch) * s.query_height},
+        s,
+        sizes.band_rows,
+        map};
     const int row_blocks = (s.map_height + Search::kRows - 1) / Search::kRows;
     std::uint64_t best = kNoSadKey;
     Kokkos::parallel_reduce("sad_simd_rows", Policy(row_blocks, Kokkos::AUTO), search,
@@ -209,8 +206,7 @@ struct SimdRowsMethod {
     return best;
   }
 
-  int query_pitch;
-  std::size_t target_pitch;
+  cpu_simd::PaddedSadSizes sizes;
   std::vector<std::uint8_t> padded_target, padded_query;
   InputBuffer<std::uint8_t, Exec> target, query;
 };

@@ -9,6 +9,7 @@
 // block over any of them, serves native sad (per level) and the portable kokkos-simd-rows
 // (CompiledBytes, PlainBytes on devices).
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -257,6 +258,24 @@ inline std::size_t odd_lines_pitch(std::size_t bytes, std::size_t line_bytes) {
   const std::size_t lines = (bytes + line_bytes - 1) / line_bytes;
   return (lines | 1) * line_bytes;
 }
+
+// The sizes of the padded copies (PaddedSad) for chunks of `chunk_bytes` and register blocks of
+// `block_positions` columns, and the query rows per band (kSadBandBytes).
+struct PaddedSadSizes {
+  std::size_t target_pitch;  // a block's last column reads block_positions − 1 + a chunk past the
+                             // map's edge
+  int query_pitch;           // the query's width rounded up to whole chunks
+  int whole_chunk_bytes;     // bytes of a query row in chunks that need no mask
+  int band_rows;
+
+  PaddedSadSizes(int target_width, int query_width, int chunk_bytes, int block_positions,
+                 std::size_t line_bytes)
+      : target_pitch(
+            odd_lines_pitch(std::size_t(target_width) + block_positions + chunk_bytes, line_bytes)),
+        query_pitch((query_width + chunk_bytes - 1) / chunk_bytes * chunk_bytes),
+        whole_chunk_bytes(query_width / chunk_bytes * chunk_bytes),
+        band_rows(std::max(1, kSadBandBytes / query_pitch)) {}
+};
 
 // The padded copies a register block of packed SADs reads: zeros around target and query, so a
 // block may read past the map's edge and a chunk (Bytes::kBytes) past the query's width.
