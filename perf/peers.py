@@ -26,6 +26,30 @@ from the project's own `cemd-generate` (same generator as compare, seed 1), so t
 SIFT-like sets of the case's shape. Each peer's nearest distances are checked against a float64
 NumPy evaluation of the definition on a sample of queries (max_error, relative).
 
+cemd `-l2` cases (`64Kix1Mi-l2`): the Euclidean matching of `cemd-match --metric l2`, nearest two
+per query, as a user would do it today — FAISS's brute-force recipe, ||d||² − 2 q·d per block of
+the distance matrix (the block sized from free memory), `topk(2)` per block and merged, then
+||q||² added to the two kept and the square root taken. The torch peers, each as `-cuda` on the
+GPU and `-cpu` on the host's threads: `torch-gemm-fp32`, fp32 `torch.addmm` with TF32 off
+(torch.backends.cuda.matmul.allow_tf32 = False; every product and partial sum of u8 values is an
+integer below 2^24, so the fp32 GEMM is exact); `torch-gemm-fp16`, fp16 inputs (0..255 exact) and
+`torch.mm(out_dtype=float32)`, fp32 accumulation and output, where torch has it (CUDA);
+`torch-gemm-fp16out`, what a plain half matmul gives: fp16 inputs scaled by 1/16 so that a dot
+product fits fp16's range, fp16 output (rounded), scaled back in fp32; `torch-gemm-int-mm`,
+`torch._int_mm` (int8 × int8 → int32, cuBLASLt on a GPU) on the values minus 128 (distances do not
+change under a shift, and every term fits int32, so exact), the database padded to a multiple of
+8 rows and a block of fewer than 17 queries padded to 17. `faiss-gpu-flat`: `faiss.knn_gpu`, where
+faiss imports with GPUs. `numpy-gemm-fp32`: the fp32 recipe with NumPy's BLAS on the host. Each is
+timed on resident u8 data (the conversions included) and, on a GPU, end to end from the host's
+arrays. The check is exact: the nearest two of a sample of queries spread over the set, ranked as
+kbench ranks them (the exact integer sum in NumPy int64, the key its float32 correctly rounded
+square root, ties to the smaller index); `agreement` counts the sample's queries whose best
+(second) index is kbench's and whose best (second) pick has kbench's distance (a tie broken
+otherwise agrees on the distance only); max_error is the largest difference of a reported best or
+second distance from kbench's, relative (absolute below 1).
+
+Host peers of cemd are skipped above --max-host-gcmp G comparisons (minutes a repetition).
+
 A peer whose library is missing is skipped with a note on stderr, never a failure.
 """
 
@@ -46,11 +70,14 @@ CHECKED_QUERIES = 32
 
 
 def size_of(case):
-    """(queries, database, mode) of a cemd case name: 4Mi, 4Mi-raw, or NxM[-raw] with Ki/Mi."""
-    raw = case.endswith("-raw")
-    base = case[:-4] if raw else case
+    """(queries, database, mode) of a cemd case name: 4Mi, 4Mi-raw, 4Mi-l2, or NxM[-raw|-l2] with
+    Ki/Mi."""
+    mode, base = "normalised", case
+    for suffix in ("raw", "l2"):
+        if case.endswith("-" + suffix):
+            mode, base = suffix, case[:-len(suffix) - 1]
     if base == "4Mi":
-        return 1024, 4096, "raw" if raw else "normalised"
+        return 1024, 4096, mode
 
     def count(text):
         m = re.fullmatch(r"(\d+)(Ki|Mi)?", text)
@@ -58,8 +85,10 @@ def size_of(case):
             raise SystemExit(f"peers.py: cannot read the size '{case}'")
         return int(m.group(1)) * {None: 1, "Ki": 1 << 10, "Mi": 1 << 20}[m.group(2)]
 
+    if base.count("x") != 1:
+        raise SystemExit(f"peers.py: cannot read the size '{case}'")
     queries, database = base.split("x")
-    return count(queries), count(database), "raw" if raw else "normalised"
+    return count(queries), count(database), mode
 
 
 def generated_sets(binary_dir, queries, database, folder):
@@ -210,24 +239,54 @@ def cpu_name():
 
 def cemd_peers(args):
     queries, database, mode = size_of(args.size)
-    peers = [("torch-cuda", "cuda"), ("torch-cpu", "openmp"), ("numpy", "serial")]
     with tempfile.TemporaryDirectory() as folder:
         q8, d8 = generated_sets(args.bin, queries, database, folder)
+    if mode == "l2":
+        records = l2_peers(args, q8, d8)
+    else:
+        records = cemd_mode_peers(args, q8, d8, mode)
+    if not args.peer or "kbench-python" in args.peer:
+        records += kbench_python_records(
+            "cemd", args.size, f"{queries} queries x {database} database, {mode}, nearest two",
+            [q8, d8], lambda q, d: kbench_module().cemd_match(q, d, mode),
+            (queries + database) * CELLS * BINS, float(queries) * database, "cmp", args)
+    return records
+
+
+def host_too_slow(name, backend, comparisons, args):
+    """True (with a note) for a host peer of more than --max-host-gcmp G comparisons."""
+    if backend == "cuda" or comparisons <= args.max_host_gcmp * 1e9:
+        return False
+    print(f"peers.py: {name} skipped: {comparisons / 1e9:.3g} G comparisons on the host is above "
+          f"--max-host-gcmp {args.max_host_gcmp:g}", file=sys.stderr)
+    return True
+
+
+def skipped(name, error):
+    """A peer whose library or device is missing: a one-line note, never a failure."""
+    first_sentence = re.split(r"(?<=\.)\s", str(error).strip() or type(error).__name__)[0]
+    print(f"peers.py: {name} skipped: {first_sentence}", file=sys.stderr)
+
+
+def cemd_mode_peers(args, q8, d8, mode):
+    """The circular EMD (normalised or raw) as whole-array PyTorch and NumPy."""
+    queries, database = q8.shape[0], d8.shape[0]
+    peers = [("torch-cuda", "cuda"), ("torch-cpu", "openmp"), ("numpy", "serial")]
     rows = np.arange(min(CHECKED_QUERIES, queries))
     expected = reference_best(q8.reshape(-1, CELLS, BINS), d8.reshape(-1, CELLS, BINS), mode,
                               rows)
     comparisons = float(queries) * database
     records = []
     for name, backend in peers:
-        if args.peer and name not in args.peer:
+        if args.peer and name not in args.peer or host_too_slow(name, backend, comparisons, args):
             continue
         try:
             if name == "numpy":
                 got = numpy_peer(q8, d8, mode, args.reps, args.budget_s)
             else:
                 got = torch_peer(name.split("-")[1], q8, d8, mode, args.reps, args.budget_s)
-        except Exception as error:  # a missing library or device: skipped, with a note
-            print(f"peers.py: {name} skipped: {error}", file=sys.stderr)
+        except Exception as error:  # a missing library or device
+            skipped(name, error)
             continue
         best, timing, e2e, threads, version, device = got
         err = float(np.max(np.abs(best[rows] - expected) / np.maximum(expected, 1e-30)))
@@ -237,12 +296,312 @@ def cemd_peers(args):
                              (queries + database) * CELLS * BINS, comparisons, "cmp", threads,
                              version, device, err)
         records.append(record)
-    if not args.peer or "kbench-python" in args.peer:
-        distance = {"normalised": "normalised", "raw": "raw"}[mode]
-        records += kbench_python_records(
-            "cemd", args.size, f"{queries} queries x {database} database, {mode}, nearest two",
-            [q8, d8], lambda q, d: kbench_module().cemd_match(q, d, distance),
-            (queries + database) * CELLS * BINS, comparisons, "cmp", args)
+    return records
+
+
+# --- cemd -l2: Euclidean nearest two ---------------------------------------------------------
+
+L2_CHECKED_QUERIES = 128  # queries, spread over the set, whose nearest two are computed exactly
+REFERENCE_BLOCK_ROWS = 1 << 16  # database rows per int64 step of the exact reference
+BLOCK_MEMORY_FRACTION = 0.25  # of the free memory, for one block of the distance matrix
+MIN_BLOCK_COLUMNS = 1 << 12  # database rows of a block, at least, before queries are split
+BLOCK_ROW_MULTIPLE = 8  # database rows of a block are a multiple of this (torch._int_mm's n)
+INT_MM_MIN_ROWS = 17  # torch._int_mm wants more than 16 rows in its first operand
+INT8_SHIFT = 128  # u8 − 128 is int8; Euclidean distances do not change under a shift
+FP16_OPERAND_SCALE = 1 / 16  # a dot product of two scaled u8 rows (< 2^23 / 2^8) fits fp16
+PADDED_NORM = 1 << 30  # the int8 path's squared norm for padding rows: above any real distance
+GEMM_KINDS = ("fp32", "fp16", "fp16out", "int-mm")
+GEMM_DESCRIPTION = {
+    "fp32": "fp32 torch.addmm, TF32 off (allow_tf32 False), exact",
+    "fp16": "fp16 inputs, torch.mm out_dtype float32 (fp32 accumulation and output)",
+    "fp16out": "fp16 inputs scaled by 1/16, torch.mm fp16 output (rounded), scaled back in fp32",
+    "int-mm": "torch._int_mm int8 x int8 -> int32 on values - 128, exact",
+}
+
+
+def l2_sample(queries):
+    """The checked queries: L2_CHECKED_QUERIES spread over the set, the first and last included."""
+    return np.unique(np.linspace(0, queries - 1, min(L2_CHECKED_QUERIES, queries)).astype(int))
+
+
+def l2_exact_distance(q8, d8, rows, picks):
+    """kbench's float32 distance of query rows `rows` to database rows `picks` (inf where −1):
+    the exact integer sum of squares, its correctly rounded float32 square root."""
+    diff = q8[rows].astype(np.int64) - d8[np.maximum(picks, 0)].astype(np.int64)
+    distance = np.sqrt((diff * diff).sum(1).astype(np.float32))
+    return np.where(picks >= 0, distance, np.float32(np.inf))
+
+
+def l2_reference(q8, d8, rows):
+    """The nearest two of query rows `rows` as kbench ranks them (include/kbench/cemd.hpp): the
+    exact sum of squares in int64, the key its float32 square root then the index (cemd_key).
+    (indices, distances), each (len(rows), 2); index −1 and distance inf for a missing second."""
+    q = q8[rows].astype(np.int64)
+    q_norms = (q * q).sum(1)
+    no_key = np.iinfo(np.uint64).max
+    keys = np.full((len(rows), 2), no_key, np.uint64)
+    for start in range(0, d8.shape[0], REFERENCE_BLOCK_ROWS):
+        d = d8[start:start + REFERENCE_BLOCK_ROWS].astype(np.int64)
+        sums = q_norms[:, None] + (d * d).sum(1)[None] - 2 * (q @ d.T)
+        bits = np.sqrt(sums.astype(np.float32)).view(np.uint32).astype(np.uint64)
+        index = np.arange(start, start + d.shape[0], dtype=np.uint64)
+        keys = np.partition(np.concatenate([keys, (bits << np.uint64(32)) | index], 1), 1,
+                            axis=1)[:, :2]
+    keys.sort(axis=1)
+    index = np.where(keys == no_key, -1, (keys & np.uint64(0xFFFFFFFF)).astype(np.int64))
+    distance = (keys >> np.uint64(32)).astype(np.uint32).view(np.float32)
+    return index, np.where(index >= 0, distance, np.float32(np.inf))
+
+
+def l2_check(q8, d8, rows, reference, found):
+    """A peer's nearest two (indices, distances over every query) against kbench's on the
+    sample: the agreement counts, and the largest distance error (relative; absolute below 1)."""
+    ref_index, ref_distance = reference
+    index, distance = found[0][rows], found[1][rows]
+    agreement = {"queries": len(rows)}
+    for rank, name in enumerate(("best", "second")):
+        agreement[f"{name}_index"] = int((index[:, rank] == ref_index[:, rank]).sum())
+        same = l2_exact_distance(q8, d8, rows, index[:, rank]) == ref_distance[:, rank]
+        agreement[f"{name}_distance"] = int(same.sum())
+    present = ref_index >= 0
+    error = (np.abs(distance[present].astype(np.float64) - ref_distance[present]) /
+             np.maximum(ref_distance[present], 1))
+    error = np.where(np.isnan(error), np.inf, error)
+    return agreement, float(error.max()) if error.size else 0.0
+
+
+def l2_blocks(queries, database, free_bytes):
+    """(query rows, database rows) of one block of the 4-byte distance matrix within
+    BLOCK_MEMORY_FRACTION of `free_bytes`; database rows a multiple of BLOCK_ROW_MULTIPLE."""
+    elements = max(1, int(free_bytes * BLOCK_MEMORY_FRACTION) // 4)
+    q_block = max(1, min(queries, elements // MIN_BLOCK_COLUMNS))
+    columns = elements // q_block // BLOCK_ROW_MULTIPLE * BLOCK_ROW_MULTIPLE
+    columns = max(BLOCK_ROW_MULTIPLE, columns)
+    return q_block, min(columns, -(-database // BLOCK_ROW_MULTIPLE) * BLOCK_ROW_MULTIPLE)
+
+
+def host_free_bytes():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 1 << 30
+
+
+def nearest_two_host(index, squared, database):
+    """(indices, distances) on the host from a peer's (queries, ≤2) indices and squared
+    distances: a missing second (a database of one row, or a padding row) as −1 and inf."""
+    index = np.asarray(index, np.int64)
+    distance = np.sqrt(np.maximum(np.asarray(squared, np.float32), 0))
+    if index.shape[1] < 2:
+        index = np.concatenate([index, np.full_like(index, -1)], 1)
+        distance = np.concatenate([distance, np.full_like(distance, np.inf)], 1)
+    missing = index >= database
+    return np.where(missing, -1, index), np.where(missing, np.float32(np.inf), distance)
+
+
+def torch_gemm_peer(kind, device_name, q8, d8, reps, budget_s):
+    """FAISS's brute-force recipe in PyTorch on `device_name` with the GEMM of `kind`
+    (GEMM_KINDS): compute on resident u8 tensors, and end to end from the host's arrays."""
+    import torch
+
+    if device_name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("torch has no CUDA device")
+    # IEEE fp32 GEMMs, never TF32: the fp32 cross terms of u8 values are then exact.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    device = torch.device(device_name)
+    cuda = device_name == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    queries, database = q8.shape[0], d8.shape[0]
+    if cuda:
+        torch.cuda.empty_cache()  # what earlier peers left cached counts as free here
+    free = torch.cuda.mem_get_info()[0] if cuda else host_free_bytes()
+    q_block, d_block = l2_blocks(queries, database, free)
+
+    def operands(u8):
+        """A GEMM operand of this kind and its rows' squared norms (exact: integers < 2^24)."""
+        if kind == "int-mm":
+            x = (u8.to(torch.int16) - INT8_SHIFT).to(torch.int8)
+            wide = x.to(torch.int32)
+            return x, (wide * wide).sum(1, dtype=torch.int32)
+        x = u8.float()
+        norms = (x * x).sum(1)
+        if kind == "fp16":
+            return x.half(), norms
+        if kind == "fp16out":
+            return (x * FP16_OPERAND_SCALE).half(), norms
+        return x, norms
+
+    def database_operands(u8):
+        b, norms = operands(u8)
+        pad = -b.shape[0] % BLOCK_ROW_MULTIPLE
+        if kind == "int-mm" and pad:
+            b = torch.cat([b, b.new_zeros(pad, b.shape[1])])
+            norms = torch.cat([norms, norms.new_full((pad,), PADDED_NORM)])
+        return b, norms
+
+    def partial(a, b, b_norms):
+        """||b||² − 2 a·b for a block of queries a against a block of database rows b."""
+        if kind == "fp32":
+            return torch.addmm(b_norms[None], a, b.T, alpha=-2)
+        if kind == "fp16":
+            cross = torch.mm(a, b.T, out_dtype=torch.float32)
+        elif kind == "fp16out":
+            cross = torch.mm(a, b.T).float().mul_(1 / FP16_OPERAND_SCALE ** 2)
+        else:
+            rows = a.shape[0]
+            if rows < INT_MM_MIN_ROWS:
+                a = torch.cat([a, a.new_zeros(INT_MM_MIN_ROWS - rows, a.shape[1])])
+            cross = torch._int_mm(a, b.T)[:rows]
+        return cross.mul_(-2).add_(b_norms[None])
+
+    def nearest_two(qd, dd):
+        a_all, q_norms = operands(qd)
+        b_all, d_norms = database_operands(dd)
+        values, indices = [], []
+        for qs in range(0, queries, q_block):
+            a = a_all[qs:qs + q_block]
+            kept = None
+            for ds in range(0, b_all.shape[0], d_block):
+                dist = partial(a, b_all[ds:ds + d_block], d_norms[ds:ds + d_block])
+                v, i = torch.topk(dist, min(2, dist.shape[1]), dim=1, largest=False)
+                i += ds
+                if kept is not None:
+                    v, i = torch.cat([kept[0], v], 1), torch.cat([kept[1], i], 1)
+                    v, j = torch.topk(v, 2, dim=1, largest=False)
+                    i = i.gather(1, j)
+                kept = v, i
+            values.append(kept[0] + q_norms[qs:qs + q_block, None])
+            indices.append(kept[1])
+        return torch.cat(indices), torch.cat(values)
+
+    def to_device(a):
+        return torch.from_numpy(a).to(device)
+
+    qd, dd = to_device(q8), to_device(d8)
+
+    def compute():
+        r = nearest_two(qd, dd)
+        sync()
+        return r
+
+    def end_to_end():
+        i, v = nearest_two(to_device(q8), to_device(d8))
+        return i.cpu(), v.cpu()
+
+    index, squared = compute()
+    found = nearest_two_host(index.cpu().numpy(), squared.float().cpu().numpy(), database)
+    compute_t = time_peer(compute, reps, budget_s)
+    e2e_t = time_peer(end_to_end, reps, budget_s) if cuda else None
+    threads = machine_threads() if cuda else torch.get_num_threads()
+    label = torch.cuda.get_device_name() if cuda else cpu_name()
+    what = f"{GEMM_DESCRIPTION[kind]}, blocks of {q_block} x {d_block}"
+    return found, compute_t, e2e_t, threads, f"torch {torch.__version__}", label, what
+
+
+def faiss_gpu_peer(q8, d8, reps, budget_s):
+    """faiss.knn_gpu (FAISS's GPU brute force, fp32): on resident CUDA tensors through
+    faiss.contrib.torch_utils, and end to end from the host's float32 arrays."""
+    import faiss
+    import faiss.contrib.torch_utils  # noqa: F401 (lets knn_gpu take torch tensors)
+    import torch
+
+    if not hasattr(faiss, "knn_gpu") or faiss.get_num_gpus() < 1:
+        raise RuntimeError("faiss has no GPU support here")
+    resources = faiss.StandardGpuResources()
+    qd, dd = torch.from_numpy(q8).cuda(), torch.from_numpy(d8).cuda()
+
+    def compute():
+        squared, index = faiss.knn_gpu(resources, qd.float(), dd.float(), 2)
+        torch.cuda.synchronize()
+        return index, squared
+
+    def end_to_end():
+        squared, index = faiss.knn_gpu(resources, q8.astype(np.float32), d8.astype(np.float32), 2)
+        return index, squared
+
+    index, squared = compute()
+    found = nearest_two_host(index.cpu().numpy(), squared.cpu().numpy(), d8.shape[0])
+    return (found, time_peer(compute, reps, budget_s), time_peer(end_to_end, reps, budget_s),
+            machine_threads(), f"faiss {faiss.__version__}", torch.cuda.get_device_name(),
+            "faiss.knn_gpu, fp32 brute force")
+
+
+def numpy_gemm_peer(q8, d8, reps, budget_s):
+    """The fp32 recipe with NumPy's BLAS (exact, as in fp32 on the GPU) and argpartition."""
+    q, d = q8.astype(np.float32), d8.astype(np.float32)
+    q_norms, d_norms = (q * q).sum(1), (d * d).sum(1)
+    q_block, d_block = l2_blocks(q.shape[0], d.shape[0], host_free_bytes())
+
+    def compute():
+        indices, values = [], []
+        for qs in range(0, q.shape[0], q_block):
+            a = q[qs:qs + q_block]
+            kept_v = np.empty((a.shape[0], 0), np.float32)
+            kept_i = np.empty((a.shape[0], 0), np.int64)
+            for ds in range(0, d.shape[0], d_block):
+                dist = d_norms[None, ds:ds + d_block] - 2 * (a @ d[ds:ds + d_block].T)
+                v = np.concatenate([kept_v, dist], 1)
+                i = np.concatenate([kept_i, np.broadcast_to(
+                    np.arange(ds, ds + dist.shape[1]), dist.shape)], 1)
+                pick = np.argpartition(v, 1, axis=1)[:, :2] if v.shape[1] > 2 else \
+                    np.argsort(v, axis=1, kind="stable")
+                kept_v = np.take_along_axis(v, pick, 1)
+                kept_i = np.take_along_axis(i, pick, 1)
+            order = np.argsort(kept_v, axis=1, kind="stable")
+            values.append(np.take_along_axis(kept_v, order, 1) + q_norms[qs:qs + q_block, None])
+            indices.append(np.take_along_axis(kept_i, order, 1))
+        return np.concatenate(indices), np.concatenate(values)
+
+    index, squared = compute()
+    found = nearest_two_host(index, squared, d.shape[0])
+    return (found, time_peer(compute, reps, budget_s), None, machine_threads(),
+            f"numpy {np.__version__}", cpu_name(),
+            f"fp32 BLAS GEMM, exact, blocks of {q_block} x {d_block}")
+
+
+def l2_peer_list():
+    """(name, backend, run(q8, d8, reps, budget_s)) of the Euclidean peers."""
+    peers = []
+    for device_name, backend in (("cuda", "cuda"), ("cpu", "openmp")):
+        for kind in GEMM_KINDS:
+            peers.append((f"torch-gemm-{kind}-{device_name}", backend,
+                          lambda q8, d8, reps, budget, kind=kind, device_name=device_name:
+                          torch_gemm_peer(kind, device_name, q8, d8, reps, budget)))
+        if device_name == "cuda":
+            peers.append(("faiss-gpu-flat", "cuda", faiss_gpu_peer))
+    peers.append(("numpy-gemm-fp32", "openmp", numpy_gemm_peer))
+    return peers
+
+
+def l2_peers(args, q8, d8):
+    queries, database = q8.shape[0], d8.shape[0]
+    comparisons = float(queries) * database
+    rows = l2_sample(queries)
+    reference = None
+    records = []
+    for name, backend, run in l2_peer_list():
+        if args.peer and name not in args.peer or host_too_slow(name, backend, comparisons, args):
+            continue
+        try:
+            got = run(q8, d8, args.reps, args.budget_s)
+        except Exception as error:  # a missing library, device or operator
+            skipped(name, error)
+            continue
+        found, timing, e2e, threads, version, device, what = got
+        if reference is None:
+            reference = l2_reference(q8, d8, rows)
+        agreement, err = l2_check(q8, d8, rows, reference, found)
+        description = (f"{queries} queries x {database} database, l2, nearest two, "
+                       f"cemd-generate SIFT-like sets, seed 1; {what}")
+        record = peer_record("cemd", name, backend, args.size, description, timing, e2e,
+                             (queries + database) * CELLS * BINS, comparisons, "cmp", threads,
+                             version, device, err)
+        record["agreement"] = agreement
+        print(f"{'':28s} agrees with kbench on {agreement['queries']} sampled queries: best index "
+              f"{agreement['best_index']}, second {agreement['second_index']}; best distance "
+              f"{agreement['best_distance']}, second {agreement['second_distance']}")
+        records.append(record)
     return records
 
 
@@ -582,6 +941,8 @@ def main():
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--budget-s", type=float, default=20.0,
                         help="time one peer for about this long at most")
+    parser.add_argument("--max-host-gcmp", type=float, default=4.0,
+                        help="cemd: skip host peers above this many G comparisons")
     args = parser.parse_args()
     records = PEERS[args.algo](args)
     if args.json:
