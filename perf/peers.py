@@ -28,8 +28,8 @@ NumPy evaluation of the definition on a sample of queries (max_error, relative).
 
 cemd `-l2` cases (`64Kix1Mi-l2`): the Euclidean matching of `cemd-match --metric l2`, nearest two
 per query, as a user would do it today — FAISS's brute-force recipe, ||d||² − 2 q·d per block of
-the distance matrix (the block sized from free memory), `topk(2)` per block and merged, then
-||q||² added to the two kept and the square root taken. The torch peers, each as `-cuda` on the
+the distance matrix (sized from free memory, under 2^31 elements), `topk(2)` per block and merged,
+then ||q||² added to the two kept and the square root taken. The torch peers, each as `-cuda` on the
 GPU and `-cpu` on the host's threads: `torch-gemm-fp32`, fp32 `torch.addmm` with TF32 off
 (torch.backends.cuda.matmul.allow_tf32 = False; every product and partial sum of u8 values is an
 integer below 2^24, so the fp32 GEMM is exact); `torch-gemm-fp16`, fp16 inputs (0..255 exact) and
@@ -305,6 +305,7 @@ L2_CHECKED_QUERIES = 128  # queries, spread over the set, whose nearest two are 
 REFERENCE_BLOCK_ROWS = 1 << 16  # database rows per int64 step of the exact reference
 BLOCK_MEMORY_FRACTION = 0.25  # of the free memory, for one block of the distance matrix
 MIN_BLOCK_COLUMNS = 1 << 12  # database rows of a block, at least, before queries are split
+MAX_BLOCK_ELEMENTS = (1 << 31) - 1  # so that every kernel of the recipe indexes a block in 32 bits
 BLOCK_ROW_MULTIPLE = 8  # database rows of a block are a multiple of this (torch._int_mm's n)
 INT_MM_MIN_ROWS = 17  # torch._int_mm wants more than 16 rows in its first operand
 INT8_SHIFT = 128  # u8 − 128 is int8; Euclidean distances do not change under a shift
@@ -372,8 +373,9 @@ def l2_check(q8, d8, rows, reference, found):
 
 def l2_blocks(queries, database, free_bytes):
     """(query rows, database rows) of one block of the 4-byte distance matrix within
-    BLOCK_MEMORY_FRACTION of `free_bytes`; database rows a multiple of BLOCK_ROW_MULTIPLE."""
-    elements = max(1, int(free_bytes * BLOCK_MEMORY_FRACTION) // 4)
+    BLOCK_MEMORY_FRACTION of `free_bytes` and MAX_BLOCK_ELEMENTS; database rows a multiple of
+    BLOCK_ROW_MULTIPLE."""
+    elements = max(1, min(MAX_BLOCK_ELEMENTS, int(free_bytes * BLOCK_MEMORY_FRACTION) // 4))
     q_block = max(1, min(queries, elements // MIN_BLOCK_COLUMNS))
     columns = elements // q_block // BLOCK_ROW_MULTIPLE * BLOCK_ROW_MULTIPLE
     columns = max(BLOCK_ROW_MULTIPLE, columns)
