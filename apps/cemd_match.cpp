@@ -4,7 +4,8 @@
 //
 //   cemd-match query.npy database.npy -o matches.csv [--mode normalised|raw] [--metric cemd|l2]
 //              [--ratio 0.8] [--all-pairs matrix.csv] [--backend serial|openmp|cuda]
-//              [--variant NAME] [--gpus-per-rank G] [--verbose] [--quiet]
+//              [--variant NAME] [--gpus-per-rank G] [--reader-threads T] [--piece-rows P]
+//              [--verbose] [--quiet]
 //   mpirun -np N cemd-match ...   (builds with KBENCH_MPI: the database sharded over the ranks)
 //
 // Under MPI, rank 0 merges the ranks' nearest two with the tie rule of one process, so the file
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <memory>
 
 #include "kbench/cemd_shards.hpp"
@@ -32,10 +34,6 @@
 namespace {
 
 constexpr const char* kProgram = "cemd-match";
-
-// Pieces the progress line counts: the database rows are matched in about this many runs.
-constexpr int kProgressPieces = 16;
-constexpr int kLeastProgressPieceRows = 1 << 16;
 
 struct Options {
   std::string query_path, database_path, output_path, matrix_path;
@@ -141,19 +139,24 @@ void run(kbench::ShardGroup& group, Options& options) {
     }
   }
   const kbench::RowRange shard = kbench::shard_rows(rows, group.size(), group.rank());
-  const kbench::RowReader read_rows = [&](std::int64_t first, int count) {
-    return kbench::read_descriptor_rows(options.database_path, first, count);
+  kbench::RowSource source;
+  source.read = [&](std::int64_t first, int count, std::uint8_t* into) {
+    kbench::read_descriptor_rows_into(options.database_path, first, count, into);
   };
+  source.by_range =
+      kbench::descriptor_rows_by_range(kbench::descriptor_file_format(options.database_path));
+  if (options.shard.reader_threads == 0) {
+    options.shard.reader_threads =
+        kbench::default_reader_threads(group.node_size(), options.shard.gpus);
+  }
   kbench::ShardResult local;
   {
     // Rank 0 shows its own shard's progress.
     kbench::tools::Progress progress(kProgram, "matching", shard.count, "database rows");
     if (group.rank() == 0 && kbench::tools::Progress::enabled()) {
       options.shard.progress = [&](std::int64_t done) { progress.advance(done); };
-      options.shard.progress_rows =
-          std::max(kLeastProgressPieceRows, shard.count / kProgressPieces + 1);
     }
-    local = kbench::match_shard(queries, shard, read_rows, options.shard);
+    local = kbench::match_shard(queries, shard, source, options.shard);
   }
   group.reduce_top2(local.top2);
   std::vector<float> matrix;
@@ -161,6 +164,9 @@ void run(kbench::ShardGroup& group, Options& options) {
     matrix = group.gather_matrix(std::move(local.matrix), queries.count, shard, rows);
   }
   const double slowest = group.max_over_ranks(local.seconds);
+  const double slowest_read = group.max_over_ranks(local.read_seconds);
+  const double longest_wait = group.max_over_ranks(local.waited_seconds);
+  const double most_pieces = group.max_over_ranks(double(local.pieces));
   if (group.rank() != 0) return;
 
   kbench::CemdResult result = kbench::result_from_top2(local.top2, int(rows));
@@ -204,6 +210,14 @@ void run(kbench::ShardGroup& group, Options& options) {
     kbench::tools::print_variant_line(kProgram, kbench::Cemd::name, variant.name,
                                       kbench::to_string(variant.layer),
                                       kbench::to_string(variant.backend), text);
+    std::fprintf(
+        stderr,
+        "%s: database rows read in %.4f s (slowest rank and GPU; %s, %d reader "
+        "thread(s) per GPU or rank, up to %.0f piece(s)); matching waited %.4f s for "
+        "rows (the reading it did not hide)\n",
+        kProgram, slowest_read,
+        source.by_range ? "by byte range beside the matching" : "whole, before the matching",
+        source.by_range ? options.shard.reader_threads : 1, most_pieces, longest_wait);
   }
   // The summary goes where no output does.
   const bool stdout_taken = options.output_path == "-" || options.matrix_path == "-";
@@ -248,6 +262,16 @@ int main(int argc, char** argv) {
                  "GPUs each process drives, one host thread each (native CUDA variants)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  app.add_option("--reader-threads", options.shard.reader_threads,
+                 "Threads reading each GPU's (or a rank's) database rows of a .npy file, beside "
+                 "the matching (default: this process's cores divided among its GPUs and the "
+                 "ranks on its machine)")
+      ->envname("KBENCH_READER_THREADS")
+      ->check(CLI::Range(1, kbench::kMaxReaderThreads));
+  app.add_option("--piece-rows", options.shard.piece_rows,
+                 "Database rows per variant run; the next piece is read while one is matched "
+                 "(default: about an eighth of each GPU's rows, within fixed bounds)")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   kbench::tools::add_run_options(app, options.run);
 #if defined(KBENCH_HAVE_MPI)
   // Every rank parses the same line: one of them says what is wrong.

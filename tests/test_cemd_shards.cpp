@@ -1,15 +1,27 @@
 // The database cut into shards (as over MPI ranks or GPUs) gives the one-process result bit for
 // bit: even and uneven cuts, more shards than rows, exact ties across shards.
+#include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <climits>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <numeric>
+#include <set>
+#include <thread>
 
 #include "kbench/cemd_shards.hpp"
+#include "kbench/descriptor_io.hpp"
+#include "kbench/descriptor_write.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/system_info.hpp"
+#include "temp_files.hpp"
 
 using namespace kbench;
+using kbench::testing::TempDir;
 
 namespace {
 
@@ -24,14 +36,16 @@ DescriptorSet repeated_database(int distinct, int copies, std::uint64_t seed) {
   return set;
 }
 
-RowReader reader_of(const DescriptorSet& database) {
-  return [&database](std::int64_t first, int count) {
-    DescriptorSet part;
-    part.count = count;
-    part.values.assign(database.values.begin() + first * kDescriptorBytes,
-                       database.values.begin() + (first + count) * kDescriptorBytes);
-    return part;
+RowSource reader_of(const DescriptorSet& database, bool by_range = true) {
+  RowSource source;
+  source.read = [&database](std::int64_t first, int count, std::uint8_t* into) {
+    // Called on reader threads, where Catch's assertions may not run.
+    if (first < 0 || count < 0 || first + count > database.count) throw Error("rows out of range");
+    std::copy_n(database.values.begin() + first * kDescriptorBytes,
+                std::size_t(count) * kDescriptorBytes, into);
   };
+  source.by_range = by_range;
+  return source;
 }
 
 // The result of matching over `shards` shards, merged as the MPI reduction merges them.
@@ -166,7 +180,7 @@ TEST_CASE("a shard matched piece by piece for a progress line gives the same bit
                         << piece_rows);
         std::vector<std::int64_t> told;
         options.progress = [&](std::int64_t rows) { told.push_back(rows); };
-        options.progress_rows = piece_rows;
+        options.piece_rows = piece_rows;
         const ShardResult pieces = match_shard(queries, shard, reader_of(database), options);
         CHECK(result_from_top2(pieces.top2, database.count) ==
               result_from_top2(whole.top2, database.count));
@@ -180,12 +194,283 @@ TEST_CASE("a shard matched piece by piece for a progress line gives the same bit
   }
 }
 
+namespace {
+
+// A shard's matching with the pieces and reader threads given, its candidates as a result.
+CemdResult matched(const DescriptorSet& queries, const DescriptorSet& database, RowRange shard,
+                   const RowSource& rows, ShardOptions options, int piece_rows, int threads) {
+  options.piece_rows = piece_rows;
+  options.reader_threads = threads;
+  return result_from_top2(match_shard(queries, shard, rows, options).top2, database.count);
+}
+
+}  // namespace
+
+TEST_CASE("pieces read on several threads beside the matching give the same bits for any cut",
+          "[cemd_shards]") {
+  const DescriptorSet database = repeated_database(9, 3, 13);  // 27 rows, each row 3 times
+  const DescriptorSet queries = generated_queries(database, 11, 14);
+  const RowRange shard{2, 25};
+  for (const bool all_pairs : {false, true}) {
+    for (const char* variant : {"", "seq-final"}) {
+      ShardOptions options;
+      options.params.all_pairs = all_pairs;
+      options.variant = variant;
+      const ShardResult whole = match_shard(queries, shard, reader_of(database), options);
+      const CemdResult expected = result_from_top2(whole.top2, database.count);
+      CHECK(whole.pieces == 1);
+      for (const bool by_range : {true, false}) {
+        for (const int threads : {1, 2, 3, 8}) {
+          // One-row pieces, pieces that do not divide the 25 rows, one piece, more than the rows.
+          for (const int piece_rows : {1, 4, 7, 24, 25, 100}) {
+            INFO((*variant ? variant : "preferred variant")
+                 << (all_pairs ? ", all pairs" : "") << (by_range ? ", by range" : ", whole")
+                 << ", " << threads << " reader threads, pieces of " << piece_rows);
+            options.piece_rows = piece_rows;
+            options.reader_threads = threads;
+            std::int64_t told = 0;
+            options.progress = [&](std::int64_t rows) { told += rows; };
+            const ShardResult cut =
+                match_shard(queries, shard, reader_of(database, by_range), options);
+            CHECK(result_from_top2(cut.top2, database.count) == expected);
+            if (all_pairs) CHECK(same_bits(cut.matrix, whole.matrix));
+            CHECK(cut.variant == whole.variant);
+            CHECK(cut.pieces == (shard.count + piece_rows - 1) / piece_rows);
+            CHECK(told == shard.count);
+            CHECK(cut.waited_seconds >= 0);
+            CHECK(cut.read_seconds >= 0);
+            options.progress = nullptr;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("each piece is read in contiguous slices, one thread each, every row once",
+          "[cemd_shards]") {
+  const DescriptorSet database = generated_descriptors(30, 21);
+  const DescriptorSet queries = generated_queries(database, 5, 22);
+  const RowRange shard{3, 25};
+  for (const int threads : {1, 3, 5}) {
+    for (const int piece_rows : {2, 7, 25}) {
+      INFO(threads << " reader threads, pieces of " << piece_rows);
+      struct Call {
+        std::int64_t first;
+        int count;
+        std::thread::id thread;
+      };
+      std::mutex mutex;
+      std::vector<Call> calls;
+      const RowSource memory = reader_of(database);
+      RowSource recording;
+      recording.read = [&](std::int64_t first, int count, std::uint8_t* into) {
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          calls.push_back({first, count, std::this_thread::get_id()});
+        }
+        memory.read(first, count, into);
+      };
+      ShardOptions options;
+      options.variant = "seq-final";
+      options.piece_rows = piece_rows;
+      options.reader_threads = threads;
+      match_shard(queries, shard, recording, options);
+      std::sort(calls.begin(), calls.end(),
+                [](const Call& a, const Call& b) { return a.first < b.first; });
+      std::int64_t next = shard.first;
+      for (const Call& c : calls) {
+        CHECK(c.first == next);  // no row read twice, none skipped
+        CHECK(c.count >= 1);
+        next = c.first + c.count;
+      }
+      CHECK(next == shard.first + shard.count);
+      // Per piece, as many slices as threads (or rows), each on a thread of its own.
+      for (int first = 0; first < shard.count; first += piece_rows) {
+        const int rows = std::min(piece_rows, shard.count - first);
+        std::set<std::thread::id> piece_threads;
+        int slices = 0;
+        for (const Call& c : calls) {
+          if (c.first >= shard.first + first && c.first < shard.first + first + rows) {
+            piece_threads.insert(c.thread);
+            ++slices;
+          }
+        }
+        CHECK(slices == std::min(threads, rows));
+        CHECK(int(piece_threads.size()) == slices);
+      }
+    }
+  }
+}
+
+TEST_CASE("the next piece is read while one is matched", "[cemd_shards]") {
+  const DescriptorSet database = generated_descriptors(20, 23);
+  const DescriptorSet queries = generated_queries(database, 4, 24);
+  const RowSource memory = reader_of(database);
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool second_piece_reading = false;
+  RowSource watched;
+  watched.read = [&](std::int64_t first, int count, std::uint8_t* into) {
+    if (first >= 5) {
+      std::lock_guard<std::mutex> lock(mutex);
+      second_piece_reading = true;
+      changed.notify_all();
+    }
+    memory.read(first, count, into);
+  };
+  ShardOptions options;
+  options.variant = "seq-final";
+  options.piece_rows = 5;
+  options.reader_threads = 1;
+  bool overlapped = false;
+  int pieces = 0;
+  // Told after the first piece is matched, before the second is asked for: its read has begun
+  // only if it runs beside the matching (a read after it would come too late: no hang, false).
+  options.progress = [&](std::int64_t) {
+    if (pieces++ > 0) return;
+    std::unique_lock<std::mutex> lock(mutex);
+    overlapped =
+        changed.wait_for(lock, std::chrono::seconds(10), [&] { return second_piece_reading; });
+  };
+  const ShardResult result = match_shard(queries, RowRange{0, 20}, watched, options);
+  CHECK(overlapped);
+  CHECK(result.pieces == 4);
+  CHECK(result_from_top2(result.top2, database.count) ==
+        matched(queries, database, RowRange{0, 20}, memory, ShardOptions{}, 0, 1));
+}
+
+TEST_CASE("a reader's failure on any thread is thrown as an Error once every thread stopped",
+          "[cemd_shards]") {
+  const DescriptorSet database = generated_descriptors(27, 25);
+  const DescriptorSet queries = generated_queries(database, 6, 26);
+  const RowRange shard{2, 25};
+  // The first piece's rows, a middle one's, the last piece's.
+  for (const int bad_row : {2, 13, 26}) {
+    for (const bool by_range : {true, false}) {
+      for (const int threads : {1, 2, 4}) {
+        for (const int piece_rows : {1, 5, 25}) {
+          INFO("bad row " << bad_row << (by_range ? ", by range, " : ", whole, ") << threads
+                          << " threads, pieces of " << piece_rows);
+          const RowSource memory = reader_of(database, by_range);
+          std::atomic<int> reading{0};
+          RowSource failing;
+          failing.by_range = by_range;
+          failing.read = [&](std::int64_t first, int count, std::uint8_t* into) {
+            ++reading;
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+            --reading;
+            if (bad_row >= first && bad_row < first + count) {
+              throw Error("row " + std::to_string(bad_row) + " cannot be read");
+            }
+            memory.read(first, count, into);
+          };
+          ShardOptions options;
+          options.variant = "seq-final";
+          options.piece_rows = piece_rows;
+          options.reader_threads = threads;
+          CHECK_THROWS_WITH(match_shard(queries, shard, failing, options),
+                            Catch::Contains("row " + std::to_string(bad_row) + " cannot be read"));
+          CHECK(reading == 0);  // no reader left running
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("reader threads and pieces are checked, and their defaults fit the machine",
+          "[cemd_shards]") {
+  const DescriptorSet database = generated_descriptors(8, 27);
+  const DescriptorSet queries = generated_descriptors(3, 28);
+  ShardOptions options;
+  for (const int threads : {-1, kMaxReaderThreads + 1}) {
+    options.reader_threads = threads;
+    CHECK_THROWS_WITH(match_shard(queries, RowRange{0, 8}, reader_of(database), options),
+                      Catch::Contains("reader threads"));
+  }
+  options.reader_threads = kMaxReaderThreads;
+  CHECK_NOTHROW(match_shard(queries, RowRange{0, 8}, reader_of(database), options));
+  options.reader_threads = 0;
+  options.piece_rows = -1;
+  CHECK_THROWS_WITH(match_shard(queries, RowRange{0, 8}, reader_of(database), options),
+                    Catch::Contains("rows per piece"));
+
+  for (const int ranks : {1, 2, 1000}) {
+    for (const int parts : {1, 4, 1000}) {
+      const int threads = default_reader_threads(ranks, parts);
+      CHECK(threads >= 1);
+      CHECK(threads <= kMaxReaderThreads);
+      CHECK(threads <= std::max(1, int(std::thread::hardware_concurrency()) / parts));
+    }
+  }
+  CHECK(default_reader_threads(1, 1) >= default_reader_threads(2, 1));
+  for (const int rows : {1, 2, 25, 1 << 17, (1 << 20) + 3, 1 << 25, 1 << 30, INT_MAX}) {
+    INFO(rows << " rows");
+    const int piece = automatic_piece_rows(rows);
+    CHECK(piece >= 1);
+    CHECK(piece <= rows);
+    const int pieces = int((std::int64_t(rows) + piece - 1) / piece);
+    // Small parts in one piece; larger ones in about eight; the largest in pieces of bounded size.
+    if (rows <= 1 << 17) CHECK(pieces == 1);
+    if (rows >= 1 << 20 && rows <= 1 << 25) CHECK(pieces == 8);
+    CHECK(piece <= 1 << 22);
+  }
+}
+
+TEST_CASE("a .npy database read by range on several threads matches as one read", "[cemd_shards]") {
+  TempDir dir;
+  const DescriptorSet database = repeated_database(50, 2, 29);
+  const DescriptorSet queries = generated_queries(database, 9, 30);
+  for (const NpyValueType type : {NpyValueType::u8, NpyValueType::f32}) {
+    const std::string path = dir.file(type == NpyValueType::u8 ? "u8.npy" : "f32.npy");
+    write_descriptors_npy(path, database, type);
+    RowSource file;
+    file.read = [&](std::int64_t first, int count, std::uint8_t* into) {
+      read_descriptor_rows_into(path, first, count, into);
+    };
+    file.by_range = descriptor_rows_by_range(descriptor_file_format(path));
+    CHECK(file.by_range);
+    const CemdResult expected =
+        matched(queries, database, RowRange{0, 100}, reader_of(database), ShardOptions{}, 0, 1);
+    for (const int threads : {1, 3, 8}) {
+      for (const int piece_rows : {1, 9, 33, 100}) {
+        INFO(threads << " reader threads, pieces of " << piece_rows);
+        for (int shards : {1, 3}) {
+          std::vector<Top2> merged(std::size_t(queries.count), Top2{});
+          for (int s = 0; s < shards; ++s) {
+            ShardOptions options;
+            options.piece_rows = piece_rows;
+            options.reader_threads = threads;
+            const ShardResult part =
+                match_shard(queries, shard_rows(database.count, shards, s), file, options);
+            merge_top2_lists(merged.data(), part.top2.data(), merged.size());
+          }
+          CHECK(result_from_top2(merged, database.count) == expected);
+        }
+      }
+    }
+  }
+  // A file cut short under the reader threads fails the match with the reader's message.
+  const std::string bytes = kbench::testing::read_bytes(dir.file("u8.npy"));
+  kbench::testing::write_bytes(dir.file("short.npy"), bytes.substr(0, bytes.size() - 300));
+  RowSource cut;
+  cut.read = [&](std::int64_t first, int count, std::uint8_t* into) {
+    read_descriptor_rows_into(dir.file("short.npy"), first, count, into);
+  };
+  ShardOptions options;
+  options.piece_rows = 9;
+  options.reader_threads = 3;
+  CHECK_THROWS_WITH(match_shard(queries, RowRange{0, 100}, cut, options),
+                    Catch::Contains("truncated"));
+}
+
 TEST_CASE("an empty shard has no candidates and runs nothing", "[cemd_shards]") {
   const DescriptorSet queries = generated_descriptors(4, 1);
-  const ShardResult empty = match_shard(
-      queries, RowRange{5, 0},
-      [](std::int64_t, int) -> DescriptorSet { throw Error("an empty shard must not read rows"); },
-      ShardOptions{});
+  RowSource refusing;
+  refusing.read = [](std::int64_t, int, std::uint8_t*) {
+    throw Error("an empty shard must not read rows");
+  };
+  const ShardResult empty = match_shard(queries, RowRange{5, 0}, refusing, ShardOptions{});
   CHECK(empty.variant.empty());
   REQUIRE(empty.top2.size() == 4);
   for (const Top2& t : empty.top2) CHECK((t.best == kNoCemdKey && t.second == kNoCemdKey));

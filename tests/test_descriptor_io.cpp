@@ -365,6 +365,74 @@ TEST_CASE("row ranges read only their rows, in every format", "[descriptor_io]")
   CHECK_THROWS_WITH(read_descriptors(dir.file("f32.npy")), Catch::Contains("row 0, column 0"));
 }
 
+TEST_CASE("rows read into the caller's memory equal the rows read as a set, in every format",
+          "[descriptor_io]") {
+  TempDir dir;
+  const DescriptorSet set = pattern_set(7);
+  std::vector<float> floats = as_floats(set);
+  floats[6 * kDescriptorBytes + 3] = 300.0f;
+  write_bytes(dir.file("u8.npy"), npy_bytes(dict("|u1", "(7, 128)"), u8_data(set)));
+  write_bytes(dir.file("f32.npy"), npy_bytes(dict("<f4", "(7, 128)"), f32_data(floats)));
+  write_bytes(dir.file("a.key"), key_text(set));
+  write_bytes(dir.file("a.csv"), csv_text(set, true));
+  const auto read_into = [](const std::string& path, std::int64_t first, int count) {
+    DescriptorSet rows;
+    rows.count = count;
+    rows.values.assign(std::size_t(count) * kDescriptorBytes + 1, 0xAB);  // one byte past the end
+    read_descriptor_rows_into(path, first, count, rows.values.data());
+    CHECK(rows.values.back() == 0xAB);
+    rows.values.pop_back();
+    return rows;
+  };
+  for (const char* name : {"u8.npy", "f32.npy", "a.key", "a.csv"}) {
+    INFO(name);
+    const std::string path = dir.file(name);
+    CHECK(descriptor_rows_by_range(descriptor_file_format(path)) ==
+          (descriptor_file_format(path) == DescriptorFileFormat::npy));
+    CHECK(same(read_into(path, 1, 5), rows_of(set, 1, 5)));
+    CHECK(same(read_into(path, 0, 1), rows_of(set, 0, 1)));
+    CHECK(same(read_into(path, 7, 0), rows_of(set, 7, 0)));
+    std::uint8_t unused[kDescriptorBytes];
+    CHECK_THROWS_WITH(read_descriptor_rows_into(path, 5, 3, unused),
+                      Catch::Contains("out of range"));
+    CHECK_THROWS_AS(read_descriptor_rows_into(path, -1, 1, unused), Error);
+  }
+  std::vector<std::uint8_t> two(2 * kDescriptorBytes);
+  CHECK_THROWS_WITH(read_descriptor_rows_into(dir.file("f32.npy"), 5, 2, two.data()),
+                    Catch::Contains("row 6, column 3"));
+  // A pipe cannot be read by range.
+  CHECK_THROWS_WITH(read_descriptor_rows_into("-", 0, 1, two.data()),
+                    Catch::Contains("is not a regular file"));
+}
+
+TEST_CASE("a .npy file read by range on several threads at once gives its rows",
+          "[descriptor_io]") {
+  TempDir dir;
+  // More rows than a float32 chunk, and a count that no thread count below divides.
+  const int rows = 10007;
+  const DescriptorSet set = generated_descriptors(rows, 17);
+  write_bytes(dir.file("u8.npy"), npy_bytes(dict("|u1", "(10007, 128)"), u8_data(set)));
+  write_bytes(dir.file("f32.npy"),
+              npy_bytes(dict("<f4", "(10007, 128)"), f32_data(as_floats(set))));
+  for (const char* name : {"u8.npy", "f32.npy"}) {
+    for (const int threads : {1, 2, 3, 8}) {
+      INFO(name << ", " << threads << " threads");
+      std::vector<std::uint8_t> values(std::size_t(rows - 5) * kDescriptorBytes);
+      std::vector<std::thread> readers;
+      for (int t = 0; t < threads; ++t) {
+        readers.emplace_back([&, t] {
+          const std::int64_t first = std::int64_t(rows - 5) * t / threads;
+          const std::int64_t end = std::int64_t(rows - 5) * (t + 1) / threads;
+          read_descriptor_rows_into(dir.file(name), 5 + first, int(end - first),
+                                    values.data() + first * kDescriptorBytes);
+        });
+      }
+      for (auto& r : readers) r.join();
+      CHECK(values == rows_of(set, 5, rows - 5).values);
+    }
+  }
+}
+
 TEST_CASE("the .npy writer round-trips uint8 and float32 and writes NumPy's layout",
           "[descriptor_io]") {
   TempDir dir;

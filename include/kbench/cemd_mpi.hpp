@@ -34,6 +34,7 @@ class MpiShardGroup : public ShardGroup {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int node_rank() const override { return node_rank_; }
+  int node_size() const override { return node_size_; }
   void broadcast(DescriptorSet& set) override;
   void broadcast(std::int64_t& value) override;
   // MPI_Reduce with a commutative operation that keeps the two smallest keys: the smallest two
@@ -53,7 +54,7 @@ class MpiShardGroup : public ShardGroup {
  private:
   void set_up(int provided);
 
-  int rank_ = 0, size_ = 1, node_rank_ = 0;
+  int rank_ = 0, size_ = 1, node_rank_ = 0, node_size_ = 1;
   MPI_Datatype descriptor_type_ = MPI_DATATYPE_NULL;  // 128 bytes: one descriptor
   MPI_Datatype top2_type_ = MPI_DATATYPE_NULL;        // one Top2: two 64-bit keys
   MPI_Op top2_merge_op_ = MPI_OP_NULL;

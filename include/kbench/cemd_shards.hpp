@@ -23,6 +23,18 @@ struct RowRange {
 // first rows % shards shards get one row more. Shards beyond the rows are empty.
 RowRange shard_rows(std::int64_t rows, int shards, int shard);
 
+// Where a shard's database rows come from.
+struct RowSource {
+  // Reads rows [first, first + count) of the whole database into `into` (count ×
+  // kDescriptorBytes bytes); throws Error when it cannot.
+  std::function<void(std::int64_t first, int count, std::uint8_t* into)> read;
+  // Whether a read costs only its own rows and reads of disjoint rows may run at once (a binary
+  // file read by byte ranges, memory). Then each part is read a piece at a time, on several
+  // threads, beside the matching; otherwise (text files, scanned from their start) each part is
+  // read whole, by one call, before its first piece is matched.
+  bool by_range = true;
+};
+
 // How a process matches its shard.
 struct ShardOptions {
   CemdParams params;    // distance and ratio; all_pairs: the shard's distance matrix too
@@ -32,31 +44,52 @@ struct ShardOptions {
   // thread each, every one running a native CUDA variant (Kokkos drives one GPU per process).
   int gpus = 1;
   int first_gpu = 0;
-  // When set, told of every `progress_rows` database rows matched (the variant then runs on the
-  // rows a piece at a time, each piece's candidates merged as shards' are: the same result).
+  // Each part (the shard, or a GPU's cut of it) is matched in pieces of piece_rows rows (0:
+  // automatic_piece_rows), each piece's candidates merged as shards' are, so any cut gives the
+  // same bits. Read by range, piece i + 1 is read while piece i is matched (two pieces in
+  // memory), by reader_threads threads (0: default_reader_threads(1, gpus)).
+  int piece_rows = 0;
+  int reader_threads = 0;
+  // When set, told of the rows of every piece matched.
   std::function<void(std::int64_t rows)> progress;
-  int progress_rows = 0;
 };
 
 struct ShardResult {
   std::vector<Top2> top2;     // per query, candidates numbered as rows of the whole database
   std::vector<float> matrix;  // queries × shard rows, row-major, when params.all_pairs
   std::string variant;        // the variant that ran; empty for an empty shard
-  double seconds = 0;         // wall time of the variant's run, copies included (several GPUs:
-                              // the slowest GPU's)
+  // Wall times (several GPUs: the slowest GPU's each). seconds: the variant's runs on the
+  // pieces, copies included, the matching itself. read_seconds: reading the rows (each piece
+  // from its first reader thread's start to its last one's end). waited_seconds: the matching
+  // thread waiting for rows (the first piece's read, and any later piece read slower than the
+  // one before it was matched): the reading that the matching did not hide.
+  double seconds = 0, read_seconds = 0, waited_seconds = 0;
+  int pieces = 0;  // pieces matched (several GPUs: the most of one GPU)
 };
 
-// Reads `count` database rows from row `first` of the whole database.
-using RowReader = std::function<DescriptorSet(std::int64_t first, int count)>;
+// Pieces of a part of `rows` rows when none is asked for: about kPiecesPerPart (cemd_shards.cpp)
+// of them, within bounds on a piece's size that keep each variant run long enough to pay its
+// set-up and two pieces' memory small.
+int automatic_piece_rows(int rows);
+
+// Reader threads per part when none is asked for: the CPUs this process may run on (a launcher
+// that bound it to fewer than the machine's has shared them already; else they are shared with
+// the other `ranks_on_node` ranks), divided among its `parts` GPU threads; at least 1.
+int default_reader_threads(int ranks_on_node, int parts);
+
+// The most reader threads a part may be given.
+constexpr int kMaxReaderThreads = 256;
 
 // The variant named (checked to run here on this input, on `backend` when given) or else the
 // preferred one; with native_cuda_only, only native CUDA variants. Throws Error saying why none.
 const Variant<Cemd>& select_cemd_variant(const CemdInput& input, const std::string& variant,
                                          const std::string& backend, bool native_cuda_only);
 
-// Matches `queries` against database rows `shard`, read through `read_rows` (per GPU when
-// options.gpus > 1, each thread reading its own rows). An empty shard gives no candidates.
-ShardResult match_shard(const DescriptorSet& queries, RowRange shard, const RowReader& read_rows,
+// Matches `queries` against database rows `shard`, read from `rows` (per GPU when
+// options.gpus > 1, each GPU thread reading its own part). An empty shard gives no candidates
+// and reads nothing. A failure on any thread, a reader's included, is thrown here once every
+// thread has stopped.
+ShardResult match_shard(const DescriptorSet& queries, RowRange shard, const RowSource& rows,
                         const ShardOptions& options);
 
 // Per query, into[q] = the smallest two of into[q] and other[q] (shards, GPUs, MPI ranks).
@@ -73,8 +106,9 @@ class ShardGroup {
   virtual ~ShardGroup() = default;
   virtual int rank() const { return 0; }
   virtual int size() const { return 1; }
-  // This process's rank among those on its machine, for choosing its GPU.
+  // This process's rank among those on its machine, for choosing its GPU, and their number.
   virtual int node_rank() const { return 0; }
+  virtual int node_size() const { return 1; }
   // Rank 0's value, on every rank.
   virtual void broadcast(DescriptorSet& /*set*/) {}
   virtual void broadcast(std::int64_t& /*value*/) {}

@@ -80,4 +80,12 @@ DescriptorSet read_descriptors(const std::string& path, DescriptorFileNotes* not
 // text formats scan past the rows before. The rows' values are checked as in read_descriptors.
 DescriptorSet read_descriptor_rows(const std::string& path, std::int64_t first, int count);
 
+// As read_descriptor_rows, into `into` (count × kDescriptorBytes bytes, the caller's). A .npy file
+// is read by byte range: each call opens the file and reads the rows' bytes only, so calls on
+// disjoint rows may run at once on several threads. descriptor_rows_by_range says whether a
+// file is read so; the text formats are scanned from their start to the rows.
+void read_descriptor_rows_into(const std::string& path, std::int64_t first, int count,
+                               std::uint8_t* into);
+bool descriptor_rows_by_range(DescriptorFileFormat format);
+
 }  // namespace kbench

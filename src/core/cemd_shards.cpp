@@ -1,8 +1,13 @@
 #include "kbench/cemd_shards.hpp"
 
+#include <sched.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <future>
+#include <system_error>
 #include <thread>
 
 #include "kbench/error.hpp"
@@ -15,6 +20,14 @@ namespace kbench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Automatic pieces of a part: about kPiecesPerPart of them, so that reading the first one (which
+// nothing hides) is a small share of the part's reading; each at least kLeastPieceRows rows
+// (16 MiB), so that a variant run's set-up (allocation, the queries' upload) stays small beside
+// its matching, and at most kMostPieceRows (512 MiB), bounding the two pieces in memory.
+constexpr int kPiecesPerPart = 8;
+constexpr int kLeastPieceRows = 1 << 17;
+constexpr int kMostPieceRows = 1 << 22;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -41,15 +54,6 @@ std::vector<Top2> shard_top2(const CemdResult& out, std::int64_t first, bool all
   return top2;
 }
 
-// Rows [first, first + count) of `set`.
-DescriptorSet rows_of(const DescriptorSet& set, int first, int count) {
-  DescriptorSet rows;
-  rows.count = count;
-  const auto begin = set.values.begin() + std::ptrdiff_t(first) * kDescriptorBytes;
-  rows.values.assign(begin, begin + std::ptrdiff_t(count) * kDescriptorBytes);
-  return rows;
-}
-
 // Copies `block`, a queries × width matrix of distances, into columns [column, column + width)
 // of `into`, a queries × into_width one.
 void place_columns(const std::vector<float>& block, int queries, int width,
@@ -60,46 +64,165 @@ void place_columns(const std::vector<float>& block, int queries, int width,
   }
 }
 
-// One variant run on rows `part` (all of them on this thread's device); with a progress callback,
-// one run per piece of options.progress_rows rows, on the variant chosen for the whole part.
-ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowReader& read_rows,
+// Runs work(0) .. work(n − 1) on n threads of their own and waits for all of them; then throws
+// the failure of the lowest-numbered one that failed, if any.
+void run_on_threads(int n, const std::function<void(int)>& work) {
+  std::vector<std::exception_ptr> failures(static_cast<std::size_t>(n));
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(n));
+  try {
+    for (int i = 0; i < n; ++i) {
+      threads.emplace_back([&, i] {
+        try {
+          work(i);
+        } catch (...) {
+          failures[i] = std::current_exception();
+        }
+      });
+    }
+  } catch (const std::system_error& e) {
+    for (auto& t : threads) t.join();
+    throw Error(std::string("cannot start a thread: ") + e.what());
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& failure : failures) {
+    if (failure) std::rethrow_exception(failure);
+  }
+}
+
+// Reads database rows [first, first + count) into `into`, by range on up to `threads` threads,
+// each a contiguous slice.
+void read_rows(const RowSource& rows, std::int64_t first, int count, int threads,
+               std::uint8_t* into) {
+  const int slices = std::min(threads, count);
+  if (slices <= 1) return rows.read(first, count, into);
+  run_on_threads(slices, [&](int s) {
+    const RowRange slice = shard_rows(count, slices, s);
+    rows.read(first + slice.first, slice.count, into + slice.first * kDescriptorBytes);
+  });
+}
+
+// The rows of one part, a piece at a time: pieces[i % 2] holds piece i. By range, piece i + 1 is
+// read on other threads while piece i is matched; otherwise the part is read whole at first and
+// each piece copied from it.
+class PieceReader {
+ public:
+  PieceReader(const DescriptorSet& queries, RowRange part, const RowSource& rows,
+              const ShardOptions& options, int piece_rows)
+      : part_(part), rows_(rows), piece_rows_(piece_rows) {
+    threads_ = options.reader_threads > 0 ? options.reader_threads
+                                          : default_reader_threads(1, options.gpus);
+    // The whole part's shape validated before any row is read (the all-pairs matrix's limit).
+    for (CemdInput& input : inputs_)
+      input = {queries, DescriptorSet{part.count, {}}, options.params};
+    validate_cemd_input(inputs_[0]);
+  }
+  // Waits for the read in flight (a failure in it is lost only when another is being thrown).
+  ~PieceReader() {
+    if (next_.valid()) next_.wait();
+  }
+
+  int pieces() const { return int((std::int64_t(part_.count) + piece_rows_ - 1) / piece_rows_); }
+  // Piece `piece`'s rows of the whole database.
+  RowRange range(int piece) const {
+    const int first = piece * piece_rows_;
+    return {part_.first + first, std::min(piece_rows_, part_.count - first)};
+  }
+
+  // Piece `piece` once it is read, reading piece + 1 from then on; pieces are asked for in order.
+  const CemdInput& get(int piece) {
+    const Clock::time_point start = Clock::now();
+    if (piece == 0) {
+      if (!rows_.by_range && pieces() > 1) read_whole_part();
+      load(0);
+    } else {
+      next_.get();
+    }
+    waited_seconds_ += seconds_since(start);
+    if (piece + 1 < pieces()) {
+      try {
+        next_ = std::async(std::launch::async, [this, piece] { load(piece + 1); });
+      } catch (const std::system_error& e) {
+        throw Error(std::string("cannot start a reader thread: ") + e.what());
+      }
+    }
+    return inputs_[piece % 2];
+  }
+
+  double read_seconds() const { return read_seconds_; }
+  double waited_seconds() const { return waited_seconds_; }
+
+ private:
+  void read_whole_part() {
+    const Clock::time_point start = Clock::now();
+    whole_.count = part_.count;
+    whole_.values.resize(std::size_t(part_.count) * kDescriptorBytes);
+    rows_.read(part_.first, part_.count, whole_.values.data());
+    read_seconds_ += seconds_since(start);
+  }
+  // Fills inputs_[piece % 2]; one piece at a time, on this thread or the one std::async started.
+  void load(int piece) {
+    const Clock::time_point start = Clock::now();
+    const RowRange rows = range(piece);
+    DescriptorSet& into = inputs_[piece % 2].database;
+    into.count = rows.count;
+    into.values.resize(std::size_t(rows.count) * kDescriptorBytes);
+    if (!whole_.values.empty()) {
+      const auto begin = whole_.values.begin() + (rows.first - part_.first) * kDescriptorBytes;
+      std::copy(begin, begin + std::ptrdiff_t(rows.count) * kDescriptorBytes, into.values.begin());
+      return;
+    }
+    read_rows(rows_, rows.first, rows.count, rows_.by_range ? threads_ : 1, into.values.data());
+    read_seconds_ += seconds_since(start);
+  }
+
+  RowRange part_;
+  const RowSource& rows_;
+  int piece_rows_ = 0, threads_ = 1;
+  CemdInput inputs_[2];
+  DescriptorSet whole_;  // the part, when it is not read by range and is matched in pieces
+  double read_seconds_ = 0, waited_seconds_ = 0;
+  std::future<void> next_;  // the read of the next piece; declared last, so waited for first
+};
+
+// One part (all of it on this thread's device), matched a piece at a time, on the variant chosen
+// with the first piece.
+ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSource& rows,
                        const ShardOptions& options, bool native_cuda_only) {
   ShardResult result;
   result.top2.assign(std::size_t(queries.count), Top2{});
   if (part.count == 0) return result;
-  CemdInput input{queries, read_rows(part.first, part.count), options.params};
-  if (input.database.count != part.count) {
-    throw Error("the database reader returned " + std::to_string(input.database.count) +
-                " rows instead of " + std::to_string(part.count));
-  }
-  validate_cemd_input(input);
-  const Variant<Cemd>& variant =
-      select_cemd_variant(input, options.variant, options.backend, native_cuda_only);
-  result.variant = variant.name;
+  if (options.piece_rows < 0) throw Error("the rows per piece must not be negative");
+  const int piece_rows = std::min(
+      part.count, options.piece_rows > 0 ? options.piece_rows : automatic_piece_rows(part.count));
   const bool all_pairs = options.params.all_pairs;
-  const int piece_rows = options.progress && options.progress_rows > 0
-                             ? std::min(options.progress_rows, part.count)
-                             : part.count;
-  if (all_pairs && piece_rows < part.count) {
+  PieceReader reader(queries, part, rows, options, piece_rows);
+  if (all_pairs && reader.pieces() > 1) {
     result.matrix.resize(std::size_t(queries.count) * std::size_t(part.count));
   }
-  for (int first = 0; first < part.count; first += piece_rows) {
-    const int count = std::min(piece_rows, part.count - first);
-    // The whole part runs on `input` itself; a piece on a copy of its rows.
-    CemdInput piece;
-    if (count < part.count)
-      piece = {queries, rows_of(input.database, first, count), options.params};
-    const Clock::time_point start = Clock::now();
-    CemdResult out = run_once(variant, count < part.count ? piece : input);
-    result.seconds += seconds_since(start);
-    const std::vector<Top2> top2 = shard_top2(out, part.first + first, all_pairs);
-    merge_top2_lists(result.top2.data(), top2.data(), top2.size());
-    if (all_pairs && count == part.count) result.matrix = std::move(out.matrix);
-    if (all_pairs && count < part.count) {
-      place_columns(out.matrix, queries.count, count, result.matrix, part.count, first);
+  const Variant<Cemd>* variant = nullptr;
+  for (int p = 0; p < reader.pieces(); ++p) {
+    const CemdInput& input = reader.get(p);
+    if (!variant) {
+      variant = &select_cemd_variant(input, options.variant, options.backend, native_cuda_only);
+      result.variant = variant->name;
     }
-    if (options.progress) options.progress(count);
+    const RowRange range = reader.range(p);
+    const Clock::time_point start = Clock::now();
+    CemdResult out = run_once(*variant, input);
+    result.seconds += seconds_since(start);
+    const std::vector<Top2> top2 = shard_top2(out, range.first, all_pairs);
+    merge_top2_lists(result.top2.data(), top2.data(), top2.size());
+    if (all_pairs && range.count == part.count) result.matrix = std::move(out.matrix);
+    if (all_pairs && range.count < part.count) {
+      place_columns(out.matrix, queries.count, range.count, result.matrix, part.count,
+                    int(range.first - part.first));
+    }
+    if (options.progress) options.progress(range.count);
   }
+  result.pieces = reader.pieces();
+  result.read_seconds = reader.read_seconds();
+  result.waited_seconds = reader.waited_seconds();
   return result;
 }
 
@@ -129,43 +252,53 @@ const Variant<Cemd>& select_cemd_variant(const CemdInput& input, const std::stri
   return select_variant(input, choice, gpu_available());
 }
 
-ShardResult match_shard(const DescriptorSet& queries, RowRange shard, const RowReader& read_rows,
+int automatic_piece_rows(int rows) {
+  const int even = rows / kPiecesPerPart + (rows % kPiecesPerPart ? 1 : 0);
+  return std::max(1, std::min(rows, std::clamp(even, kLeastPieceRows, kMostPieceRows)));
+}
+
+int default_reader_threads(int ranks_on_node, int parts) {
+  const int online = int(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  int usable = online;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) usable = std::max(1, CPU_COUNT(&set));
+  const int sharing = usable < online ? 1 : std::max(1, ranks_on_node);
+  return std::clamp(usable / sharing / std::max(1, parts), 1, kMaxReaderThreads);
+}
+
+ShardResult match_shard(const DescriptorSet& queries, RowRange shard, const RowSource& rows,
                         const ShardOptions& options) {
   if (options.gpus < 1) throw Error("the number of GPUs per process must be at least 1");
-  if (options.gpus == 1) return match_part(queries, shard, read_rows, options, false);
+  if (options.reader_threads < 0 || options.reader_threads > kMaxReaderThreads) {
+    throw Error("the reader threads per part must be from 1 to " +
+                std::to_string(kMaxReaderThreads) + " (0: as many as the cores allow), not " +
+                std::to_string(options.reader_threads));
+  }
+  if (options.gpus == 1) return match_part(queries, shard, rows, options, false);
 
   // One host thread per GPU, each on its own part of the shard.
   const int gpus = options.gpus;
   std::vector<ShardResult> parts(static_cast<std::size_t>(gpus));
-  std::vector<std::exception_ptr> failures(static_cast<std::size_t>(gpus));
-  {
-    std::vector<std::thread> threads;
-    for (int g = 0; g < gpus; ++g) {
-      threads.emplace_back([&, g] {
-        try {
-          const int device = options.first_gpu + g;
-          try {
-            use_cuda_device(device);
-            RowRange part = shard_rows(shard.count, gpus, g);
-            part.first += shard.first;
-            parts[g] = match_part(queries, part, read_rows, options, true);
-          } catch (const Error& e) {
-            throw Error("GPU " + std::to_string(device) + ": " + e.what());
-          }
-        } catch (...) {
-          failures[g] = std::current_exception();
-        }
-      });
+  run_on_threads(gpus, [&](int g) {
+    const int device = options.first_gpu + g;
+    try {
+      use_cuda_device(device);
+      RowRange part = shard_rows(shard.count, gpus, g);
+      part.first += shard.first;
+      parts[g] = match_part(queries, part, rows, options, true);
+    } catch (const Error& e) {
+      throw Error("GPU " + std::to_string(device) + ": " + e.what());
     }
-    for (auto& t : threads) t.join();
-  }
-  for (const auto& failure : failures) {
-    if (failure) std::rethrow_exception(failure);
-  }
-  // The slowest GPU's variant run, as the slowest rank's across ranks: each thread's file read and
-  // device set-up before it are not matching.
+  });
+  // The slowest GPU's times, as the slowest rank's across ranks: each thread's device set-up is
+  // not matching.
   ShardResult result;
-  for (const ShardResult& part : parts) result.seconds = std::max(result.seconds, part.seconds);
+  for (const ShardResult& part : parts) {
+    result.seconds = std::max(result.seconds, part.seconds);
+    result.read_seconds = std::max(result.read_seconds, part.read_seconds);
+    result.waited_seconds = std::max(result.waited_seconds, part.waited_seconds);
+    result.pieces = std::max(result.pieces, part.pieces);
+  }
   result.top2.assign(std::size_t(queries.count), Top2{});
   if (options.params.all_pairs) {
     result.matrix.resize(std::size_t(queries.count) * std::size_t(shard.count));

@@ -2,6 +2,7 @@
 // (descriptor_readers.hpp).
 #include "kbench/descriptor_io.hpp"
 
+#include <algorithm>
 #include <string_view>
 
 #include "descriptor_readers.hpp"
@@ -154,6 +155,34 @@ DescriptorSet read_descriptor_rows(const std::string& path, std::int64_t first, 
       return read_csv_rows(input, first, count, notes);
   }
   return {};
+}
+
+void read_descriptor_rows_into(const std::string& path, std::int64_t first, int count,
+                               std::uint8_t* into) {
+  require_regular_file(path);
+  InputFile input(path);
+  DescriptorFileNotes notes;
+  DescriptorSet set;
+  switch (detect_format(input)) {
+    case DescriptorFileFormat::npy: {
+      const NpyHeader header = read_npy_header(input);
+      check_row_range(path, first, count, header.rows);
+      input.seek(header.data_offset + first * header.row_bytes());
+      read_npy_rows_into(input, header, first, count, into);
+      return;
+    }
+    case DescriptorFileFormat::key:
+      set = read_key_rows(input, first, count, notes);
+      break;
+    case DescriptorFileFormat::csv:
+      set = read_csv_rows(input, first, count, notes);
+      break;
+  }
+  std::copy(set.values.begin(), set.values.end(), into);
+}
+
+bool descriptor_rows_by_range(DescriptorFileFormat format) {
+  return format == DescriptorFileFormat::npy;
 }
 
 }  // namespace kbench

@@ -217,38 +217,63 @@ NpyHeader read_npy_header(InputFile& input) {
   return header;
 }
 
+namespace {
+
+Error truncated_npy(const InputFile& input, const NpyHeader& header, std::int64_t present) {
+  return Error(input.name() + " is truncated: its header promises " + std::to_string(header.rows) +
+               " descriptors (" + std::to_string(header.rows * header.row_bytes()) +
+               " bytes of data), the file holds " + std::to_string(present) + " bytes");
+}
+
+// Rows of a float32 file converted to bytes: the values at `raw` (little-endian, `rows` rows from
+// row `first` of the file) checked and written to `into`.
+void convert_f32_rows(const InputFile& input, const unsigned char* raw, std::int64_t first,
+                      int rows, std::uint8_t* into) {
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < kDescriptorBytes; ++c) {
+      const unsigned char* p = &raw[(std::size_t(r) * kDescriptorBytes + c) * 4];
+      const std::uint32_t bits = std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 |
+                                 std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
+      float value;
+      std::memcpy(&value, &bits, sizeof value);
+      into[std::size_t(r) * kDescriptorBytes + c] =
+          checked_value(value, input.path(), first + r, c);
+    }
+  }
+}
+
+// The rows a float32 file is read in at a time, through a buffer of their raw values.
+constexpr int kChunkRows = 4096;
+
+// Reads `rows` rows, row `first` of the file the first, from the input placed at them into
+// `into`: uint8 values as they are, float32 ones through `scratch` (kChunkRows rows of them).
+void read_npy_chunk(InputFile& input, const NpyHeader& header, std::int64_t first, int rows,
+                    std::uint8_t* into, std::vector<unsigned char>& scratch) {
+  const std::size_t bytes = std::size_t(rows) * std::size_t(header.row_bytes());
+  unsigned char* raw = header.type == NpyValueType::u8 ? into : scratch.data();
+  const std::size_t got = input.read(raw, bytes);
+  if (got != bytes)
+    throw truncated_npy(input, header, first * header.row_bytes() + std::int64_t(got));
+  if (header.type == NpyValueType::f32) convert_f32_rows(input, raw, first, rows, into);
+}
+
+std::vector<unsigned char> f32_scratch(const NpyHeader& header) {
+  return std::vector<unsigned char>(
+      header.type == NpyValueType::f32 ? kChunkRows * std::size_t(header.row_bytes()) : 0);
+}
+
+}  // namespace
+
 DescriptorSet read_npy_rows(InputFile& input, const NpyHeader& header, std::int64_t first,
                             int count) {
-  constexpr int kChunkRows = 4096;
-  const std::size_t row_bytes = std::size_t(header.row_bytes());
   DescriptorSet set;
   if (input.sized()) set.values.reserve(std::size_t(count) * kDescriptorBytes);
-  std::vector<unsigned char> chunk(header.type == NpyValueType::f32 ? kChunkRows * row_bytes : 0);
+  std::vector<unsigned char> scratch = f32_scratch(header);
   for (int done = 0; done < count; done += kChunkRows) {
     const int rows = std::min(kChunkRows, count - done);
     const std::size_t at = set.values.size();
     set.values.resize(at + std::size_t(rows) * kDescriptorBytes);
-    unsigned char* into = header.type == NpyValueType::u8 ? set.values.data() + at : chunk.data();
-    const std::size_t got = input.read(into, std::size_t(rows) * row_bytes);
-    if (got != std::size_t(rows) * row_bytes) {
-      const std::int64_t data_bytes = header.rows * header.row_bytes();
-      const std::int64_t present = (first + done) * header.row_bytes() + std::int64_t(got);
-      throw Error(input.name() + " is truncated: its header promises " +
-                  std::to_string(header.rows) + " descriptors (" + std::to_string(data_bytes) +
-                  " bytes of data), the file holds " + std::to_string(present) + " bytes");
-    }
-    if (header.type == NpyValueType::u8) continue;
-    for (int r = 0; r < rows; ++r) {
-      for (int c = 0; c < kDescriptorBytes; ++c) {
-        const unsigned char* p = &chunk[(std::size_t(r) * kDescriptorBytes + c) * 4];
-        const std::uint32_t bits = std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 |
-                                   std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
-        float value;
-        std::memcpy(&value, &bits, sizeof value);
-        set.values[at + std::size_t(r) * kDescriptorBytes + c] =
-            checked_value(value, input.path(), first + done + r, c);
-      }
-    }
+    read_npy_chunk(input, header, first + done, rows, set.values.data() + at, scratch);
   }
   set.count = count;
   unsigned char extra;
@@ -257,6 +282,18 @@ DescriptorSet read_npy_rows(InputFile& input, const NpyHeader& header, std::int6
                 "valid .npy file");
   }
   return set;
+}
+
+void read_npy_rows_into(InputFile& input, const NpyHeader& header, std::int64_t first, int count,
+                        std::uint8_t* into) {
+  // uint8 rows in one read, straight to their place; float32 ones a chunk at a time.
+  const int chunk_rows = header.type == NpyValueType::u8 ? std::max(count, 1) : kChunkRows;
+  std::vector<unsigned char> scratch = f32_scratch(header);
+  for (int done = 0; done < count; done += chunk_rows) {
+    const int rows = std::min(chunk_rows, count - done);
+    read_npy_chunk(input, header, first + done, rows, into + std::size_t(done) * kDescriptorBytes,
+                   scratch);
+  }
 }
 
 }  // namespace kbench::descriptor_readers

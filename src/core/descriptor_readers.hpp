@@ -114,6 +114,10 @@ NpyHeader read_npy_header(InputFile& input);
 // must end there.
 DescriptorSet read_npy_rows(InputFile& input, const NpyHeader& header, std::int64_t first,
                             int count);
+// Rows [first, first + count) of a regular file placed at row `first`, into `into` (count ×
+// kDescriptorBytes bytes), its size already checked against the header.
+void read_npy_rows_into(InputFile& input, const NpyHeader& header, std::int64_t first, int count,
+                        std::uint8_t* into);
 
 // --- CSV (descriptor_csv.cpp) ---------------------------------------------------------------
 

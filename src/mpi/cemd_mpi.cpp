@@ -93,9 +93,11 @@ void MpiShardGroup::set_up(int provided) {
   MPI_Comm node = MPI_COMM_NULL;
   check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
         "MPI_Comm_split_type");
-  const int node_status = MPI_Comm_rank(node, &node_rank_);
+  const int rank_status = MPI_Comm_rank(node, &node_rank_);
+  const int size_status = MPI_Comm_size(node, &node_size_);
   MPI_Comm_free(&node);
-  check(node_status, "MPI_Comm_rank");
+  check(rank_status, "MPI_Comm_rank");
+  check(size_status, "MPI_Comm_size");
   check(MPI_Type_contiguous(kDescriptorBytes, MPI_UINT8_T, &descriptor_type_),
         "MPI_Type_contiguous");
   check(MPI_Type_commit(&descriptor_type_), "MPI_Type_commit");

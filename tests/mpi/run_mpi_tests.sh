@@ -75,6 +75,38 @@ case "$mode" in
     cmp -s m.csv m2.csv || fail "matches with and without --all-pairs differ"
     pass "matches and all-pairs matrix"
 
+    # The database read by range on several threads, in pieces matched one by one (one-row
+    # pieces, pieces that do not divide the 37 rows, more rows than the file): the same bytes.
+    for threads in 1 2 5; do
+      for piece in 1 7 100; do
+        "$match" q.npy db.npy -o p.csv --all-pairs pd.csv --reader-threads "$threads" \
+          --piece-rows "$piece" >/dev/null
+        cmp -s m.csv p.csv || fail "$threads reader threads, pieces of $piece: matches differ"
+        cmp -s d.csv pd.csv || fail "$threads reader threads, pieces of $piece: matrix differs"
+      done
+    done
+    KBENCH_READER_THREADS=3 "$match" q.npy db.npy -o p.csv --piece-rows 4 --verbose 2>err.txt >/dev/null
+    cmp -s m.csv p.csv || fail "KBENCH_READER_THREADS=3: matches differ"
+    grep -q "3 reader thread(s) per GPU or rank, up to 10 piece(s)" err.txt ||
+      fail "--verbose does not tell the reading: $(cat err.txt)"
+    pass "reader threads and pieces: byte-identical"
+    for bad in "--reader-threads 0" "--reader-threads 257" "--reader-threads x" "--piece-rows 0"; do
+      set +e
+      # shellcheck disable=SC2086
+      "$match" q.npy db.npy -o bad.csv $bad 2>err.txt
+      status=$?
+      set -e
+      [[ $status -eq 2 ]] || fail "$bad: exit status $status, expected 2"
+      expect_no_output bad.csv
+    done
+    set +e
+    KBENCH_READER_THREADS=0 "$match" q.npy db.npy -o bad.csv 2>err.txt
+    status=$?
+    set -e
+    [[ $status -eq 2 ]] || fail "KBENCH_READER_THREADS=0: exit status $status, expected 2"
+    grep -q "reader-threads" err.txt || fail "KBENCH_READER_THREADS=0: $(cat err.txt)"
+    pass "bad reader threads and piece sizes refused"
+
     # Exact ties across copies go to the smallest row: the best is in the first copy, the second
     # at the same distance (its copy 6 rows on, unless another first-copy row ties too).
     "$match" q.npy ties.npy -o t.csv --mode raw >/dev/null
@@ -125,6 +157,13 @@ case "$mode" in
     mpi 3 "$match" q.npy db.npy -o mpi.csv --metric l2 >/dev/null
     cmp -s alone.csv mpi.csv || fail "l2: np 3 differs"
     pass "l2: np 3 byte-identical"
+    # Each rank's shard in pieces read by several threads.
+    for np in 2 3; do
+      mpi "$np" "$match" q.npy db.npy -o mpi.csv --metric l2 --reader-threads 3 --piece-rows 4 \
+        >/dev/null
+      cmp -s alone.csv mpi.csv || fail "l2: np $np with pieces and reader threads differs"
+    done
+    pass "l2: np 2, 3 in pieces, 3 reader threads each: byte-identical"
     ;;
 
   faults)
