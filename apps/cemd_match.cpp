@@ -270,7 +270,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, kbench::kMaxReaderThreads));
   app.add_option("--piece-rows", options.shard.piece_rows,
                  "Database rows per variant run; the next piece is read while one is matched "
-                 "(default: about an eighth of each GPU's rows, within fixed bounds)")
+                 "(default: a small first piece, then pieces twice the one before, within fixed "
+                 "bounds; docs/scale-out.md)")
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   kbench::tools::add_run_options(app, options.run);
 #if defined(KBENCH_HAVE_MPI)

@@ -404,17 +404,28 @@ TEST_CASE("reader threads and pieces are checked, and their defaults fit the mac
     }
   }
   CHECK(default_reader_threads(1, 1) >= default_reader_threads(2, 1));
-  for (const int rows : {1, 2, 25, 1 << 17, (1 << 20) + 3, 1 << 25, 1 << 30, INT_MAX}) {
+  for (const int rows : {1, 2, 25, 1 << 17, (1 << 18) + 5, (1 << 22) + 3, 1 << 25, INT_MAX}) {
     INFO(rows << " rows");
-    const int piece = automatic_piece_rows(rows);
-    CHECK(piece >= 1);
-    CHECK(piece <= rows);
-    const int pieces = int((std::int64_t(rows) + piece - 1) / piece);
-    // Small parts in one piece; larger ones in about eight; the largest in pieces of bounded size.
-    if (rows <= 1 << 17) CHECK(pieces == 1);
-    if (rows >= 1 << 20 && rows <= 1 << 25) CHECK(pieces == 8);
-    CHECK(piece <= 1 << 22);
+    const std::vector<int> sizes = automatic_piece_sizes(rows);
+    REQUIRE(!sizes.empty());
+    CHECK(std::accumulate(sizes.begin(), sizes.end(), std::int64_t(0)) == rows);
+    constexpr int least = 1 << 17, most = 1 << 22;
+    // Parts of up to the least piece are one piece; the first piece of a larger part is a small
+    // share of it; then each piece at most twice the one before (the last may hold a rest below
+    // the least piece), none below the least or (but for that rest) above the most.
+    if (rows <= least) CHECK(sizes.size() == 1);
+    if (rows >= 32 * least) CHECK(sizes.front() <= std::max(least, rows / 32));
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      CHECK(sizes[i] >= std::min(rows, least));
+      const bool last = i + 1 == sizes.size();
+      CHECK(sizes[i] <= most + (last ? least : 0));
+      if (i > 0) CHECK(sizes[i] <= 2 * sizes[i - 1] + (last ? least : 0));
+    }
   }
+  CHECK(automatic_piece_sizes(1 << 22) ==
+        std::vector<int>{1 << 17, 1 << 18, 1 << 19, 1 << 20, 1 << 21, 1 << 17});
+  CHECK(automatic_piece_sizes((1 << 22) - 1) ==
+        std::vector<int>{1 << 17, 1 << 18, 1 << 19, 1 << 20, (1 << 21) + (1 << 17) - 1});
 }
 
 TEST_CASE("a .npy database read by range on several threads matches as one read", "[cemd_shards]") {

@@ -45,7 +45,7 @@ struct ShardOptions {
   int gpus = 1;
   int first_gpu = 0;
   // Each part (the shard, or a GPU's cut of it) is matched in pieces of piece_rows rows (0:
-  // automatic_piece_rows), each piece's candidates merged as shards' are, so any cut gives the
+  // automatic_piece_sizes), each piece's candidates merged as shards' are, so any cut gives the
   // same bits. Read by range, piece i + 1 is read while piece i is matched (two pieces in
   // memory), by reader_threads threads (0: default_reader_threads(1, gpus)).
   int piece_rows = 0;
@@ -67,10 +67,10 @@ struct ShardResult {
   int pieces = 0;  // pieces matched (several GPUs: the most of one GPU)
 };
 
-// Pieces of a part of `rows` rows when none is asked for: about kPiecesPerPart (cemd_shards.cpp)
-// of them, within bounds on a piece's size that keep each variant run long enough to pay its
-// set-up and two pieces' memory small.
-int automatic_piece_rows(int rows);
+// The pieces' sizes of a part of `rows` rows when none is asked for: a small first piece (its
+// reading is what the matching cannot hide), then pieces growing to a bounded size
+// (cemd_shards.cpp says by how much and why).
+std::vector<int> automatic_piece_sizes(int rows);
 
 // Reader threads per part when none is asked for: the CPUs this process may run on (a launcher
 // that bound it to fewer than the machine's has shared them already; else they are shared with

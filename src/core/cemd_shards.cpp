@@ -21,11 +21,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Automatic pieces of a part: about kPiecesPerPart of them, so that reading the first one (which
-// nothing hides) is a small share of the part's reading; each at least kLeastPieceRows rows
-// (16 MiB), so that a variant run's set-up (allocation, the queries' upload) stays small beside
-// its matching, and at most kMostPieceRows (512 MiB), bounding the two pieces in memory.
-constexpr int kPiecesPerPart = 8;
+// Automatic pieces of a part. The first is about 1/kFirstPieceShare of the part, as reading it is
+// what nothing hides; each next one is up to kPieceGrowth times the one before, so few runs pay a
+// variant's set-up (allocation, the queries' upload) while the reading of a piece, by readers
+// faster than the matching by that factor, still ends before the piece before it is matched.
+// Each is at least kLeastPieceRows rows (16 MiB; a smaller rest joins the last piece) and at most
+// kMostPieceRows (512 MiB), which bounds the two pieces in memory.
+constexpr int kFirstPieceShare = 32;
+constexpr int kPieceGrowth = 2;
 constexpr int kLeastPieceRows = 1 << 17;
 constexpr int kMostPieceRows = 1 << 22;
 
@@ -108,8 +111,12 @@ void read_rows(const RowSource& rows, std::int64_t first, int count, int threads
 class PieceReader {
  public:
   PieceReader(const DescriptorSet& queries, RowRange part, const RowSource& rows,
-              const ShardOptions& options, int piece_rows)
-      : part_(part), rows_(rows), piece_rows_(piece_rows) {
+              const ShardOptions& options, const std::vector<int>& sizes)
+      : part_(part), rows_(rows) {
+    // Offsets into the part, not RowRanges: kbench::RowRange of grid.hpp is another type, so a
+    // std::vector of this one would break the one-definition rule.
+    starts_.push_back(0);
+    for (const int size : sizes) starts_.push_back(starts_.back() + size);
     threads_ = options.reader_threads > 0 ? options.reader_threads
                                           : default_reader_threads(1, options.gpus);
     // The whole part's shape validated before any row is read (the all-pairs matrix's limit).
@@ -122,11 +129,11 @@ class PieceReader {
     if (next_.valid()) next_.wait();
   }
 
-  int pieces() const { return int((std::int64_t(part_.count) + piece_rows_ - 1) / piece_rows_); }
+  int pieces() const { return int(starts_.size()) - 1; }
   // Piece `piece`'s rows of the whole database.
   RowRange range(int piece) const {
-    const int first = piece * piece_rows_;
-    return {part_.first + first, std::min(piece_rows_, part_.count - first)};
+    const std::size_t p = std::size_t(piece);
+    return {part_.first + starts_[p], starts_[p + 1] - starts_[p]};
   }
 
   // Piece `piece` once it is read, reading piece + 1 from then on; pieces are asked for in order.
@@ -178,7 +185,8 @@ class PieceReader {
 
   RowRange part_;
   const RowSource& rows_;
-  int piece_rows_ = 0, threads_ = 1;
+  std::vector<int> starts_;  // piece p: rows [starts_[p], starts_[p + 1]) of the part
+  int threads_ = 1;
   CemdInput inputs_[2];
   DescriptorSet whole_;  // the part, when it is not read by range and is matched in pieces
   double read_seconds_ = 0, waited_seconds_ = 0;
@@ -193,10 +201,14 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSou
   result.top2.assign(std::size_t(queries.count), Top2{});
   if (part.count == 0) return result;
   if (options.piece_rows < 0) throw Error("the rows per piece must not be negative");
-  const int piece_rows = std::min(
-      part.count, options.piece_rows > 0 ? options.piece_rows : automatic_piece_rows(part.count));
+  std::vector<int> sizes;
+  if (options.piece_rows == 0) sizes = automatic_piece_sizes(part.count);
+  for (std::int64_t first = 0; options.piece_rows > 0 && first < part.count;
+       first += options.piece_rows) {
+    sizes.push_back(int(std::min<std::int64_t>(options.piece_rows, part.count - first)));
+  }
   const bool all_pairs = options.params.all_pairs;
-  PieceReader reader(queries, part, rows, options, piece_rows);
+  PieceReader reader(queries, part, rows, options, sizes);
   if (all_pairs && reader.pieces() > 1) {
     result.matrix.resize(std::size_t(queries.count) * std::size_t(part.count));
   }
@@ -252,9 +264,16 @@ const Variant<Cemd>& select_cemd_variant(const CemdInput& input, const std::stri
   return select_variant(input, choice, gpu_available());
 }
 
-int automatic_piece_rows(int rows) {
-  const int even = rows / kPiecesPerPart + (rows % kPiecesPerPart ? 1 : 0);
-  return std::max(1, std::min(rows, std::clamp(even, kLeastPieceRows, kMostPieceRows)));
+std::vector<int> automatic_piece_sizes(int rows) {
+  std::vector<int> sizes;
+  int size = std::clamp(rows / kFirstPieceShare, kLeastPieceRows, kMostPieceRows);
+  for (int left = rows; left > 0;) {
+    const int piece = left - size < kLeastPieceRows ? left : size;
+    sizes.push_back(piece);
+    left -= piece;
+    size = int(std::min<std::int64_t>(std::int64_t(size) * kPieceGrowth, kMostPieceRows));
+  }
+  return sizes;
 }
 
 int default_reader_threads(int ranks_on_node, int parts) {
