@@ -308,6 +308,16 @@ void check_neighbours(const CemdResult& out, const CemdReference& reference,
 
 using NeighbourCheck = std::function<void(const CemdResult&)>;
 
+// Which inputs a variant must take: all of them, but for the streamed end-to-end variant (for
+// databases larger than the GPU, whose matrix would not fit either) and the tensor-core one
+// (Euclidean nearest two only), which leave the matrix out.
+bool expected_to_handle(const Variant<Cemd>& v, const CemdInput& input) {
+  if (v.name == std::string("cuda-tensor")) {
+    return !input.params.all_pairs && input.params.distance == DescriptorDistance::l2;
+  }
+  return !input.params.all_pairs || !v.end_to_end;
+}
+
 // Runs both operations of every variant that runs here (each run twice over differently
 // poisoned outputs by run_checked) on the two sets in `mode` and checks them; `also` adds a
 // case's own checks on each fused result. Returns how many variants ran the fused operation.
@@ -322,11 +332,11 @@ int check_runnable_variants(const DescriptorSet& queries, const DescriptorSet& d
   const CemdReference reference = Cemd::reference(matrix_input);
   const Expected expected = expected_of(queries, database, mode);
   INFO(mode_text(mode) << ", " << queries.count << " x " << database.count);
-  // Only the streamed end-to-end variant leaves the matrix out (it is for databases larger
-  // than the GPU, whose matrix would not fit either).
   for (const auto& v : variants<Cemd>()) {
     INFO("variant " << v.name);
-    if (runs_on_this_machine(v) && !v.handles(matrix_input)) CHECK(v.end_to_end);
+    if (!runs_on_this_machine(v)) continue;
+    CHECK(v.handles(matrix_input) == expected_to_handle(v, matrix_input));
+    CHECK(v.handles(nearest_input) == expected_to_handle(v, nearest_input));
   }
   {
     INFO("all pairs");
@@ -342,18 +352,25 @@ int check_runnable_variants(const DescriptorSet& queries, const DescriptorSet& d
       });
 }
 
-int runnable_variant_count() {
+// How many variants run here and take the nearest two in `mode`.
+int runnable_variant_count(DescriptorDistance mode) {
+  CemdInput nearest_input;
+  nearest_input.params.distance = mode;
   int n = 0;
-  for (const auto& v : variants<Cemd>()) n += runs_on_this_machine(v);
+  for (const auto& v : variants<Cemd>()) {
+    n += runs_on_this_machine(v) && expected_to_handle(v, nearest_input);
+  }
   return n;
 }
 
-// Both cemd modes over every variant.
-void check_both_modes(const DescriptorSet& queries, const DescriptorSet& database,
-                      const NeighbourCheck& also = {}) {
-  for (const DescriptorDistance mode :
-       {DescriptorDistance::cemd_raw, DescriptorDistance::cemd_normalised}) {
-    CHECK(check_runnable_variants(queries, database, mode, also) == runnable_variant_count());
+constexpr DescriptorDistance kEveryDistance[] = {
+    DescriptorDistance::cemd_raw, DescriptorDistance::cemd_normalised, DescriptorDistance::l2};
+
+// Every distance over every variant.
+void check_every_distance(const DescriptorSet& queries, const DescriptorSet& database,
+                          const NeighbourCheck& also = {}) {
+  for (const DescriptorDistance mode : kEveryDistance) {
+    CHECK(check_runnable_variants(queries, database, mode, also) == runnable_variant_count(mode));
   }
 }
 
@@ -555,6 +572,24 @@ TEST_CASE("the reference and the shared pair distance follow the definitions", "
       }
     }
   }
+}
+
+TEST_CASE("Euclidean sums more than kL2TieReach apart never share a float distance", "[cemd]") {
+  // Every squared sum a descriptor pair can have: the tensor-core matcher's filter relies on it.
+  int first_shared = -1, widest_failure = -1;
+  float previous = 0.0f;
+  for (int sum = 0; sum <= kMaxL2Sum; ++sum) {
+    const float distance = std::sqrt(float(sum));
+    if (sum > 0 && distance == previous && first_shared < 0) first_shared = sum;
+    if (sum > kL2TieReach && !(distance > std::sqrt(float(sum - kL2TieReach - 1)))) {
+      widest_failure = sum;
+    }
+    previous = distance;
+  }
+  INFO("sum " << widest_failure << " shares its distance with one " << kL2TieReach + 1
+              << " below it");
+  CHECK(widest_failure == -1);
+  CHECK(first_shared > 0);  // the reach is needed: neighbouring sums do share distances
 }
 
 TEST_CASE("hand-derived distances of one-hot cells", "[cemd]") {
@@ -826,14 +861,8 @@ TEST_CASE("every variant matches the reference on random SIFT-like sets of odd s
   for (const Size& s : sizes) {
     const DescriptorSet database = generated_descriptors(s.database, ++seed);
     const DescriptorSet queries = generated_queries(database, s.queries, ++seed);
-    for (const DescriptorDistance mode :
-         {DescriptorDistance::cemd_raw, DescriptorDistance::cemd_normalised}) {
-      CHECK(check_runnable_variants(queries, database, mode) == runnable_variant_count());
-    }
-    // l2, the matcher kept for comparison, on two of the sizes: the suite stays short.
-    if (s.database == 33 || s.database == 200) {
-      CHECK(check_runnable_variants(queries, database, DescriptorDistance::l2) ==
-            runnable_variant_count());
+    for (const DescriptorDistance mode : kEveryDistance) {
+      CHECK(check_runnable_variants(queries, database, mode) == runnable_variant_count(mode));
     }
   }
 }
@@ -842,7 +871,7 @@ TEST_CASE("every variant on all-zero and all-255 descriptors", "[cemd]") {
   SECTION("all zero against all zero: every distance 0, the first two rows win") {
     const DescriptorSet zeros = filled_set(5, 0);
     const CemdNeighbours expected{0, 0.0f, 1, 0.0f};
-    check_both_modes(filled_set(3, 0), zeros, [&](const CemdResult& out) {
+    check_every_distance(filled_set(3, 0), zeros, [&](const CemdResult& out) {
       for (const CemdNeighbours& n : out.neighbours) CHECK(n == expected);
     });
   }
@@ -852,7 +881,7 @@ TEST_CASE("every variant on all-zero and all-255 descriptors", "[cemd]") {
     std::fill_n(row_of(database, 3), kDescriptorBytes, 255);
     std::fill_n(row_of(database, 4), kDescriptorBytes, 0);
     std::fill_n(row_of(database, 5), kDescriptorBytes, 255);
-    check_both_modes(filled_set(2, 255), database, [&](const CemdResult& out) {
+    check_every_distance(filled_set(2, 255), database, [&](const CemdResult& out) {
       for (const CemdNeighbours& n : out.neighbours) {
         CHECK(n.best_index == 3);
         CHECK(n.best_distance == 0.0f);
@@ -865,7 +894,7 @@ TEST_CASE("every variant on all-zero and all-255 descriptors", "[cemd]") {
   SECTION("all-zero and all-255 queries against random rows") {
     DescriptorSet queries = filled_set(2, 0);
     std::fill(queries.values.begin() + kDescriptorBytes, queries.values.end(), 255);
-    check_both_modes(queries, generated_descriptors(21, 111));
+    check_every_distance(queries, generated_descriptors(21, 111));
   }
 }
 
@@ -884,7 +913,7 @@ TEST_CASE("every variant on one-hot descriptors", "[cemd]") {
                                  DescriptorDistance::cemd_normalised) == bins);
       }
     }
-    check_both_modes(queries, database);
+    check_every_distance(queries, database);
   }
   SECTION("a single non-zero bin in the whole descriptor") {
     DescriptorSet queries = filled_set(4, 0), database = filled_set(11, 0);
@@ -895,7 +924,7 @@ TEST_CASE("every variant on one-hot descriptors", "[cemd]") {
             std::uint8_t(random.between(1, 255));
       }
     }
-    check_both_modes(queries, database);
+    check_every_distance(queries, database);
   }
 }
 
@@ -932,8 +961,8 @@ TEST_CASE("every variant with empty cells on one side only", "[cemd]") {
                                DescriptorDistance::cemd_raw));
     }
   }
-  check_both_modes(queries, database);
-  check_both_modes(database, queries);  // the empty cells on the database side
+  check_every_distance(queries, database);
+  check_every_distance(database, queries);  // the empty cells on the database side
 }
 
 TEST_CASE("every variant on identical query and database sets", "[cemd]") {
@@ -941,8 +970,7 @@ TEST_CASE("every variant on identical query and database sets", "[cemd]") {
   DescriptorSet set = generated_descriptors(41, 140);
   std::copy_n(set.row(7), kDescriptorBytes, row_of(set, 30));
   const auto expected_best = [](int i) { return i == 30 ? 7 : i; };
-  for (const DescriptorDistance mode :
-       {DescriptorDistance::cemd_raw, DescriptorDistance::cemd_normalised}) {
+  for (const DescriptorDistance mode : kEveryDistance) {
     INFO(mode_text(mode));
     CemdInput input{set, set, {}};
     input.params.distance = mode;
@@ -965,7 +993,7 @@ TEST_CASE("every variant on identical query and database sets", "[cemd]") {
               CHECK(n.best_distance == 0.0f);
               if (i == 7 || i == 30) CHECK((n.second_index == 30 && n.second_distance == 0.0f));
             }
-          }) == runnable_variant_count());
+          }) == runnable_variant_count(mode));
   }
 }
 
@@ -984,7 +1012,7 @@ TEST_CASE("every variant breaks ties on duplicated rows by the smallest index", 
   for (int i = 0; i < kDescriptorBytes; i += 9)
     row_of(queries, 2)[i] = std::uint8_t(row_of(queries, 2)[i] / 2);
   const std::pair<int, int> expected[] = {{5, 37}, {100, 101}, {5, 37}};
-  check_both_modes(queries, database, [&](const CemdResult& out) {
+  check_every_distance(queries, database, [&](const CemdResult& out) {
     for (int q = 0; q < 3; ++q) {
       const CemdNeighbours& n = out.neighbours[std::size_t(q)];
       INFO("query " << q);
@@ -999,7 +1027,7 @@ TEST_CASE("every variant breaks ties on duplicated rows by the smallest index", 
 TEST_CASE("every variant with a one-row database: no second neighbour", "[cemd]") {
   const DescriptorSet database = generated_descriptors(1, 160);
   const DescriptorSet queries = generated_queries(database, 6, 161);
-  check_both_modes(queries, database, [](const CemdResult& out) {
+  check_every_distance(queries, database, [](const CemdResult& out) {
     for (const CemdNeighbours& n : out.neighbours) {
       CHECK(n.best_index == 0);
       CHECK(n.second_index == -1);
@@ -1040,7 +1068,7 @@ TEST_CASE("the check lets float rounding choose between normalised near-ties", "
     CHECK(check_runnable_variants(queries, database, mode, [](const CemdResult& out) {
             CHECK(out.neighbours[0].best_index == 1);
             CHECK(out.neighbours[0].second_index == 0);
-          }) == runnable_variant_count());
+          }) == runnable_variant_count(mode));
   }
   CHECK(found);
 }

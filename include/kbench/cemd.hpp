@@ -313,6 +313,13 @@ KBENCH_HOST_DEVICE float descriptor_distance(const std::uint8_t* a, const std::u
   return sum;
 }
 
+// The largest Euclidean squared sum (all-0 against all-255), and how far apart two squared sums
+// (integers 0..kMaxL2Sum) can be and still have the same float distance (correctly rounded
+// square roots): sums more than this apart never tie, so a matcher may turn candidates away on
+// their exact sums.
+constexpr int kMaxL2Sum = kDescriptorBytes * 255 * 255;
+constexpr int kL2TieReach = 1;
+
 // --- Library calls --------------------------------------------------------------------------
 
 struct CemdMatchOptions {

@@ -753,15 +753,15 @@ class FinalRunner final : public Runner<Cemd> {
 
 // --- cuda-final on device views ---------------------------------------------------------------
 
-// A metric's split plans for the calls on views: the final kernels are configured (shared memory
+// A kernel family's split plans for the calls on views: its kernels are configured (shared memory
 // opted in, occupancy queried) once per device, since cudaFuncSetAttribute holds for the current
 // device only, and the last shape's plan is kept, so a call of a repeated shape does no more
-// than a look-up.
-template <class Metric>
-class FinalViewPlans {
+// than a look-up. Kernels has configure() → resident blocks and plan(queries, rows, resident).
+template <class Kernels>
+class ViewPlans {
  public:
   static SplitPlan plan(int queries, int rows) {
-    static FinalViewPlans plans;
+    static ViewPlans plans;
     int device = 0;
     check(cudaGetDevice(&device), "cudaGetDevice");
     const std::lock_guard<std::mutex> lock(plans.mutex_);
@@ -769,10 +769,10 @@ class FinalViewPlans {
       plans.resident_blocks_.resize(std::size_t(device) + 1, 0);
     }
     long long& resident = plans.resident_blocks_[std::size_t(device)];
-    if (resident == 0) resident = FinalKernels<Metric>::configure();
+    if (resident == 0) resident = Kernels::configure();
     Last& last = plans.last_;
     if (last.queries != queries || last.rows != rows || last.resident_blocks != resident) {
-      last = {queries, rows, resident, FinalKernels<Metric>::plan(queries, rows, resident)};
+      last = {queries, rows, resident, Kernels::plan(queries, rows, resident)};
     }
     return last.plan;
   }
@@ -815,7 +815,7 @@ const std::uint8_t* word_aligned_rows(const std::uint8_t* rows, int count, const
 template <class Metric>
 void final_on_views(const CemdViewCall& call) {
   const cudaStream_t stream = static_cast<cudaStream_t>(call.work.stream);
-  const SplitPlan plan = FinalViewPlans<Metric>::plan(call.query_rows, call.database_rows);
+  const SplitPlan plan = ViewPlans<FinalKernels<Metric>>::plan(call.query_rows, call.database_rows);
   const std::size_t row_bytes = kRowUnits<Metric> * sizeof(uint4);
   auto* const prepared_queries = static_cast<uint4*>(call.work.scratch->bytes(
       "cuda cemd prepared queries", std::size_t(call.query_rows) * row_bytes));
@@ -840,6 +840,417 @@ void final_on_views(const CemdViewCall& call) {
                        call.matrix,
                        keys};
   FinalKernels<Metric>::launch(args, plan, all_pairs, stream);
+}
+
+// --- cuda-tensor: Euclidean matching on integer tensor cores -------------------------------
+
+// The MMA: m16n8k32, u8 operands, s32 accumulators (sm_80 and later). Four of them make one
+// 128-byte dot product.
+constexpr int kMmaRows = 16, kMmaColumns = 8, kMmaDepth = 32;
+constexpr int kMmaSteps = kDescriptorBytes / kMmaDepth;
+// The 4 lanes of a quad share an MMA row (and a column); each holds 32 bytes of the row's
+// descriptor: 16-byte words t and 4 + t, so a warp's loads cover whole 32-byte sectors.
+constexpr int kQuadLanes = 4;
+constexpr int kLaneWords = kDescriptorBytes / kQuadLanes / sizeof(std::uint32_t);  // 8
+constexpr int kRowUnitsPerHalf = int(kDescriptorUnits) / 2;
+
+// The largest |a|² of a descriptor; a row's partial distance |b|² − 2·a·b is at most this.
+constexpr int kMaxSquaredNorm = kMaxL2Sum;
+// The norm given to rows past the database's end: their partial distance stays above any real
+// one whatever bytes stand in for them.
+constexpr std::uint32_t kAbsentNorm = 4u * kMaxSquaredNorm;
+
+// The MMA's k order is a permutation of the bytes, the same for both operands, so the dot product
+// is unchanged: a lane's word w (bytes 64·(w / 4) + 16·t + 4·(w % 4) of its row) is k-step w / 2,
+// the low (w even) or high (w odd) 16 k-values of the fragment's share of lane t.
+__device__ __forceinline__ void load_lane_words(const uint4* row, int t,
+                                                std::uint32_t (&w)[kLaneWords]) {
+  const uint4 lo = __ldg(row + t), hi = __ldg(row + kRowUnitsPerHalf + t);
+  w[0] = lo.x, w[1] = lo.y, w[2] = lo.z, w[3] = lo.w;
+  w[4] = hi.x, w[5] = hi.y, w[6] = hi.z, w[7] = hi.w;
+}
+
+// d += a·b for one m16n8k32 fragment: a from rows g and g + 8, b from column g (g = lane / 4),
+// in the PTX fragment layout. Before sm_80 the same product comes from the quad's registers by
+// shuffles and 4-byte dot products.
+__device__ __forceinline__ void mma_u8(int (&d)[4], const std::uint32_t (&a)[4],
+                                       const std::uint32_t (&b)[2]) {
+#if __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  constexpr auto dot4 = packed::dot4_u8<Isa::tuned>;
+  const int lane = threadIdx.x % kWarpSize, g = lane / kQuadLanes, t = lane % kQuadLanes;
+#pragma unroll
+  for (int p = 0; p < kQuadLanes; ++p) {
+    std::uint32_t row_words[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) row_words[r] = __shfl_sync(kFullWarp, a[r], g * kQuadLanes + p);
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int from = (2 * t + c) * kQuadLanes + p;
+      const std::uint32_t b0 = __shfl_sync(kFullWarp, b[0], from);
+      const std::uint32_t b1 = __shfl_sync(kFullWarp, b[1], from);
+      d[c] = int(dot4(row_words[0], b0, dot4(row_words[2], b1, std::uint32_t(d[c]))));
+      d[2 + c] = int(dot4(row_words[1], b0, dot4(row_words[3], b1, std::uint32_t(d[2 + c]))));
+    }
+  }
+#endif
+}
+
+// Where unit u (16 bytes) of staged row r lies: odd rows swap their halves, so the 8 lanes of a
+// 128-bit shared-memory phase (two rows, four units each) fall on 32 different banks.
+__device__ __forceinline__ int tensor_staged_unit(int row, int unit) {
+  return row * int(kDescriptorUnits) + (unit ^ (row & 1) * kRowUnitsPerHalf);
+}
+
+// A block of kWarps warps; a warp holds kQueryTiles × 16 queries in registers for the whole
+// walk and multiplies them by kRowTiles × 8 database rows a step; kMinBlocks blocks an SM (the
+// registers' limit).
+template <int kWarps, int kQueryTiles, int kRowTiles, int kMinBlocks>
+struct TensorTile {
+  static constexpr int threads = kWarpSize * kWarps;
+  static constexpr int query_tiles = kQueryTiles, row_tiles = kRowTiles;
+  static constexpr int warp_queries = kQueryTiles * kMmaRows;
+  static constexpr int block_queries = kWarps * warp_queries;
+  static constexpr int step_rows = kRowTiles * kMmaColumns;
+  static constexpr int min_blocks = kMinBlocks;
+  static constexpr int stages = 4;  // steps of rows in shared memory: in flight and being read
+};
+// Sixteen warps an SM: 128 registers a thread hold the fragments and the nearest two (a few
+// bytes spill).
+using TensorShape = TensorTile<4, 2, 4, 4>;
+
+// One query row's nearest two in a lane. Candidates are ranked by their cemd_key (the float
+// distance, then the index), but most are turned away by their exact partial distance
+// |b|² − 2·a·b (the squared distance less the query's |a|²): one more than kL2TieReach above the
+// query's second-nearest partial cannot round to its distance, so only the few within bound reach
+// the key. The bound only falls: the lane's own second, or its quad's (share_bound).
+struct TensorTop2 {
+  Key best = kNoKey, second = kNoKey;
+  int best_partial = kMaxSquaredNorm, second_partial = kMaxSquaredNorm;
+  int bound = kMaxSquaredNorm;
+
+  __device__ __forceinline__ void offer(int partial, std::uint32_t query_norm, int index) {
+    if (partial > bound) return;
+    const Key key = cemd_key(std::sqrt(float(query_norm + std::uint32_t(partial))), index);
+    if (key < best) {
+      second = best, second_partial = best_partial;
+      best = key, best_partial = partial;
+    } else if (key < second) {
+      second = key, second_partial = partial;
+    } else {
+      return;
+    }
+    bound = min(bound, second_partial + kL2TieReach);
+  }
+  // The quad's four lanes hold the same query's candidates: the second smallest partial of their
+  // nearest twos bounds the query's second too. Every lane of the warp must call it.
+  __device__ __forceinline__ void share_bound() {
+    int lowest = best_partial, next = second_partial;
+#pragma unroll
+    for (int offset = 1; offset < kQuadLanes; offset *= 2) {
+      const int other_lowest = __shfl_xor_sync(kFullWarp, lowest, offset);
+      const int other_next = __shfl_xor_sync(kFullWarp, next, offset);
+      next = min(max(lowest, other_lowest), min(next, other_next));
+      lowest = min(lowest, other_lowest);
+    }
+    bound = min(bound, next + kL2TieReach);
+  }
+};
+
+struct TensorArgs {
+  const uint4* queries;
+  const std::uint32_t* query_norms;
+  int query_count;
+  const uint4* database;
+  const std::uint32_t* row_norms;  // padded to whole steps with kAbsentNorm, 16-byte aligned
+  int database_rows;
+  int rows_per_split;
+  Key* keys;
+};
+
+template <class Tile>
+__global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) tensor_kernel(TensorArgs a) {
+  constexpr int kQT = Tile::query_tiles, kRT = Tile::row_tiles;
+  const int lane = threadIdx.x % kWarpSize, g = lane / kQuadLanes, t = lane % kQuadLanes;
+  const int warp_query =
+      blockIdx.x * Tile::block_queries + threadIdx.x / kWarpSize * Tile::warp_queries;
+  const int begin = blockIdx.y * a.rows_per_split;
+  const int end = min(a.database_rows, begin + a.rows_per_split);
+
+  // The warp's query fragments: tile i, rows g (h 0) and g + 8 (h 1).
+  std::uint32_t query_words[kQT][2][kLaneWords];
+  std::uint32_t query_norm[kQT][2];
+  TensorTop2 top[kQT][2];
+#pragma unroll
+  for (int i = 0; i < kQT; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int q = min(warp_query + i * kMmaRows + h * kMmaColumns + g, a.query_count - 1);
+      load_lane_words(a.queries + std::size_t(q) * kDescriptorUnits, t, query_words[i][h]);
+      query_norm[i][h] = a.query_norms[q];
+      top[i][h] = TensorTop2{};  // assigned: nvcc dropped the initialisers of all but row 0
+    }
+  }
+
+  // The block's steps of rows pass through Tile::stages buffers of shared memory, filled with
+  // cp.async stages − 1 steps ahead (with the steps' norms); rows past the end are zeros. A
+  // thread copies the same units of every step, and reads the same units of its rows.
+  constexpr int kStepUnits = Tile::step_rows * int(kDescriptorUnits);
+  constexpr int kCopies = kStepUnits / Tile::threads;
+  static_assert(kStepUnits % Tile::threads == 0, "whole copies per thread");
+  constexpr int kNormUnits = Tile::step_rows / 4;  // a step's norms in 16-byte units
+  __shared__ uint4 staged[Tile::stages][kStepUnits];
+  __shared__ uint4 staged_norms[Tile::stages][kNormUnits];
+  int copy_to[kCopies];
+#pragma unroll
+  for (int k = 0; k < kCopies; ++k) {
+    const int e = threadIdx.x + k * Tile::threads;
+    copy_to[k] = tensor_staged_unit(e / int(kDescriptorUnits), e % int(kDescriptorUnits));
+  }
+  int read_lo[kRT], read_hi[kRT];
+#pragma unroll
+  for (int j = 0; j < kRT; ++j) {
+    read_lo[j] = tensor_staged_unit(j * kMmaColumns + g, t);
+    read_hi[j] = tensor_staged_unit(j * kMmaColumns + g, kRowUnitsPerHalf + t);
+  }
+  const auto stage = [&](int first, int b) {
+    if (first >= end) return;
+    if (threadIdx.x < kNormUnits) {  // norms are padded to whole steps
+      __pipeline_memcpy_async(staged_norms[b] + threadIdx.x,
+                              reinterpret_cast<const uint4*>(a.row_norms + first) + threadIdx.x,
+                              sizeof(uint4));
+    }
+    const uint4* const rows = a.database + std::size_t(first) * kDescriptorUnits;
+    const int present = min(end - first, Tile::step_rows) * int(kDescriptorUnits);
+#pragma unroll
+    for (int k = 0; k < kCopies; ++k) {
+      const int e = threadIdx.x + k * Tile::threads;
+      if (e < present) {
+        __pipeline_memcpy_async(staged[b] + copy_to[k], rows + e, sizeof(uint4));
+      } else {
+        staged[b][copy_to[k]] = make_uint4(0, 0, 0, 0);
+      }
+    }
+  };
+#pragma unroll
+  for (int k = 0; k < Tile::stages - 1; ++k) {
+    stage(begin + k * Tile::step_rows, k);
+    __pipeline_commit();
+  }
+  for (int first = begin, b = 0; first < end;
+       first += Tile::step_rows, b = b + 1 < Tile::stages ? b + 1 : 0) {
+    __pipeline_wait_prior(Tile::stages - 2);  // this step's copies (this thread's) have landed
+    __syncthreads();                          // everyone's; and the previous step is read
+    stage(first + (Tile::stages - 1) * Tile::step_rows, b > 0 ? b - 1 : Tile::stages - 1);
+    __pipeline_commit();
+
+    // 32 bytes of each of the step's rows in every lane of its quad.
+    std::uint32_t words[kRT][kLaneWords];
+#pragma unroll
+    for (int j = 0; j < kRT; ++j) {
+      const uint4 lo = staged[b][read_lo[j]], hi = staged[b][read_hi[j]];
+      words[j][0] = lo.x, words[j][1] = lo.y, words[j][2] = lo.z, words[j][3] = lo.w;
+      words[j][4] = hi.x, words[j][5] = hi.y, words[j][6] = hi.z, words[j][7] = hi.w;
+    }
+    int dot[kQT][kRT][4] = {};
+#pragma unroll
+    for (int s = 0; s < kMmaSteps; ++s) {
+#pragma unroll
+      for (int j = 0; j < kRT; ++j) {
+        const std::uint32_t b[2] = {words[j][2 * s], words[j][2 * s + 1]};
+#pragma unroll
+        for (int i = 0; i < kQT; ++i) {
+          const std::uint32_t fragment[4] = {query_words[i][0][2 * s], query_words[i][1][2 * s],
+                                             query_words[i][0][2 * s + 1],
+                                             query_words[i][1][2 * s + 1]};
+          mma_u8(dot[i][j], fragment, b);
+        }
+      }
+    }
+
+    // Columns 2t and 2t + 1 of each row tile; norms past the end are kAbsentNorm.
+    int norm[kRT][2];
+#pragma unroll
+    for (int j = 0; j < kRT; ++j) {
+      const uint2 n = reinterpret_cast<const uint2*>(staged_norms[b])[j * kMmaColumns / 2 + t];
+      norm[j][0] = int(n.x), norm[j][1] = int(n.y);
+    }
+    int partial[kQT][2][kRT * 2];
+    bool may_enter[kQT][2];
+    bool any_may_enter = false;
+#pragma unroll
+    for (int i = 0; i < kQT; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+#pragma unroll
+        for (int j = 0; j < kRT; ++j) {
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            partial[i][h][2 * j + c] = norm[j][c] - 2 * dot[i][j][2 * h + c];
+          }
+        }
+        // The lowest by a tree, so the minima do not wait on each other.
+        int lowest[kRT * 2];
+#pragma unroll
+        for (int k = 0; k < kRT * 2; ++k) lowest[k] = partial[i][h][k];
+#pragma unroll
+        for (int width = kRT; width >= 1; width /= 2) {
+#pragma unroll
+          for (int k = 0; k < width; ++k) lowest[k] = min(lowest[k], lowest[k + width]);
+        }
+        may_enter[i][h] = lowest[0] <= top[i][h].bound;
+        any_may_enter |= may_enter[i][h];
+      }
+    }
+    // Rare once the nearest twos settle; whole warps take it, for the quads' shuffles.
+    if (__any_sync(kFullWarp, any_may_enter)) {
+#pragma unroll
+      for (int i = 0; i < kQT; ++i) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          if (!__any_sync(kFullWarp, may_enter[i][h])) continue;
+#pragma unroll
+          for (int k = 0; k < kRT * 2; ++k) {
+            top[i][h].offer(partial[i][h][k], query_norm[i][h],
+                            first + k / 2 * kMmaColumns + 2 * t + k % 2);
+          }
+          top[i][h].share_bound();
+        }
+      }
+    }
+  }
+  __pipeline_wait_prior(0);  // nothing left in flight (the stages past a short split)
+
+#pragma unroll
+  for (int i = 0; i < kQT; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      Top2 mine;
+      mine.best = top[i][h].best, mine.second = top[i][h].second;
+      const Top2 merged = merge_lanes(mine, kQuadLanes);
+      const int q = warp_query + i * kMmaRows + h * kMmaColumns + g;
+      if (t == 0 && q < a.query_count) atomic_top2_insert(a.keys + 2 * std::size_t(q), merged);
+    }
+  }
+}
+
+// Squared norms of `count` descriptors, one thread each, then kAbsentNorm up to `padded`.
+constexpr int kNormThreads = 256;
+__global__ void __launch_bounds__(kNormThreads)
+    norms_kernel(const uint4* __restrict__ rows, int count, int padded,
+                 std::uint32_t* __restrict__ norms) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= padded) return;
+  std::uint32_t sum = i < count ? 0u : kAbsentNorm;
+  if (i < count) {
+#pragma unroll
+    for (int u = 0; u < int(kDescriptorUnits); ++u) {
+      const uint4 v = rows[std::size_t(i) * kDescriptorUnits + u];
+      for (const std::uint32_t word : {v.x, v.y, v.z, v.w}) {
+        sum = packed::dot4_u8<Isa::tuned>(word, word, sum);
+      }
+    }
+  }
+  norms[i] = sum;
+}
+
+// The tensor kernel's launches: norms of both sets, then the walk over database splits.
+template <class Tile = TensorShape>
+struct TensorKernels {
+  static long long configure() {
+    return cuda::resident_threads(tensor_kernel<Tile>, Tile::threads, 0) / Tile::threads;
+  }
+  static int query_blocks(int queries) {
+    return (queries + Tile::block_queries - 1) / Tile::block_queries;
+  }
+  // Splits are planned in grains of kPlanSteps steps: about a block's fixed cost (its query
+  // fragments, and the first steps, where most candidates still enter the nearest two).
+  static constexpr int kPlanSteps = 64;
+  static SplitPlan plan(int queries, int rows, long long resident_blocks) {
+    return plan_splits(query_blocks(queries), rows, kPlanSteps * Tile::step_rows, resident_blocks);
+  }
+  // Row norms are read a whole step at a time.
+  static std::size_t padded_rows(int rows) {
+    return cuda::round_up(std::size_t(rows), Tile::step_rows);
+  }
+
+  // Matches `queries` against `database` (both 16-byte aligned) into `keys` (two per query,
+  // cleared here); the norms are the caller's scratch of query_rows and padded_rows(rows) words.
+  static void match(const std::uint8_t* queries, int query_rows, const std::uint8_t* database,
+                    int database_rows, std::uint32_t* query_norms, std::uint32_t* row_norms,
+                    Key* keys, const SplitPlan& plan, cudaStream_t stream) {
+    const auto norms = [&](const std::uint8_t* rows, int count, int padded, std::uint32_t* out) {
+      norms_kernel<<<(padded + kNormThreads - 1) / kNormThreads, kNormThreads, 0, stream>>>(
+          reinterpret_cast<const uint4*>(rows), count, padded, out);
+      check_launch("cemd norms_kernel");
+    };
+    norms(queries, query_rows, query_rows, query_norms);
+    norms(database, database_rows, int(padded_rows(database_rows)), row_norms);
+    clear_keys(keys, 2 * std::size_t(query_rows), stream);
+    const TensorArgs args{reinterpret_cast<const uint4*>(queries),
+                          query_norms,
+                          query_rows,
+                          reinterpret_cast<const uint4*>(database),
+                          row_norms,
+                          database_rows,
+                          plan.rows_per_split,
+                          keys};
+    const dim3 grid(query_blocks(query_rows), plan.splits);
+    tensor_kernel<Tile><<<grid, Tile::threads, 0, stream>>>(args);
+    check_launch("cemd tensor_kernel");
+  }
+};
+
+// cuda-tensor's runner: the tensor kernels on the legacy default stream.
+template <class Tile = TensorShape>
+class TensorRunner final : public Runner<Cemd> {
+ public:
+  explicit TensorRunner(const CemdInput& input)
+      : buffers_(input),
+        query_norms_(std::size_t(buffers_.queries)),
+        row_norms_(TensorKernels<Tile>::padded_rows(buffers_.database)),
+        plan_(TensorKernels<Tile>::plan(buffers_.queries, buffers_.database,
+                                        TensorKernels<Tile>::configure())) {}
+  void poison(std::uint8_t byte) override { buffers_.poison(byte); }
+  void upload() override { buffers_.upload(); }
+  void compute() override {
+    TensorKernels<Tile>::match(buffers_.query_values.get(), buffers_.queries,
+                               buffers_.database_values.get(), buffers_.database,
+                               query_norms_.get(), row_norms_.get(), buffers_.keys.get(), plan_, 0);
+  }
+  void sync() override { check(cudaDeviceSynchronize(), "cemd tensor kernels"); }
+  void download(CemdResult& out) override { buffers_.download(out); }
+
+ private:
+  CemdBuffers buffers_;
+  DeviceBuffer<std::uint32_t> query_norms_, row_norms_;
+  SplitPlan plan_;
+};
+
+// cuda-tensor on device views: the caller's rows (copied where not 16-byte aligned) and stream,
+// the norms in the context's scratch memory.
+void tensor_on_views(const CemdViewCall& call) {
+  using Kernels = TensorKernels<>;
+  const cudaStream_t stream = static_cast<cudaStream_t>(call.work.stream);
+  const SplitPlan plan = ViewPlans<Kernels>::plan(call.query_rows, call.database_rows);
+  auto* const query_norms = static_cast<std::uint32_t*>(call.work.scratch->bytes(
+      "cuda cemd query norms", std::size_t(call.query_rows) * sizeof(std::uint32_t)));
+  auto* const row_norms = static_cast<std::uint32_t*>(call.work.scratch->bytes(
+      "cuda cemd row norms", Kernels::padded_rows(call.database_rows) * sizeof(std::uint32_t)));
+  Kernels::match(
+      word_aligned_rows(call.queries, call.query_rows, call.work, "cuda cemd queries"),
+      call.query_rows,
+      word_aligned_rows(call.database, call.database_rows, call.work, "cuda cemd database"),
+      call.database_rows, query_norms, row_norms, reinterpret_cast<Key*>(call.keys), plan, stream);
+}
+
+// cuda-tensor computes the Euclidean nearest two only.
+bool euclidean_nearest_two(const CemdInput& input) {
+  return input.params.distance == DescriptorDistance::l2 && !input.params.all_pairs;
 }
 
 // --- cuda-streamed ------------------------------------------------------------------------------
@@ -1033,6 +1444,7 @@ void register_cemd_native_cuda(VariantList<Cemd>& list) {
   add("cuda-shmem", make_runner<SimpleRunner<ShmemLauncher>>, {}, 2);
   add("cuda-unroll", make_runner<SimpleRunner<UnrollLauncher>>, {}, 3);
   add("cuda-final", make_for_metric<FinalRunner>, {}, 4, false, cuda_final_on_views);
+  add("cuda-tensor", make_runner<TensorRunner<>>, euclidean_nearest_two, 5, false, tensor_on_views);
   add("cuda-streamed", make_for_metric<StreamedRunner>, nearest_two, kNotChosen, true);
 }
 
