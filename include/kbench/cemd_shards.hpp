@@ -67,9 +67,9 @@ struct ShardResult {
   int pieces = 0;  // pieces matched (several GPUs: the most of one GPU)
 };
 
-// The pieces' sizes of a part of `rows` rows when none is asked for: a small first piece (its
-// reading is what the matching cannot hide), then pieces growing to a bounded size
-// (cemd_shards.cpp says by how much and why).
+// The pieces' sizes of a part of `rows` rows when none is asked for: steady pieces of about an
+// eighth of the part within fixed bounds, after a short ramp from a quarter of one (reading the
+// first piece is what the matching cannot hide); cemd_shards.cpp says why.
 std::vector<int> automatic_piece_sizes(int rows);
 
 // Reader threads per part when none is asked for: the CPUs this process may run on (a launcher

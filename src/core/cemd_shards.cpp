@@ -21,14 +21,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Automatic pieces of a part. The first is about 1/kFirstPieceShare of the part, as reading it is
-// what nothing hides; each next one is up to kPieceGrowth times the one before, so few runs pay a
-// variant's set-up (allocation, the queries' upload) while the reading of a piece, by readers
-// faster than the matching by that factor, still ends before the piece before it is matched.
-// Each is at least kLeastPieceRows rows (16 MiB; a smaller rest joins the last piece) and at most
+// Automatic pieces of a part: steady pieces of about 1/kPiecesPerPart of it, each buffer then
+// allocated (and its pages touched) once and reused, while a few runs pay a variant's set-up
+// (allocation, the queries' upload). Reading the first piece is what nothing hides, so the pieces
+// ramp up to the steady size: the first 1/kRampStart of it, each next twice the one before, which
+// readers twice as fast as the matching still read while the one before is matched. Each is at
+// least kLeastPieceRows rows (16 MiB; a smaller rest joins the last piece) and at most
 // kMostPieceRows (512 MiB), which bounds the two pieces in memory.
-constexpr int kFirstPieceShare = 32;
-constexpr int kPieceGrowth = 2;
+constexpr int kPiecesPerPart = 8;
+constexpr int kRampStart = 4;
 constexpr int kLeastPieceRows = 1 << 17;
 constexpr int kMostPieceRows = 1 << 22;
 
@@ -265,13 +266,15 @@ const Variant<Cemd>& select_cemd_variant(const CemdInput& input, const std::stri
 }
 
 std::vector<int> automatic_piece_sizes(int rows) {
+  const int even = rows / kPiecesPerPart + (rows % kPiecesPerPart ? 1 : 0);
+  const int steady = std::clamp(even, kLeastPieceRows, kMostPieceRows);
   std::vector<int> sizes;
-  int size = std::clamp(rows / kFirstPieceShare, kLeastPieceRows, kMostPieceRows);
+  int size = std::max(kLeastPieceRows, steady / kRampStart);
   for (int left = rows; left > 0;) {
     const int piece = left - size < kLeastPieceRows ? left : size;
     sizes.push_back(piece);
     left -= piece;
-    size = int(std::min<std::int64_t>(std::int64_t(size) * kPieceGrowth, kMostPieceRows));
+    size = std::min(2 * size, steady);
   }
   return sizes;
 }
