@@ -63,7 +63,7 @@ declare -A sanitizer_cases=(
   [sad]="--size 320x240;--size 320x240 --no-map"
   [sad-pruned]="--size 320x240 --query-size 40x36;--size 320x240 --query-size 40x36 --noise 70;\
 --size 320x240 --query-size 40x36 --top 10;--size 320x240 --query-size 40x36 --noise 300 --top 10"
-  [cemd]="--size 96x200;--size 96x200-raw;--size 40x70-all"
+  [cemd]="--size 96x200;--size 96x200-raw;--size 40x70-all;--size 130x263-l2"
 )
 # The batch step's cases and variants (the runner frame by frame, and the call on device views).
 batch_frames=64
@@ -72,12 +72,14 @@ declare -A batch_variants=(
   [conv]="cuda-u8-vec cuda-u8-vec-views kokkos-band-cuda kokkos-band-cuda-views"
   [lbp]="cuda-vec cuda-vec-views kokkos-vec-cuda kokkos-vec-cuda-views"
 )
-# cemd's size sweep (the paper's Fig. 1: throughput against comparisons per run), GPU variants.
-cemd_sweep_cases=(64x256 256x1Ki 1Kix4Ki 4Kix16Ki 8Kix64Ki)
+# cemd's size sweep (the paper's Fig. 1: throughput against comparisons per run), GPU variants:
+# normalised, then Euclidean (issue 36; up to 64 Ki x 1 Mi, where the tensor cores fill).
+cemd_sweep_cases=(64x256 256x1Ki 1Kix4Ki 4Kix16Ki 8Kix64Ki
+  256x1Ki-l2 1Kix4Ki-l2 4Kix16Ki-l2 8Kix64Ki-l2 16Kix256Ki-l2 64Kix1Mi-l2)
 # The case ncu profiles per algorithm (one timed repetition of each CUDA variant).
 declare -A profile_cases=(
   [sad-pruned]="--size photo3072-q128 --noise 10 --no-baseline"
-  [cemd]="--size 4Kix64Ki"
+  [cemd]="--size 4Kix64Ki;--size 16Kix1Mi-l2 --variant cuda-tensor"
 )
 # The cases perf/peers.py times per algorithm, and the options of some cases: 64Kix1Mi-l2 (issue
 # 36's Euclidean case, 68.7 G comparisons: seconds a repetition for the GEMM peers) runs few.
@@ -294,12 +296,13 @@ fi
 if [[ $steps == *" profile "* ]]; then
   echo "== ncu per-kernel summary"
   for algo in "${algorithms[@]}"; do
-    [[ -n ${profile_cases[$algo]:-} ]] || continue
-    echo "-- $algo ${profile_cases[$algo]}" >>"$out/profile.log"
-    # shellcheck disable=SC2086
-    ncu --clock-control none --print-summary per-kernel "$bin/compare" --algo "$algo" \
-      ${profile_cases[$algo]} --backend cuda --reps 1 --budget-ms 1 >>"$out/profile.log" 2>&1 ||
-      failed profile
+    IFS=';' read -ra cases <<<"${profile_cases[$algo]:-}"
+    for case in "${cases[@]}"; do
+      echo "-- $algo $case" >>"$out/profile.log"
+      # shellcheck disable=SC2086
+      ncu --clock-control none --print-summary per-kernel "$bin/compare" --algo "$algo" \
+        $case --backend cuda --reps 1 --budget-ms 1 >>"$out/profile.log" 2>&1 || failed profile
+    done
   done
   grep -E "^-- |^  [a-z_].*\(|Duration" "$out/profile.log" | head -80
 fi

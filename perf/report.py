@@ -257,6 +257,7 @@ def markdown(records, ceilings=None):
         lines += thread_sweep([r for r in sweep if r["algorithm"] == algo])
     lines += pruned_table(records)
     lines += cemd_table(records)
+    lines += cemd_l2_table(records)
     lines += portability_summary(main)
     lines += cpu_ceiling_table(main, ceilings)
     return "\n".join(lines) + "\n"
@@ -343,6 +344,36 @@ def cemd_table(records):
 
         lines.append(f"| {r['case']} | {r['variant']} | {seconds(kernel)} | {seconds(total)} | "
                      f"{rate(kernel)} | {rate(total)} |")
+    return lines + [""]
+
+
+def cemd_l2_table(records):
+    """Euclidean matching (issue 36): per l2 nearest-two case, every GPU variant and peer, compute
+    and end-to-end comparisons/s, the ratio to the fastest, and the peers' agreement with kbench's
+    exact nearest two on their sample."""
+    rows = [r for r in cemd_cases(records) if r["case"].endswith("-l2")
+            and (r["backend"] == "cuda" or r.get("layer") == "peer")]
+    if not rows:
+        return []
+    lines = ["## cemd, Euclidean nearest two (l2): variants and peers", "",
+             "| case | variant | layer | backend | compute ms | G comparisons/s | end-to-end G/s | "
+             "vs fastest | agreement (best / second index, of sampled) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for case in sorted({r["case"] for r in rows}, key=lambda c: min(
+            r["operations"] for r in rows if r["case"] == c)):
+        group = sorted((r for r in rows if r["case"] == case), key=lambda r: r["compute_median_ms"])
+        fastest = group[0]["compute_median_ms"]
+        for r in group:
+            rate = r["operations"] / (r["compute_median_ms"] / 1e3) / 1e9
+            e2e = r.get("e2e_median_ms")
+            e2e_rate = "-" if e2e is None else f"{r['operations'] / (e2e / 1e3) / 1e9:.4g}"
+            agree = r.get("agreement")
+            agreement = "-" if not agree else (
+                f"{agree.get('best_index', '?')} / {agree.get('second_index', '?')} of "
+                f"{agree.get('queries', '?')}")
+            lines.append(f"| {case} | {r['variant']} | {r.get('layer', '-')} | {r['backend']} | "
+                         f"{r['compute_median_ms']:.4g} | {rate:.4g} | {e2e_rate} | "
+                         f"{r['compute_median_ms'] / fastest:.3g}× | {agreement} |")
     return lines + [""]
 
 
@@ -557,13 +588,19 @@ def plots(records, directory):
         save_plot(fig, plt, directory, f"{algo}.png")
     pruned_plot(records, directory, plt)
     cemd_plot(records, directory, plt)
+    cemd_plot(records, directory, plt, "l2")
 
 
-def cemd_plot(records, directory, plt):
+def cemd_plot(records, directory, plt, distance="normalised"):
     """Warn et al.'s Fig. 1: comparisons per second against the comparisons of a run, per GPU
-    variant, normalised nearest-two cases (compute-only; end-to-end for streamed variants)."""
-    rows = [r for r in cemd_cases(records)
-            if r["backend"] == "cuda" and not re.search(r"-(raw|l2|all)$", r["case"])]
+    variant (and GPU peer), nearest-two cases of one distance (compute-only; end-to-end for
+    streamed variants): normalised into cemd_throughput.png, l2 into cemd_l2_throughput.png."""
+    if distance == "l2":
+        rows = [r for r in cemd_cases(records) if r["backend"] == "cuda"
+                and r["case"].endswith("-l2")]
+    else:
+        rows = [r for r in cemd_cases(records)
+                if r["backend"] == "cuda" and not re.search(r"-(raw|l2|all)$", r["case"])]
     variants = collections.OrderedDict.fromkeys(r["variant"] for r in rows)
     fig, ax = plt.subplots(figsize=(8, 5))
     drawn = 0
@@ -583,8 +620,9 @@ def cemd_plot(records, directory, plt):
     ax.set_ylabel("comparisons per second")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
-    fig.suptitle(f"cemd (normalised, nearest two) on {rows[0].get('device', '?')}")
-    save_plot(fig, plt, directory, "cemd_throughput.png")
+    fig.suptitle(f"cemd ({distance}, nearest two) on {rows[0].get('device', '?')}")
+    save_plot(fig, plt, directory,
+              "cemd_l2_throughput.png" if distance == "l2" else "cemd_throughput.png")
 
 
 def pruned_plot(records, directory, plt):

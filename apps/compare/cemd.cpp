@@ -261,7 +261,10 @@ int run_cemd(const Options& options) {
 }  // namespace
 
 AlgorithmEntry cemd_entry() {
-  return {Cemd::name, {"4Mi", "4Mi-raw", "4Mi-all", "64Kix1Mi"}, add_cemd_options, run_cemd};
+  return {Cemd::name,
+          {"4Mi", "4Mi-raw", "4Mi-all", "64Kix1Mi", "64Kix1Mi-raw", "64Kix1Mi-l2"},
+          add_cemd_options,
+          run_cemd};
 }
 
 }  // namespace kbench::compare

@@ -860,6 +860,32 @@ constexpr int kMaxSquaredNorm = kMaxL2Sum;
 // one whatever bytes stand in for them.
 constexpr std::uint32_t kAbsentNorm = 4u * kMaxSquaredNorm;
 
+// The MMAs start from −⌈|b|²/2⌉ in each row's column, so they end at acc = a·b − ⌈|b|²/2⌉ and the
+// partial distance is |b|² − 2·a·b = −2·acc − (|b|² mod 2): no per-pair arithmetic until a
+// candidate may enter.
+__host__ __device__ constexpr int tensor_start(std::uint32_t norm) {
+  return -int((norm + 1) / 2);
+}
+
+// The database rows' terms, a block per step of kStepRows rows, staged with the step: the rows'
+// |b|² (kStepRows words), then per pair of rows the MMA's start fragment {s(2p), s(2p + 1),
+// s(2p), s(2p + 1)} (so one 16-byte read gives a lane its two columns' start, in place).
+template <int kStepRows>
+struct TensorTerms {
+  static constexpr int kNormWords = kStepRows;
+  static constexpr int kStartWords = 2 * kStepRows;
+  static constexpr int kUnits = (kNormWords + kStartWords) / 4;  // 16-byte units a step
+  static_assert(kStepRows % 4 == 0, "whole units of norms");
+
+  // Where row r's norm and its two start copies lie in the terms (words).
+  __host__ __device__ static constexpr std::size_t norm_word(std::size_t r) {
+    return r / kStepRows * (kUnits * 4) + r % kStepRows;
+  }
+  __host__ __device__ static constexpr std::size_t start_word(std::size_t r, int copy) {
+    return r / kStepRows * (kUnits * 4) + kNormWords + r % kStepRows / 2 * 4 + 2 * copy + r % 2;
+  }
+};
+
 // The MMA's k order is a permutation of the bytes, the same for both operands, so the dot product
 // is unchanged: a lane's word w (bytes 64·(w / 4) + 16·t + 4·(w % 4) of its row) is k-step w / 2,
 // the low (w even) or high (w odd) 16 k-values of the fragment's share of lane t.
@@ -870,33 +896,37 @@ __device__ __forceinline__ void load_lane_words(const uint4* row, int t,
   w[4] = hi.x, w[5] = hi.y, w[6] = hi.z, w[7] = hi.w;
 }
 
-// d += a·b for one m16n8k32 fragment: a from rows g and g + 8, b from column g (g = lane / 4),
+// d = a·b + c for one m16n8k32 fragment: a from rows g and g + 8, b from column g (g = lane / 4),
 // in the PTX fragment layout. Before sm_80 the same product comes from the quad's registers by
 // shuffles and 4-byte dot products.
 __device__ __forceinline__ void mma_u8(int (&d)[4], const std::uint32_t (&a)[4],
-                                       const std::uint32_t (&b)[2]) {
+                                       const std::uint32_t (&b)[2], const int (&c)[4]) {
 #if __CUDA_ARCH__ >= 800
   asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};"
-      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+      "{%10,%11,%12,%13};"
+      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]),
+        "r"(c[2]), "r"(c[3]));
 #else
   constexpr auto dot4 = packed::dot4_u8<Isa::tuned>;
   const int lane = threadIdx.x % kWarpSize, g = lane / kQuadLanes, t = lane % kQuadLanes;
+  int sum[4] = {c[0], c[1], c[2], c[3]};
 #pragma unroll
   for (int p = 0; p < kQuadLanes; ++p) {
     std::uint32_t row_words[4];
 #pragma unroll
     for (int r = 0; r < 4; ++r) row_words[r] = __shfl_sync(kFullWarp, a[r], g * kQuadLanes + p);
 #pragma unroll
-    for (int c = 0; c < 2; ++c) {
-      const int from = (2 * t + c) * kQuadLanes + p;
+    for (int col = 0; col < 2; ++col) {
+      const int from = (2 * t + col) * kQuadLanes + p;
       const std::uint32_t b0 = __shfl_sync(kFullWarp, b[0], from);
       const std::uint32_t b1 = __shfl_sync(kFullWarp, b[1], from);
-      d[c] = int(dot4(row_words[0], b0, dot4(row_words[2], b1, std::uint32_t(d[c]))));
-      d[2 + c] = int(dot4(row_words[1], b0, dot4(row_words[3], b1, std::uint32_t(d[2 + c]))));
+      sum[col] = int(dot4(row_words[0], b0, dot4(row_words[2], b1, std::uint32_t(sum[col]))));
+      sum[2 + col] =
+          int(dot4(row_words[1], b0, dot4(row_words[3], b1, std::uint32_t(sum[2 + col]))));
     }
   }
+  for (int i = 0; i < 4; ++i) d[i] = sum[i];
 #endif
 }
 
@@ -932,6 +962,14 @@ struct TensorTop2 {
   Key best = kNoKey, second = kNoKey;
   int best_partial = kMaxSquaredNorm, second_partial = kMaxSquaredNorm;
   int bound = kMaxSquaredNorm;
+  // The least MMA result that may be within bound: −2·acc − parity ≤ bound needs
+  // acc ≥ −⌊(bound + 1) / 2⌋.
+  int enter_at = -((kMaxSquaredNorm + 1) >> 1);
+
+  __device__ __forceinline__ void lower_bound_to(int value) {
+    bound = min(bound, value);
+    enter_at = -((bound + 1) >> 1);
+  }
 
   __device__ __forceinline__ void offer(int partial, std::uint32_t query_norm, int index) {
     if (partial > bound) return;
@@ -944,7 +982,7 @@ struct TensorTop2 {
     } else {
       return;
     }
-    bound = min(bound, second_partial + kL2TieReach);
+    lower_bound_to(second_partial + kL2TieReach);
   }
   // The quad's four lanes hold the same query's candidates: the second smallest partial of their
   // nearest twos bounds the query's second too. Every lane of the warp must call it.
@@ -957,7 +995,7 @@ struct TensorTop2 {
       next = min(max(lowest, other_lowest), min(next, other_next));
       lowest = min(lowest, other_lowest);
     }
-    bound = min(bound, next + kL2TieReach);
+    lower_bound_to(next + kL2TieReach);
   }
 };
 
@@ -966,7 +1004,8 @@ struct TensorArgs {
   const std::uint32_t* query_norms;
   int query_count;
   const uint4* database;
-  const std::uint32_t* row_norms;  // padded to whole steps with kAbsentNorm, 16-byte aligned
+  // The rows' TensorTerms, padded to whole steps with kAbsentNorm's, 16-byte aligned.
+  const uint4* row_terms;
   int database_rows;
   int rows_per_split;
   Key* keys;
@@ -997,14 +1036,15 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) tensor_kernel
   }
 
   // The block's steps of rows pass through Tile::stages buffers of shared memory, filled with
-  // cp.async stages − 1 steps ahead (with the steps' norms); rows past the end are zeros. A
-  // thread copies the same units of every step, and reads the same units of its rows.
+  // cp.async stages − 1 steps ahead with the steps' terms; rows past the end are zeros. A thread
+  // copies the same units of every step, and reads the same units of its rows.
+  using Terms = TensorTerms<Tile::step_rows>;
   constexpr int kStepUnits = Tile::step_rows * int(kDescriptorUnits);
   constexpr int kCopies = kStepUnits / Tile::threads;
   static_assert(kStepUnits % Tile::threads == 0, "whole copies per thread");
-  constexpr int kNormUnits = Tile::step_rows / 4;  // a step's norms in 16-byte units
+  static_assert(Terms::kUnits <= Tile::threads, "one terms copy per thread at most");
   __shared__ uint4 staged[Tile::stages][kStepUnits];
-  __shared__ uint4 staged_norms[Tile::stages][kNormUnits];
+  __shared__ uint4 staged_terms[Tile::stages][Terms::kUnits];
   int copy_to[kCopies];
 #pragma unroll
   for (int k = 0; k < kCopies; ++k) {
@@ -1019,21 +1059,28 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) tensor_kernel
   }
   const auto stage = [&](int first, int b) {
     if (first >= end) return;
-    if (threadIdx.x < kNormUnits) {  // norms are padded to whole steps
-      __pipeline_memcpy_async(staged_norms[b] + threadIdx.x,
-                              reinterpret_cast<const uint4*>(a.row_norms + first) + threadIdx.x,
-                              sizeof(uint4));
-    }
-    const uint4* const rows = a.database + std::size_t(first) * kDescriptorUnits;
-    const int present = min(end - first, Tile::step_rows) * int(kDescriptorUnits);
+    const uint4* const rows = a.database + std::size_t(first) * kDescriptorUnits + threadIdx.x;
+    if (first + Tile::step_rows <= end) {
 #pragma unroll
-    for (int k = 0; k < kCopies; ++k) {
-      const int e = threadIdx.x + k * Tile::threads;
-      if (e < present) {
-        __pipeline_memcpy_async(staged[b] + copy_to[k], rows + e, sizeof(uint4));
-      } else {
-        staged[b][copy_to[k]] = make_uint4(0, 0, 0, 0);
+      for (int k = 0; k < kCopies; ++k) {
+        __pipeline_memcpy_async(staged[b] + copy_to[k], rows + k * Tile::threads, sizeof(uint4));
       }
+    } else {  // the database's last step
+      const int present = (end - first) * int(kDescriptorUnits) - int(threadIdx.x);
+#pragma unroll
+      for (int k = 0; k < kCopies; ++k) {
+        if (k * Tile::threads < present) {
+          __pipeline_memcpy_async(staged[b] + copy_to[k], rows + k * Tile::threads, sizeof(uint4));
+        } else {
+          staged[b][copy_to[k]] = make_uint4(0, 0, 0, 0);
+        }
+      }
+    }
+    if (threadIdx.x < Terms::kUnits) {
+      __pipeline_memcpy_async(
+          staged_terms[b] + threadIdx.x,
+          a.row_terms + std::size_t(first / Tile::step_rows) * Terms::kUnits + threadIdx.x,
+          sizeof(uint4));
     }
   };
 #pragma unroll
@@ -1056,58 +1103,60 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) tensor_kernel
       words[j][0] = lo.x, words[j][1] = lo.y, words[j][2] = lo.z, words[j][3] = lo.w;
       words[j][4] = hi.x, words[j][5] = hi.y, words[j][6] = hi.z, words[j][7] = hi.w;
     }
-    int dot[kQT][kRT][4] = {};
+    // Columns 2t and 2t + 1 of each row tile start from their rows' tensor_start.
+    const auto* const starts =
+        reinterpret_cast<const int4*>(staged_terms[b] + Terms::kNormWords / 4);
+    int start[kRT][4];
+#pragma unroll
+    for (int j = 0; j < kRT; ++j) {
+      const int4 quad = starts[j * kMmaColumns / 2 + t];
+      start[j][0] = quad.x, start[j][1] = quad.y, start[j][2] = quad.z, start[j][3] = quad.w;
+    }
+    int acc[kQT][kRT][4];
 #pragma unroll
     for (int s = 0; s < kMmaSteps; ++s) {
 #pragma unroll
       for (int j = 0; j < kRT; ++j) {
-        const std::uint32_t b[2] = {words[j][2 * s], words[j][2 * s + 1]};
+        const std::uint32_t b_words[2] = {words[j][2 * s], words[j][2 * s + 1]};
 #pragma unroll
         for (int i = 0; i < kQT; ++i) {
           const std::uint32_t fragment[4] = {query_words[i][0][2 * s], query_words[i][1][2 * s],
                                              query_words[i][0][2 * s + 1],
                                              query_words[i][1][2 * s + 1]};
-          mma_u8(dot[i][j], fragment, b);
+          mma_u8(acc[i][j], fragment, b_words, s == 0 ? start[j] : acc[i][j]);
         }
       }
     }
 
-    // Columns 2t and 2t + 1 of each row tile; norms past the end are kAbsentNorm.
-    int norm[kRT][2];
-#pragma unroll
-    for (int j = 0; j < kRT; ++j) {
-      const uint2 n = reinterpret_cast<const uint2*>(staged_norms[b])[j * kMmaColumns / 2 + t];
-      norm[j][0] = int(n.x), norm[j][1] = int(n.y);
-    }
-    int partial[kQT][2][kRT * 2];
     bool may_enter[kQT][2];
     bool any_may_enter = false;
 #pragma unroll
     for (int i = 0; i < kQT; ++i) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
+        // The largest result (the lowest partial distance) by a tree, so the maxima do not wait
+        // on each other.
+        int largest[kRT * 2];
 #pragma unroll
-        for (int j = 0; j < kRT; ++j) {
-#pragma unroll
-          for (int c = 0; c < 2; ++c) {
-            partial[i][h][2 * j + c] = norm[j][c] - 2 * dot[i][j][2 * h + c];
-          }
-        }
-        // The lowest by a tree, so the minima do not wait on each other.
-        int lowest[kRT * 2];
-#pragma unroll
-        for (int k = 0; k < kRT * 2; ++k) lowest[k] = partial[i][h][k];
+        for (int k = 0; k < kRT * 2; ++k) largest[k] = acc[i][k / 2][2 * h + k % 2];
 #pragma unroll
         for (int width = kRT; width >= 1; width /= 2) {
 #pragma unroll
-          for (int k = 0; k < width; ++k) lowest[k] = min(lowest[k], lowest[k + width]);
+          for (int k = 0; k < width; ++k) largest[k] = max(largest[k], largest[k + width]);
         }
-        may_enter[i][h] = lowest[0] <= top[i][h].bound;
+        may_enter[i][h] = largest[0] >= top[i][h].enter_at;
         any_may_enter |= may_enter[i][h];
       }
     }
     // Rare once the nearest twos settle; whole warps take it, for the quads' shuffles.
     if (__any_sync(kFullWarp, any_may_enter)) {
+      // The parities of columns 2t and 2t + 1; rows past the end have kAbsentNorm's.
+      int parity[kRT][2];
+#pragma unroll
+      for (int j = 0; j < kRT; ++j) {
+        const uint2 n = reinterpret_cast<const uint2*>(staged_terms[b])[j * kMmaColumns / 2 + t];
+        parity[j][0] = int(n.x & 1u), parity[j][1] = int(n.y & 1u);
+      }
 #pragma unroll
       for (int i = 0; i < kQT; ++i) {
 #pragma unroll
@@ -1115,8 +1164,9 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) tensor_kernel
           if (!__any_sync(kFullWarp, may_enter[i][h])) continue;
 #pragma unroll
           for (int k = 0; k < kRT * 2; ++k) {
-            top[i][h].offer(partial[i][h][k], query_norm[i][h],
-                            first + k / 2 * kMmaColumns + 2 * t + k % 2);
+            const int j = k / 2, c = k % 2;
+            top[i][h].offer(-2 * acc[i][j][2 * h + c] - parity[j][c], query_norm[i][h],
+                            first + j * kMmaColumns + 2 * t + c);
           }
           top[i][h].share_bound();
         }
@@ -1138,11 +1188,13 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) tensor_kernel
   }
 }
 
-// Squared norms of `count` descriptors, one thread each, then kAbsentNorm up to `padded`.
+// Squared norms of `count` descriptors, one thread each, into `norms`; or with `terms`, as the
+// TensorTerms of a database padded to `padded` rows with kAbsentNorm.
 constexpr int kNormThreads = 256;
+template <class Terms>
 __global__ void __launch_bounds__(kNormThreads)
     norms_kernel(const uint4* __restrict__ rows, int count, int padded,
-                 std::uint32_t* __restrict__ norms) {
+                 std::uint32_t* __restrict__ norms, std::uint32_t* __restrict__ terms) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= padded) return;
   std::uint32_t sum = i < count ? 0u : kAbsentNorm;
@@ -1155,7 +1207,12 @@ __global__ void __launch_bounds__(kNormThreads)
       }
     }
   }
-  norms[i] = sum;
+  if (!terms) {
+    norms[i] = sum;
+    return;
+  }
+  terms[Terms::norm_word(i)] = sum;
+  for (int copy = 0; copy < 2; ++copy) terms[Terms::start_word(i, copy)] = tensor_start(sum);
 }
 
 // The tensor kernel's launches: norms of both sets, then the walk over database splits.
@@ -1173,29 +1230,35 @@ struct TensorKernels {
   static SplitPlan plan(int queries, int rows, long long resident_blocks) {
     return plan_splits(query_blocks(queries), rows, kPlanSteps * Tile::step_rows, resident_blocks);
   }
-  // Row norms are read a whole step at a time.
-  static std::size_t padded_rows(int rows) {
-    return cuda::round_up(std::size_t(rows), Tile::step_rows);
+  using Terms = TensorTerms<Tile::step_rows>;
+  // Scratch words for the two sets' terms: the queries' norms, then the rows' TensorTerms.
+  static std::size_t term_words(int queries, int rows) {
+    const std::size_t steps = (std::size_t(rows) + Tile::step_rows - 1) / Tile::step_rows;
+    return cuda::round_up(std::size_t(queries), 4) + steps * Terms::kUnits * 4;
   }
 
   // Matches `queries` against `database` (both 16-byte aligned) into `keys` (two per query,
-  // cleared here); the norms are the caller's scratch of query_rows and padded_rows(rows) words.
+  // cleared here); `terms` is the caller's scratch of term_words() words, 16-byte aligned.
   static void match(const std::uint8_t* queries, int query_rows, const std::uint8_t* database,
-                    int database_rows, std::uint32_t* query_norms, std::uint32_t* row_norms,
-                    Key* keys, const SplitPlan& plan, cudaStream_t stream) {
-    const auto norms = [&](const std::uint8_t* rows, int count, int padded, std::uint32_t* out) {
-      norms_kernel<<<(padded + kNormThreads - 1) / kNormThreads, kNormThreads, 0, stream>>>(
-          reinterpret_cast<const uint4*>(rows), count, padded, out);
+                    int database_rows, std::uint32_t* terms, Key* keys, const SplitPlan& plan,
+                    cudaStream_t stream) {
+    const auto norms = [&](const std::uint8_t* rows, int count, int padded, std::uint32_t* norms,
+                           std::uint32_t* row_terms) {
+      norms_kernel<Terms><<<(padded + kNormThreads - 1) / kNormThreads, kNormThreads, 0, stream>>>(
+          reinterpret_cast<const uint4*>(rows), count, padded, norms, row_terms);
       check_launch("cemd norms_kernel");
     };
-    norms(queries, query_rows, query_rows, query_norms);
-    norms(database, database_rows, int(padded_rows(database_rows)), row_norms);
+    std::uint32_t* const query_norms = terms;
+    std::uint32_t* const row_terms = terms + cuda::round_up(std::size_t(query_rows), 4);
+    norms(queries, query_rows, query_rows, query_norms, nullptr);
+    norms(database, database_rows, int(cuda::round_up(std::size_t(database_rows), Tile::step_rows)),
+          nullptr, row_terms);
     clear_keys(keys, 2 * std::size_t(query_rows), stream);
     const TensorArgs args{reinterpret_cast<const uint4*>(queries),
                           query_norms,
                           query_rows,
                           reinterpret_cast<const uint4*>(database),
-                          row_norms,
+                          reinterpret_cast<const uint4*>(row_terms),
                           database_rows,
                           plan.rows_per_split,
                           keys};
@@ -1211,41 +1274,39 @@ class TensorRunner final : public Runner<Cemd> {
  public:
   explicit TensorRunner(const CemdInput& input)
       : buffers_(input),
-        query_norms_(std::size_t(buffers_.queries)),
-        row_norms_(TensorKernels<Tile>::padded_rows(buffers_.database)),
+        terms_(TensorKernels<Tile>::term_words(buffers_.queries, buffers_.database)),
         plan_(TensorKernels<Tile>::plan(buffers_.queries, buffers_.database,
                                         TensorKernels<Tile>::configure())) {}
   void poison(std::uint8_t byte) override { buffers_.poison(byte); }
   void upload() override { buffers_.upload(); }
   void compute() override {
     TensorKernels<Tile>::match(buffers_.query_values.get(), buffers_.queries,
-                               buffers_.database_values.get(), buffers_.database,
-                               query_norms_.get(), row_norms_.get(), buffers_.keys.get(), plan_, 0);
+                               buffers_.database_values.get(), buffers_.database, terms_.get(),
+                               buffers_.keys.get(), plan_, 0);
   }
   void sync() override { check(cudaDeviceSynchronize(), "cemd tensor kernels"); }
   void download(CemdResult& out) override { buffers_.download(out); }
 
  private:
   CemdBuffers buffers_;
-  DeviceBuffer<std::uint32_t> query_norms_, row_norms_;
+  DeviceBuffer<std::uint32_t> terms_;
   SplitPlan plan_;
 };
 
 // cuda-tensor on device views: the caller's rows (copied where not 16-byte aligned) and stream,
-// the norms in the context's scratch memory.
+// the norms and starts in the context's scratch memory.
 void tensor_on_views(const CemdViewCall& call) {
   using Kernels = TensorKernels<>;
   const cudaStream_t stream = static_cast<cudaStream_t>(call.work.stream);
   const SplitPlan plan = ViewPlans<Kernels>::plan(call.query_rows, call.database_rows);
-  auto* const query_norms = static_cast<std::uint32_t*>(call.work.scratch->bytes(
-      "cuda cemd query norms", std::size_t(call.query_rows) * sizeof(std::uint32_t)));
-  auto* const row_norms = static_cast<std::uint32_t*>(call.work.scratch->bytes(
-      "cuda cemd row norms", Kernels::padded_rows(call.database_rows) * sizeof(std::uint32_t)));
+  auto* const terms = static_cast<std::uint32_t*>(call.work.scratch->bytes(
+      "cuda cemd norms",
+      Kernels::term_words(call.query_rows, call.database_rows) * sizeof(std::uint32_t)));
   Kernels::match(
       word_aligned_rows(call.queries, call.query_rows, call.work, "cuda cemd queries"),
       call.query_rows,
       word_aligned_rows(call.database, call.database_rows, call.work, "cuda cemd database"),
-      call.database_rows, query_norms, row_norms, reinterpret_cast<Key*>(call.keys), plan, stream);
+      call.database_rows, terms, reinterpret_cast<Key*>(call.keys), plan, stream);
 }
 
 // cuda-tensor computes the Euclidean nearest two only.
