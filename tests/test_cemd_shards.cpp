@@ -404,18 +404,19 @@ TEST_CASE("reader threads and pieces are checked, and their defaults fit the mac
     }
   }
   CHECK(default_reader_threads(1, 1) >= default_reader_threads(2, 1));
-  for (const int rows : {1, 2, 25, 1 << 17, (1 << 18) + 5, (1 << 22) + 3, 1 << 25, INT_MAX}) {
+  for (const int rows :
+       {1, 2, 25, 1 << 17, (1 << 18) + 5, (1 << 22) + 3, 1 << 24, 1 << 25, INT_MAX}) {
     INFO(rows << " rows");
     const std::vector<int> sizes = automatic_piece_sizes(rows);
     REQUIRE(!sizes.empty());
     CHECK(std::accumulate(sizes.begin(), sizes.end(), std::int64_t(0)) == rows);
     constexpr int least = 1 << 17, most = 1 << 22;
     // Parts under two least pieces are one piece; larger ones ramp up from a quarter of the
-    // steady piece (about an eighth of the part), each at most twice the one before, to the
+    // steady piece (about a quarter of the part), each at most twice the one before, to the
     // steady piece; none below the least piece or above the most, but for the last one, which
     // may hold a rest below the least.
     if (rows < 2 * least) CHECK(sizes.size() == 1);
-    const int steady = int(std::clamp<std::int64_t>((std::int64_t(rows) + 7) / 8, least, most));
+    const int steady = int(std::clamp<std::int64_t>((std::int64_t(rows) + 3) / 4, least, most));
     if (rows >= 2 * least) CHECK(sizes.front() == std::max(least, steady / 4));
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       const bool last = i + 1 == sizes.size();
@@ -423,16 +424,13 @@ TEST_CASE("reader threads and pieces are checked, and their defaults fit the mac
       CHECK(sizes[i] <= steady + (last ? least : 0));
       if (i > 0) CHECK(sizes[i] <= 2 * sizes[i - 1] + (last ? least : 0));
     }
-    if (rows >= 8 * least && rows <= 8 * most) CHECK(sizes.size() <= 11);
+    if (rows >= 8 * least && rows <= 4 * most) CHECK(sizes.size() <= 7);
   }
-  // A 4 Mi-row part (16 Mi rows on four GPUs): 128 Ki, 256 Ki, then 512 Ki rows.
-  std::vector<int> expected = {1 << 17, 1 << 18};
-  expected.insert(expected.end(), 7, 1 << 19);
-  expected.push_back(1 << 17);
+  // A 4 Mi-row part (16 Mi rows on four GPUs): 256 Ki, 512 Ki, then 1 Mi rows.
+  std::vector<int> expected = {1 << 18, 1 << 19, 1 << 20, 1 << 20, 1 << 20, 1 << 18};
   CHECK(automatic_piece_sizes(1 << 22) == expected);
-  expected.pop_back();
-  expected.back() += (1 << 17) - 1;
-  CHECK(automatic_piece_sizes((1 << 22) - 1) == expected);
+  expected = {1 << 17, 1 << 18, 1 << 19, 1 << 19, (1 << 19) + (1 << 17) - 1};
+  CHECK(automatic_piece_sizes((1 << 21) - 1) == expected);
 }
 
 TEST_CASE("a .npy database read by range on several threads matches as one read", "[cemd_shards]") {

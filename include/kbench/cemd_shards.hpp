@@ -67,8 +67,8 @@ struct ShardResult {
   int pieces = 0;  // pieces matched (several GPUs: the most of one GPU)
 };
 
-// The pieces' sizes of a part of `rows` rows when none is asked for: steady pieces of about an
-// eighth of the part within fixed bounds, after a short ramp from a quarter of one (reading the
+// The pieces' sizes of a part of `rows` rows when none is asked for: steady pieces of about a
+// quarter of the part within fixed bounds, after a short ramp from a quarter of one (reading the
 // first piece is what the matching cannot hide); cemd_shards.cpp says why.
 std::vector<int> automatic_piece_sizes(int rows);
 

@@ -28,7 +28,7 @@ using Clock = std::chrono::steady_clock;
 // readers twice as fast as the matching still read while the one before is matched. Each is at
 // least kLeastPieceRows rows (16 MiB; a smaller rest joins the last piece) and at most
 // kMostPieceRows (512 MiB), which bounds the two pieces in memory.
-constexpr int kPiecesPerPart = 8;
+constexpr int kPiecesPerPart = 4;
 constexpr int kRampStart = 4;
 constexpr int kLeastPieceRows = 1 << 17;
 constexpr int kMostPieceRows = 1 << 22;
