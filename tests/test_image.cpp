@@ -117,7 +117,7 @@ TEST_CASE("launches over tall images keep within CUDA's 65535 blocks in y", "[im
   for (const int tile_rows : {1, 4, 8}) {
     for (const int rows : {1, 30000, 50000, 262140, 262141, 999999, 1 << 24}) {
       INFO("rows " << rows << ", tiles of " << tile_rows);
-      const std::vector<RowRange> chunks = row_chunks(rows, tile_rows);
+      const std::vector<LaunchRows> chunks = row_chunks(rows, tile_rows);
       REQUIRE_FALSE(chunks.empty());
       CHECK(chunks.front().begin == 0);
       CHECK(chunks.back().end == rows);

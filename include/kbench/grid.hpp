@@ -16,15 +16,15 @@ constexpr int min_rows_per_block(int rows) {
 }
 
 // Rows [begin, end) of one launch.
-struct RowRange {
+struct LaunchRows {
   int begin, end;
 };
 
 // Consecutive row ranges that cover [0, rows) in order, each at most kMaxGridBlocksY tiles of
 // `tile_rows` rows: one range up to 65535 · tile_rows rows.
-inline std::vector<RowRange> row_chunks(int rows, int tile_rows) {
+inline std::vector<LaunchRows> row_chunks(int rows, int tile_rows) {
   const long long chunk = static_cast<long long>(kMaxGridBlocksY) * tile_rows;
-  std::vector<RowRange> ranges;
+  std::vector<LaunchRows> ranges;
   for (long long y0 = 0; y0 < rows; y0 += chunk) {
     ranges.push_back({int(y0), int(y0 + chunk < rows ? y0 + chunk : rows)});
   }

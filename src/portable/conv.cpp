@@ -139,7 +139,7 @@ struct MDRangeSchedule {
     using Policy =
         Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2, Kokkos::Iterate::Left, Kokkos::Iterate::Left>>;
     const ImageSource<In> source{s, in};
-    for (const portable::RowRange& rows : portable::row_chunks(s.out_height, kTileY)) {
+    for (const portable::LaunchRows& rows : portable::row_chunks(s.out_height, kTileY)) {
       Kokkos::parallel_for(
           "conv_mdrange", Policy(exec, {0, rows.begin}, {s.out_width, rows.end}, {kTileX, kTileY}),
           KOKKOS_LAMBDA(int x, int y) { conv_pixel<kSize>(s, source, mask, out, x, y); });
@@ -304,7 +304,7 @@ struct RowVectorSchedule {
     using Policy =
         Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2, Kokkos::Iterate::Left, Kokkos::Iterate::Left>,
                               Kokkos::LaunchBounds<kTileSegments * kTileRows, 4>>;
-    for (const portable::RowRange& chunk : portable::row_chunks(groups, kTileRows)) {
+    for (const portable::LaunchRows& chunk : portable::row_chunks(groups, kTileRows)) {
       Kokkos::parallel_for(
           "conv_rowvec",
           Policy(exec, {0, chunk.begin}, {segments, chunk.end}, {kTileSegments, kTileRows}),

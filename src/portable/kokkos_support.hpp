@@ -114,7 +114,7 @@ long long resident_teams(int team_threads, std::size_t scratch_bytes) {
 // taller than that many tiles fails to launch. Ranges over image rows therefore launch in chunks
 // (kbench::row_chunks), one chunk up to 262140 rows of 4-row tiles.
 using kbench::row_chunks;
-using kbench::RowRange;
+using kbench::LaunchRows;
 
 template <class Exec>
 constexpr bool reads_host_memory() {
@@ -266,7 +266,7 @@ class PitchedImage {
       Kokkos::deep_copy(staging_, HostView<const std::uint8_t>(host, staging_.size()));
     }
     const RepitchRows<View, Tight> spread{view_, tight, pitch_, std::size_t(row_bytes_)};
-    for (const RowRange& rows : row_chunks(rows_, kCopyTileRows)) {
+    for (const LaunchRows& rows : row_chunks(rows_, kCopyTileRows)) {
       Kokkos::parallel_for("spread_rows", rows_policy(rows), spread);
     }
     Exec{}.fence();
@@ -275,7 +275,7 @@ class PitchedImage {
   void download(std::uint8_t* host) const {
     const Tight tight = tight_view(host);
     const RepitchRows<Tight, View> gather{tight, view_, std::size_t(row_bytes_), pitch_};
-    for (const RowRange& rows : row_chunks(rows_, kCopyTileRows)) {
+    for (const LaunchRows& rows : row_chunks(rows_, kCopyTileRows)) {
       Kokkos::parallel_for("gather_rows", rows_policy(rows), gather);
     }
     Exec{}.fence();
@@ -307,7 +307,7 @@ class PitchedImage {
   static constexpr int kCopyTileBytes = 64;
   static constexpr int kCopyTileRows = 4;
   // One of row_chunks().
-  RowsPolicy rows_policy(const RowRange& rows) const {
+  RowsPolicy rows_policy(const LaunchRows& rows) const {
     return RowsPolicy({0, rows.begin}, {row_bytes_, rows.end}, {kCopyTileBytes, kCopyTileRows});
   }
 

@@ -224,7 +224,7 @@ struct ScatterViewSchedule {
     Kokkos::deep_copy(Exec{}, hist, 0u);
     own.reset_except(Exec{}, hist);
     const Scatter<Hist> scatter = own;
-    for (const portable::RowRange& rows : portable::row_chunks(s.out_height, kTileY)) {
+    for (const portable::LaunchRows& rows : portable::row_chunks(s.out_height, kTileY)) {
       Kokkos::parallel_for(
           "lbp_scatterview", Policy({0, rows.begin}, {s.out_width, rows.end}, {kTileX, kTileY}),
           KOKKOS_LAMBDA(int x, int y) {

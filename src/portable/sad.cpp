@@ -82,7 +82,7 @@ struct MDRangeMethod {
     const auto t = target.view();
     const auto q = query.view();
     constexpr int kTileX = 32, kTileY = 8;
-    for (const portable::RowRange& rows : portable::row_chunks(s.map_height, kTileY)) {
+    for (const portable::LaunchRows& rows : portable::row_chunks(s.map_height, kTileY)) {
       Kokkos::parallel_for(
           "sad_mdrange", Policy({0, rows.begin}, {s.map_width, rows.end}, {kTileX, kTileY}),
           KOKKOS_LAMBDA(int j, int i) {
