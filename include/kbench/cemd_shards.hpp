@@ -126,6 +126,8 @@ class ShardGroup {
 
 // CUDA devices this build and machine have (0 without CUDA; never throws).
 int cuda_device_count();
+// The calling thread's current CUDA device; throws Error without CUDA.
+int cuda_current_device();
 // Makes `device` the calling thread's CUDA device; Error without CUDA or for a bad id.
 void use_cuda_device(int device);
 

@@ -71,6 +71,26 @@ class PinnedMemory {
   std::size_t size_ = 0;
 };
 
+// Host memory the caller owns, page-locked in place (cudaHostRegister) for this object's life, so
+// that copies from it to a GPU run at the link's rate instead of through a staging buffer. Where
+// kbench has no CUDA, or the memory cannot be locked, it stays pageable: pinned() says which, and
+// copies work either way. The memory must outlive this object. Movable, not copyable.
+class HostRegistration {
+ public:
+  HostRegistration() = default;
+  HostRegistration(void* data, std::size_t bytes);
+  ~HostRegistration();
+  HostRegistration(HostRegistration&& other) noexcept;
+  HostRegistration& operator=(HostRegistration&& other) noexcept;
+  HostRegistration(const HostRegistration&) = delete;
+  HostRegistration& operator=(const HostRegistration&) = delete;
+
+  bool pinned() const { return data_ != nullptr; }
+
+ private:
+  void* data_ = nullptr;
+};
+
 // Copies `rows` rows of `row_bytes` bytes, rows `from_pitch` apart to rows `to_pitch` apart,
 // between host and device memory in any direction, queued on `stream`.
 void copy_rows_async(void* to, std::size_t to_pitch, const void* from, std::size_t from_pitch,

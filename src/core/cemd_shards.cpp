@@ -10,6 +10,7 @@
 #include <system_error>
 #include <thread>
 
+#include "kbench/device_memory.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/system_info.hpp"
@@ -114,16 +115,18 @@ class PieceReader {
   PieceReader(const DescriptorSet& queries, RowRange part, const RowSource& rows,
               const ShardOptions& options, const std::vector<int>& sizes)
       : part_(part), rows_(rows) {
-    // Offsets into the part, not RowRanges: kbench::RowRange of grid.hpp is another type, so a
-    // std::vector of this one would break the one-definition rule.
     starts_.push_back(0);
     for (const int size : sizes) starts_.push_back(starts_.back() + size);
+    most_rows_ = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
     threads_ = options.reader_threads > 0 ? options.reader_threads
                                           : default_reader_threads(1, options.gpus);
     // The whole part's shape validated before any row is read (the all-pairs matrix's limit).
     for (CemdInput& input : inputs_)
       input = {queries, DescriptorSet{part.count, {}}, options.params};
     validate_cemd_input(inputs_[0]);
+    // Room for the largest piece, so that the buffers never move (page_lock).
+    for (CemdInput& input : inputs_)
+      input.database.values.reserve(std::size_t(most_rows_) * kDescriptorBytes);
   }
   // Waits for the read in flight (a failure in it is lost only when another is being thrown).
   ~PieceReader() {
@@ -131,6 +134,13 @@ class PieceReader {
   }
 
   int pieces() const { return int(starts_.size()) - 1; }
+  int most_rows() const { return most_rows_; }
+  // Page-locks the buffer of the piece `piece` was just handed out in (no read is writing it
+  // then), for the part's life: copies from it to a GPU then run at the link's rate.
+  void page_lock(int piece) {
+    std::vector<std::uint8_t>& values = inputs_[piece % 2].database.values;
+    registrations_[piece % 2] = HostRegistration(values.data(), values.capacity());
+  }
   // Piece `piece`'s rows of the whole database.
   RowRange range(int piece) const {
     const std::size_t p = std::size_t(piece);
@@ -187,15 +197,63 @@ class PieceReader {
   RowRange part_;
   const RowSource& rows_;
   std::vector<int> starts_;  // piece p: rows [starts_[p], starts_[p + 1]) of the part
+  int most_rows_ = 0;
   int threads_ = 1;
   CemdInput inputs_[2];
+  HostRegistration registrations_[2];
   DescriptorSet whole_;  // the part, when it is not read by range and is matched in pieces
   double read_seconds_ = 0, waited_seconds_ = 0;
   std::future<void> next_;  // the read of the next piece; declared last, so waited for first
 };
 
+// A part's pieces matched on this thread's GPU by the library's call on device views (for a
+// variant that has one): the queries go up once, every piece into one device buffer, from
+// page-locked host buffers, so a piece costs its copy and its kernels and no allocation.
+class DevicePieces {
+ public:
+  DevicePieces(const DescriptorSet& queries, int most_rows, const Variant<Cemd>& variant,
+               const CemdParams& params)
+      : context_(ContextOptions{cuda_current_device()}),
+        choice_{variant.name, "", ""},
+        options_{params.distance, params.ratio, {}},
+        queries_(queries.values.size(), context_.options().device),
+        database_(std::size_t(most_rows) * kDescriptorBytes, context_.options().device),
+        query_view_{queries_.data(), queries.count, DescriptorType::u8, 0,
+                    MemoryPlace::cuda(context_.options().device)} {
+    copy_rows_async(queries_.data(), queries_.size(), queries.values.data(), queries_.size(),
+                    queries_.size(), 1, nullptr);
+  }
+
+  // The candidates of `piece`, rows numbered from `first`.
+  std::vector<Top2> match(const DescriptorSet& piece, std::int64_t first) {
+    const std::size_t bytes = piece.values.size();
+    copy_rows_async(database_.data(), bytes, piece.values.data(), bytes, bytes, 1, nullptr);
+    const DescriptorView rows{database_.data(), piece.count, DescriptorType::u8, 0,
+                              query_view_.place};
+    const std::vector<CemdMatch> matches =
+        cemd_match(context_, query_view_, rows, options_, choice_);
+    std::vector<Top2> top2(matches.size());
+    for (std::size_t q = 0; q < matches.size(); ++q) {
+      const CemdMatch& m = matches[q];
+      top2[q].best = cemd_key(m.distance, std::uint32_t(first + m.index));
+      if (m.second_index >= 0) {
+        top2[q].second = cemd_key(m.second_distance, std::uint32_t(first + m.second_index));
+      }
+    }
+    return top2;
+  }
+
+ private:
+  Context context_;
+  Choice choice_;
+  CemdMatchOptions options_;
+  DeviceMemory queries_, database_;
+  DescriptorView query_view_;
+};
+
 // One part (all of it on this thread's device), matched a piece at a time, on the variant chosen
-// with the first piece.
+// with the first piece: through DevicePieces where the variant runs on device views, else one
+// run of the variant per piece.
 ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSource& rows,
                        const ShardOptions& options, bool native_cuda_only) {
   ShardResult result;
@@ -214,14 +272,27 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSou
     result.matrix.resize(std::size_t(queries.count) * std::size_t(part.count));
   }
   const Variant<Cemd>* variant = nullptr;
+  std::unique_ptr<DevicePieces> device_pieces;
   for (int p = 0; p < reader.pieces(); ++p) {
     const CemdInput& input = reader.get(p);
+    const Clock::time_point start = Clock::now();
     if (!variant) {
       variant = &select_cemd_variant(input, options.variant, options.backend, native_cuda_only);
       result.variant = variant->name;
+      if (variant->backend == Backend::cuda && variant->on_views && !all_pairs) {
+        device_pieces =
+            std::make_unique<DevicePieces>(queries, reader.most_rows(), *variant, options.params);
+      }
     }
     const RowRange range = reader.range(p);
-    const Clock::time_point start = Clock::now();
+    if (device_pieces) {
+      if (p < 2) reader.page_lock(p);
+      const std::vector<Top2> top2 = device_pieces->match(input.database, range.first);
+      result.seconds += seconds_since(start);
+      merge_top2_lists(result.top2.data(), top2.data(), top2.size());
+      if (options.progress) options.progress(range.count);
+      continue;
+    }
     CemdResult out = run_once(*variant, input);
     result.seconds += seconds_since(start);
     const std::vector<Top2> top2 = shard_top2(out, range.first, all_pairs);
@@ -355,6 +426,14 @@ int cuda_device_count() {
   return cuda::device_count();
 #else
   return 0;
+#endif
+}
+
+int cuda_current_device() {
+#if defined(KBENCH_HAVE_CUDA)
+  return cuda::current_device();
+#else
+  throw Error("this build has no CUDA support, so it has no current GPU");
 #endif
 }
 

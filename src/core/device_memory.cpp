@@ -43,6 +43,11 @@ PinnedMemory::~PinnedMemory() = default;
 PinnedMemory::PinnedMemory(PinnedMemory&&) noexcept = default;
 PinnedMemory& PinnedMemory::operator=(PinnedMemory&&) noexcept = default;
 
+HostRegistration::HostRegistration(void*, std::size_t) {}
+HostRegistration::~HostRegistration() = default;
+HostRegistration::HostRegistration(HostRegistration&&) noexcept = default;
+HostRegistration& HostRegistration::operator=(HostRegistration&&) noexcept = default;
+
 void copy_rows_async(void*, std::size_t, const void*, std::size_t, std::size_t, std::size_t,
                      void*) {
   no_cuda("a device copy");

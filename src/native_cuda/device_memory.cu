@@ -155,6 +155,27 @@ PinnedMemory& PinnedMemory::operator=(PinnedMemory&& other) noexcept {
   return *this;
 }
 
+HostRegistration::HostRegistration(void* data, std::size_t bytes) {
+  if (!data || bytes == 0) return;
+  if (cudaHostRegister(data, bytes, cudaHostRegisterDefault) == cudaSuccess) {
+    data_ = data;
+  } else {
+    cudaGetLastError();  // clear the error: the memory stays pageable
+  }
+}
+
+HostRegistration::~HostRegistration() {
+  if (data_) cudaHostUnregister(data_);
+}
+
+HostRegistration::HostRegistration(HostRegistration&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)) {}
+
+HostRegistration& HostRegistration::operator=(HostRegistration&& other) noexcept {
+  std::swap(data_, other.data_);
+  return *this;
+}
+
 void copy_rows_async(void* to, std::size_t to_pitch, const void* from, std::size_t from_pitch,
                      std::size_t row_bytes, std::size_t rows, void* stream) {
   if (rows == 0 || row_bytes == 0) return;

@@ -25,4 +25,10 @@ void set_device(int device) {
   check(cudaSetDevice(device), "cudaSetDevice");
 }
 
+int current_device() {
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  return device;
+}
+
 }  // namespace kbench::cuda

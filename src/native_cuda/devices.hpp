@@ -12,6 +12,8 @@ namespace kbench::cuda {
 int device_count();
 // Makes `device` the calling thread's current device; throws Error when it does not exist.
 void set_device(int device);
+// The calling thread's current device.
+int current_device();
 
 // Why no CUDA device can be used ("" when one can: a driver and at least one visible device);
 // never throws.
