@@ -135,11 +135,19 @@ class PieceReader {
 
   int pieces() const { return int(starts_.size()) - 1; }
   int most_rows() const { return most_rows_; }
-  // Page-locks the buffer of the piece `piece` was just handed out in (no read is writing it
-  // then), for the part's life: copies from it to a GPU then run at the link's rate.
-  void page_lock(int piece) {
-    std::vector<std::uint8_t>& values = inputs_[piece % 2].database.values;
-    registrations_[piece % 2] = HostRegistration(values.data(), values.capacity());
+  // The part's input with no rows read: its shape, for choosing the variant.
+  const CemdInput& shape() const { return inputs_[0]; }
+  // Page-locks both piece buffers for the part's life, before any row is read into them, so
+  // that copies from them to a GPU run at the link's rate. Part of the reading, which the
+  // matching waits for.
+  void page_lock() {
+    const Clock::time_point start = Clock::now();
+    for (int b = 0; b < 2; ++b) {
+      std::vector<std::uint8_t>& values = inputs_[b].database.values;
+      registrations_[b] = HostRegistration(values.data(), values.capacity());
+    }
+    read_seconds_ += seconds_since(start);
+    waited_seconds_ += seconds_since(start);
   }
   // Piece `piece`'s rows of the whole database.
   RowRange range(int piece) const {
@@ -252,8 +260,8 @@ class DevicePieces {
 };
 
 // One part (all of it on this thread's device), matched a piece at a time, on the variant chosen
-// with the first piece: through DevicePieces where the variant runs on device views, else one
-// run of the variant per piece.
+// for its shape: through DevicePieces where the variant runs on device views, else one run of
+// the variant per piece.
 ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSource& rows,
                        const ShardOptions& options, bool native_cuda_only) {
   ShardResult result;
@@ -271,29 +279,29 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSou
   if (all_pairs && reader.pieces() > 1) {
     result.matrix.resize(std::size_t(queries.count) * std::size_t(part.count));
   }
-  const Variant<Cemd>* variant = nullptr;
+  const Variant<Cemd>& variant =
+      select_cemd_variant(reader.shape(), options.variant, options.backend, native_cuda_only);
+  result.variant = variant.name;
   std::unique_ptr<DevicePieces> device_pieces;
+  if (variant.backend == Backend::cuda && variant.on_views && !all_pairs) {
+    reader.page_lock();
+    const Clock::time_point start = Clock::now();
+    device_pieces =
+        std::make_unique<DevicePieces>(queries, reader.most_rows(), variant, options.params);
+    result.seconds += seconds_since(start);
+  }
   for (int p = 0; p < reader.pieces(); ++p) {
     const CemdInput& input = reader.get(p);
     const Clock::time_point start = Clock::now();
-    if (!variant) {
-      variant = &select_cemd_variant(input, options.variant, options.backend, native_cuda_only);
-      result.variant = variant->name;
-      if (variant->backend == Backend::cuda && variant->on_views && !all_pairs) {
-        device_pieces =
-            std::make_unique<DevicePieces>(queries, reader.most_rows(), *variant, options.params);
-      }
-    }
     const RowRange range = reader.range(p);
     if (device_pieces) {
-      if (p < 2) reader.page_lock(p);
       const std::vector<Top2> top2 = device_pieces->match(input.database, range.first);
       result.seconds += seconds_since(start);
       merge_top2_lists(result.top2.data(), top2.data(), top2.size());
       if (options.progress) options.progress(range.count);
       continue;
     }
-    CemdResult out = run_once(*variant, input);
+    CemdResult out = run_once(variant, input);
     result.seconds += seconds_since(start);
     const std::vector<Top2> top2 = shard_top2(out, range.first, all_pairs);
     merge_top2_lists(result.top2.data(), top2.data(), top2.size());
