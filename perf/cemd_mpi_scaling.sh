@@ -70,13 +70,13 @@ gpus=0
 command -v nvidia-smi >/dev/null && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 device=$( ((gpus > 0)) && nvidia-smi --query-gpu=name --format=csv,noheader | head -1 ||
   echo "host (no GPU)")
-commit=$(git -C "$repo" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+commit=$(cat "$build/commit.txt" 2>/dev/null || git -C "$repo" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 {
   echo "$date"
   ((gpus > 0)) && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
     --format=csv,noheader
-  echo "commit $commit ($(cat "$build/commit.txt" 2>/dev/null || echo "build commit unknown"))"
+  echo "commit $commit (the binaries' build)"
   echo "host $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//') x $(nproc)"
   "${mpiexec[0]}" --version 2>&1 | head -1
 } >"$out/device.txt"
