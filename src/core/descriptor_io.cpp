@@ -139,22 +139,11 @@ DescriptorSet read_descriptors(const std::string& path, DescriptorFileNotes* not
 }
 
 DescriptorSet read_descriptor_rows(const std::string& path, std::int64_t first, int count) {
-  require_regular_file(path);
-  InputFile input(path);
-  DescriptorFileNotes notes;
-  switch (detect_format(input)) {
-    case DescriptorFileFormat::npy: {
-      const NpyHeader header = read_npy_header(input);
-      check_row_range(path, first, count, header.rows);
-      input.seek(header.data_offset + first * header.row_bytes());
-      return read_npy_rows(input, header, first, count);
-    }
-    case DescriptorFileFormat::key:
-      return read_key_rows(input, first, count, notes);
-    case DescriptorFileFormat::csv:
-      return read_csv_rows(input, first, count, notes);
-  }
-  return {};
+  DescriptorSet set;
+  set.count = count > 0 ? count : 0;
+  set.values.resize(std::size_t(set.count) * kDescriptorBytes);
+  read_descriptor_rows_into(path, first, count, set.values.data());
+  return set;
 }
 
 void read_descriptor_rows_into(const std::string& path, std::int64_t first, int count,
