@@ -454,18 +454,24 @@ constexpr int kRowUnits = Metric::kRowWords / 4;
 // The pre-pass: one thread per descriptor.
 constexpr int kPrepareThreads = 256;
 
+// Descriptor `i` of `rows` as words.
+__device__ __forceinline__ void load_descriptor_words(const uint4* rows, int i,
+                                                      DescriptorWords& bytes) {
+#pragma unroll
+  for (int u = 0; u < int(kDescriptorUnits); ++u) {
+    const uint4 v = rows[std::size_t(i) * kDescriptorUnits + u];
+    bytes[4 * u] = v.x, bytes[4 * u + 1] = v.y, bytes[4 * u + 2] = v.z, bytes[4 * u + 3] = v.w;
+  }
+}
+
 template <class Metric>
 __global__ void __launch_bounds__(kPrepareThreads)
     prepare_kernel(const uint4* __restrict__ raw, int count, bool query_role,
                    uint4* __restrict__ prepared) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count) return;
-  std::uint32_t bytes[kDescriptorBytes / 4];
-#pragma unroll
-  for (int u = 0; u < int(kDescriptorUnits); ++u) {
-    const uint4 v = raw[std::size_t(i) * kDescriptorUnits + u];
-    bytes[4 * u] = v.x, bytes[4 * u + 1] = v.y, bytes[4 * u + 2] = v.z, bytes[4 * u + 3] = v.w;
-  }
+  DescriptorWords bytes;
+  load_descriptor_words(raw, i, bytes);
   std::uint32_t row[Metric::kRowWords];
   Metric::prepare(bytes, query_role, row);
   uint4* out = prepared + std::size_t(i) * kRowUnits<Metric>;
@@ -889,11 +895,15 @@ struct TensorTerms {
 // The MMA's k order is a permutation of the bytes, the same for both operands, so the dot product
 // is unchanged: a lane's word w (bytes 64·(w / 4) + 16·t + 4·(w % 4) of its row) is k-step w / 2,
 // the low (w even) or high (w odd) 16 k-values of the fragment's share of lane t.
-__device__ __forceinline__ void load_lane_words(const uint4* row, int t,
-                                                std::uint32_t (&w)[kLaneWords]) {
-  const uint4 lo = __ldg(row + t), hi = __ldg(row + kRowUnitsPerHalf + t);
+__device__ __forceinline__ void lane_words(const uint4& lo, const uint4& hi,
+                                           std::uint32_t (&w)[kLaneWords]) {
   w[0] = lo.x, w[1] = lo.y, w[2] = lo.z, w[3] = lo.w;
   w[4] = hi.x, w[5] = hi.y, w[6] = hi.z, w[7] = hi.w;
+}
+// A lane's words of a row in global memory.
+__device__ __forceinline__ void load_lane_words(const uint4* row, int t,
+                                                std::uint32_t (&w)[kLaneWords]) {
+  lane_words(__ldg(row + t), __ldg(row + kRowUnitsPerHalf + t), w);
 }
 
 // d = a·b + c for one m16n8k32 fragment: a from rows g and g + 8, b from column g (g = lane / 4),
@@ -1098,11 +1108,8 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) tensor_kernel
     // 32 bytes of each of the step's rows in every lane of its quad.
     std::uint32_t words[kRT][kLaneWords];
 #pragma unroll
-    for (int j = 0; j < kRT; ++j) {
-      const uint4 lo = staged[b][read_lo[j]], hi = staged[b][read_hi[j]];
-      words[j][0] = lo.x, words[j][1] = lo.y, words[j][2] = lo.z, words[j][3] = lo.w;
-      words[j][4] = hi.x, words[j][5] = hi.y, words[j][6] = hi.z, words[j][7] = hi.w;
-    }
+    for (int j = 0; j < kRT; ++j)
+      lane_words(staged[b][read_lo[j]], staged[b][read_hi[j]], words[j]);
     // Columns 2t and 2t + 1 of each row tile start from their rows' tensor_start.
     const auto* const starts =
         reinterpret_cast<const int4*>(staged_terms[b] + Terms::kNormWords / 4);
@@ -1197,15 +1204,11 @@ __global__ void __launch_bounds__(kNormThreads)
                  std::uint32_t* __restrict__ norms, std::uint32_t* __restrict__ terms) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= padded) return;
-  std::uint32_t sum = i < count ? 0u : kAbsentNorm;
+  std::uint32_t sum = kAbsentNorm;
   if (i < count) {
-#pragma unroll
-    for (int u = 0; u < int(kDescriptorUnits); ++u) {
-      const uint4 v = rows[std::size_t(i) * kDescriptorUnits + u];
-      for (const std::uint32_t word : {v.x, v.y, v.z, v.w}) {
-        sum = packed::dot4_u8<Isa::tuned>(word, word, sum);
-      }
-    }
+    DescriptorWords bytes;
+    load_descriptor_words(rows, i, bytes);
+    sum = squared_norm(bytes);
   }
   if (!terms) {
     norms[i] = sum;
@@ -1269,20 +1272,19 @@ struct TensorKernels {
 };
 
 // cuda-tensor's runner: the tensor kernels on the legacy default stream.
-template <class Tile = TensorShape>
 class TensorRunner final : public Runner<Cemd> {
  public:
   explicit TensorRunner(const CemdInput& input)
       : buffers_(input),
-        terms_(TensorKernels<Tile>::term_words(buffers_.queries, buffers_.database)),
-        plan_(TensorKernels<Tile>::plan(buffers_.queries, buffers_.database,
-                                        TensorKernels<Tile>::configure())) {}
+        terms_(TensorKernels<>::term_words(buffers_.queries, buffers_.database)),
+        plan_(TensorKernels<>::plan(buffers_.queries, buffers_.database,
+                                    TensorKernels<>::configure())) {}
   void poison(std::uint8_t byte) override { buffers_.poison(byte); }
   void upload() override { buffers_.upload(); }
   void compute() override {
-    TensorKernels<Tile>::match(buffers_.query_values.get(), buffers_.queries,
-                               buffers_.database_values.get(), buffers_.database, terms_.get(),
-                               buffers_.keys.get(), plan_, 0);
+    TensorKernels<>::match(buffers_.query_values.get(), buffers_.queries,
+                           buffers_.database_values.get(), buffers_.database, terms_.get(),
+                           buffers_.keys.get(), plan_, 0);
   }
   void sync() override { check(cudaDeviceSynchronize(), "cemd tensor kernels"); }
   void download(CemdResult& out) override { buffers_.download(out); }
@@ -1505,7 +1507,7 @@ void register_cemd_native_cuda(VariantList<Cemd>& list) {
   add("cuda-shmem", make_runner<SimpleRunner<ShmemLauncher>>, {}, 2);
   add("cuda-unroll", make_runner<SimpleRunner<UnrollLauncher>>, {}, 3);
   add("cuda-final", make_for_metric<FinalRunner>, {}, 4, false, cuda_final_on_views);
-  add("cuda-tensor", make_runner<TensorRunner<>>, euclidean_nearest_two, 5, false, tensor_on_views);
+  add("cuda-tensor", make_runner<TensorRunner>, euclidean_nearest_two, 5, false, tensor_on_views);
   add("cuda-streamed", make_for_metric<StreamedRunner>, nearest_two, kNotChosen, true);
 }
 

@@ -261,6 +261,16 @@ struct PreparedRaw {
   }
 };
 
+// Σ a² of a descriptor's bytes, exact (at most kMaxL2Sum).
+template <Isa kIsa = Isa::tuned>
+KBENCH_HOST_DEVICE std::uint32_t squared_norm(const DescriptorWords& bytes) {
+  std::uint32_t norm = 0;
+  KBENCH_UNROLL
+  for (int w = 0; w < kDescriptorBytes / 4; ++w)
+    norm = packed::dot4_u8<kIsa>(bytes[w], bytes[w], norm);
+  return norm;
+}
+
 // The 128 bytes, and Σ a² as the extra word; the distance is sqrt(|a|² + |b|² − 2·a·b) with
 // 4-byte dot products.
 struct PreparedL2 {
@@ -275,13 +285,9 @@ struct PreparedL2 {
   template <Isa kIsa = Isa::tuned>
   KBENCH_HOST_DEVICE static void prepare(const DescriptorWords& bytes, bool,
                                          std::uint32_t (&row)[kRowWords]) {
-    std::uint32_t norm = 0;
     KBENCH_UNROLL
-    for (int w = 0; w < kExtraWord; ++w) {
-      row[w] = bytes[w];
-      norm = packed::dot4_u8<kIsa>(bytes[w], bytes[w], norm);
-    }
-    row[kExtraWord] = norm;
+    for (int w = 0; w < kExtraWord; ++w) row[w] = bytes[w];
+    row[kExtraWord] = squared_norm<kIsa>(bytes);
     KBENCH_UNROLL
     for (int w = kExtraWord + 1; w < kRowWords; ++w) row[w] = 0;
   }
