@@ -38,6 +38,15 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// A piece's nearest two (indices within it; no second: −1) as keys of rows numbered from `first`.
+Top2 keys_from(std::int64_t first, std::int32_t best_index, float best_distance,
+               std::int32_t second_index, float second_distance) {
+  Top2 t;
+  t.best = cemd_key(best_distance, std::uint32_t(first + best_index));
+  if (second_index >= 0) t.second = cemd_key(second_distance, std::uint32_t(first + second_index));
+  return t;
+}
+
 // Candidates of rows [first, first + count) from a variant's output: its neighbours, or every
 // distance of the matrix.
 std::vector<Top2> shard_top2(const CemdResult& out, std::int64_t first, bool all_pairs) {
@@ -51,10 +60,7 @@ std::vector<Top2> shard_top2(const CemdResult& out, std::int64_t first, bool all
       continue;
     }
     const CemdNeighbours& n = out.neighbours[q];
-    t.best = cemd_key(n.best_distance, std::uint32_t(first + n.best_index));
-    if (n.second_index >= 0) {
-      t.second = cemd_key(n.second_distance, std::uint32_t(first + n.second_index));
-    }
+    t = keys_from(first, n.best_index, n.best_distance, n.second_index, n.second_distance);
   }
   return top2;
 }
@@ -240,13 +246,10 @@ class DevicePieces {
                               query_view_.place};
     const std::vector<CemdMatch> matches =
         cemd_match(context_, query_view_, rows, options_, choice_);
-    std::vector<Top2> top2(matches.size());
-    for (std::size_t q = 0; q < matches.size(); ++q) {
-      const CemdMatch& m = matches[q];
-      top2[q].best = cemd_key(m.distance, std::uint32_t(first + m.index));
-      if (m.second_index >= 0) {
-        top2[q].second = cemd_key(m.second_distance, std::uint32_t(first + m.second_index));
-      }
+    std::vector<Top2> top2;
+    top2.reserve(matches.size());
+    for (const CemdMatch& m : matches) {
+      top2.push_back(keys_from(first, m.index, m.distance, m.second_index, m.second_distance));
     }
     return top2;
   }
