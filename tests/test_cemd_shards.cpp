@@ -433,6 +433,39 @@ TEST_CASE("reader threads and pieces are checked, and their defaults fit the mac
   CHECK(automatic_piece_sizes((1 << 21) - 1) == expected);
 }
 
+TEST_CASE("automatic pieces for a GPU are at most 1 Mi rows, ramping up as the host's",
+          "[cemd_shards]") {
+  constexpr int least = 1 << 17, most = 1 << 20;
+  for (const int rows : {1, 25, 1 << 17, (1 << 18) + 5, 1 << 20, 1 << 22, (1 << 22) + 3, 1 << 24,
+                         (1 << 25) + 7, INT_MAX}) {
+    INFO(rows << " rows");
+    const std::vector<int> sizes = automatic_piece_sizes(rows, PieceTarget::device);
+    REQUIRE(!sizes.empty());
+    CHECK(std::accumulate(sizes.begin(), sizes.end(), std::int64_t(0)) == rows);
+    // Up to four steady pieces of the most, the host's pieces.
+    if (rows <= 4 * most) CHECK(sizes == automatic_piece_sizes(rows));
+    const int steady = int(std::clamp<std::int64_t>((std::int64_t(rows) + 3) / 4, least, most));
+    if (rows >= 2 * least) CHECK(sizes.front() == std::max(least, steady / 4));
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      const bool last = i + 1 == sizes.size();
+      if (!last) CHECK(sizes[i] >= least);
+      CHECK(sizes[i] <= steady + (last ? least : 0));
+      if (i > 0) CHECK(sizes[i] <= 2 * sizes[i - 1] + (last ? least : 0));
+    }
+  }
+  // A 16 Mi-row part (the 2 GiB database on one GPU): 256 Ki, 512 Ki, fifteen of 1 Mi, and the
+  // last 256 Ki, where the host's pieces go up to 4 Mi.
+  std::vector<int> expected = {1 << 18, 1 << 19};
+  expected.insert(expected.end(), 15, 1 << 20);
+  expected.push_back(1 << 18);
+  CHECK(automatic_piece_sizes(1 << 24, PieceTarget::device) == expected);
+  CHECK(automatic_piece_sizes(1 << 24) ==
+        std::vector<int>{1 << 20, 1 << 21, 1 << 22, 1 << 22, 1 << 22, 1 << 20});
+  // A rest below the least piece joins the last one: 4 Mi + 3 rows.
+  expected = {1 << 18, 1 << 19, 1 << 20, 1 << 20, 1 << 20, (1 << 18) + 3};
+  CHECK(automatic_piece_sizes((1 << 22) + 3, PieceTarget::device) == expected);
+}
+
 TEST_CASE("a .npy database read by range on several threads matches as one read", "[cemd_shards]") {
   TempDir dir;
   const DescriptorSet database = repeated_database(50, 2, 29);

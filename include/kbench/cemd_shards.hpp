@@ -45,9 +45,10 @@ struct ShardOptions {
   int gpus = 1;
   int first_gpu = 0;
   // Each part (the shard, or a GPU's cut of it) is matched in pieces of piece_rows rows (0:
-  // automatic_piece_sizes), each piece's candidates merged as shards' are, so any cut gives the
-  // same bits. Read by range, piece i + 1 is read while piece i is matched (two pieces in
-  // memory), by reader_threads threads (0: default_reader_threads(1, gpus)).
+  // automatic_piece_sizes, for PieceTarget::device where the variant runs on device views), each
+  // piece's candidates merged as shards' are, so any cut gives the same bits. Read by range,
+  // piece i + 1 is read (and on device views copied to the GPU) while piece i is matched (two
+  // pieces in memory), by reader_threads threads (0: default_reader_threads(1, gpus)).
   int piece_rows = 0;
   int reader_threads = 0;
   // When set, told of the rows of every piece matched.
@@ -58,19 +59,28 @@ struct ShardResult {
   std::vector<Top2> top2;     // per query, candidates numbered as rows of the whole database
   std::vector<float> matrix;  // queries × shard rows, row-major, when params.all_pairs
   std::string variant;        // the variant that ran; empty for an empty shard
-  // Wall times (several GPUs: the slowest GPU's each). seconds: the variant's runs on the
-  // pieces, copies included, the matching itself. read_seconds: reading the rows (each piece
-  // from its first reader thread's start to its last one's end). waited_seconds: the matching
-  // thread waiting for rows (the first piece's read, and any later piece read slower than the
-  // one before it was matched): the reading that the matching did not hide.
+  // Wall times (several GPUs: the slowest GPU's each). seconds: the matching itself: the
+  // variant's runs on the pieces, copies included; on device views, the set-up (device buffers,
+  // the queries' upload) and each piece's call, a piece's copy to the GPU being part of its
+  // reading. A CUDA variant's device is initialised (its context made) before, untimed, as a
+  // process's is at its start. read_seconds: getting the rows of each piece where they are
+  // matched (read on its reader threads; on device views also page-locked and copied to the
+  // GPU), summed over the pieces. waited_seconds: the matching thread waiting for rows (the first
+  // piece's, and any later piece got slower than the one before it was matched): the reading
+  // that the matching did not hide.
   double seconds = 0, read_seconds = 0, waited_seconds = 0;
   int pieces = 0;  // pieces matched (several GPUs: the most of one GPU)
 };
 
+// Where a part's pieces are matched: in host memory, or copied to a GPU for device views (their
+// two host buffers page-locked, so they are bounded smaller).
+enum class PieceTarget { host, device };
+
 // The pieces' sizes of a part of `rows` rows when none is asked for: steady pieces of about a
-// quarter of the part within fixed bounds, after a short ramp from a quarter of one (reading the
-// first piece is what the matching cannot hide); cemd_shards.cpp says why.
-std::vector<int> automatic_piece_sizes(int rows);
+// quarter of the part within fixed bounds (a smaller most for `device`), after a short ramp from
+// a quarter of one (reading the first piece is what the matching cannot hide); cemd_shards.cpp
+// says why.
+std::vector<int> automatic_piece_sizes(int rows, PieceTarget target = PieceTarget::host);
 
 // Reader threads per part when none is asked for: the CPUs this process may run on (a launcher
 // that bound it to fewer than the machine's has shared them already; else they are shared with

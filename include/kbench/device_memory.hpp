@@ -17,6 +17,10 @@ namespace kbench {
 // True where this kbench has its CUDA layers.
 bool built_with_cuda();
 
+// Makes CUDA device `device` the calling thread's and creates its context now: the first CUDA
+// call on a device pays for that, which would otherwise fall inside whatever it times.
+void initialise_device(int device);
+
 // Makes CUDA device `device` current for its scope, then the caller's again.
 class ScopedDevice {
  public:
@@ -69,6 +73,25 @@ class PinnedMemory {
  private:
   void* data_ = nullptr;
   std::size_t size_ = 0;
+};
+
+// A CUDA stream of device `device` of its own, which runs beside the legacy default stream
+// (neither waits for the other's work); destruction waits for its work. Movable, not copyable.
+class DeviceStream {
+ public:
+  DeviceStream() = default;
+  explicit DeviceStream(int device);
+  ~DeviceStream();
+  DeviceStream(DeviceStream&& other) noexcept;
+  DeviceStream& operator=(DeviceStream&& other) noexcept;
+  DeviceStream(const DeviceStream&) = delete;
+  DeviceStream& operator=(const DeviceStream&) = delete;
+
+  // The cudaStream_t, for the calls that take a stream.
+  void* handle() const { return stream_; }
+
+ private:
+  void* stream_ = nullptr;
 };
 
 // Host memory the caller owns, page-locked in place (cudaHostRegister) for this object's life, so

@@ -33,6 +33,11 @@ constexpr int kPiecesPerPart = 4;
 constexpr int kRampStart = 4;
 constexpr int kLeastPieceRows = 1 << 17;
 constexpr int kMostPieceRows = 1 << 22;
+// Pieces copied to a GPU are at most kMostDevicePieceRows (128 MiB): the two buffers they are
+// read into are page-locked for the copies, which costs about as much as reading them, so they
+// stay small (256 MiB locked), while a piece's kernels at many queries on a fast GPU still outlast
+// its fixed cost (a call, its keys' download and merge) many times over.
+constexpr int kMostDevicePieceRows = 1 << 20;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -115,24 +120,25 @@ void read_rows(const RowSource& rows, std::int64_t first, int count, int threads
 
 // The rows of one part, a piece at a time: pieces[i % 2] holds piece i. By range, piece i + 1 is
 // read on other threads while piece i is matched; otherwise the part is read whole at first and
-// each piece copied from it.
+// each piece copied from it. With a GPU to deliver to, each piece, once in its buffer, is handed
+// to `deliver` on the thread that loaded it (with that GPU made current there), the buffer first
+// page-locked over the piece so that its copy runs at the link's rate.
 class PieceReader {
  public:
-  PieceReader(const DescriptorSet& queries, RowRange part, const RowSource& rows,
-              const ShardOptions& options, const std::vector<int>& sizes)
-      : part_(part), rows_(rows) {
+  using Deliver = std::function<void(int piece, const DescriptorSet& rows)>;
+
+  // `shape`: the part's input with no rows (queries and parameters); device −1: no GPU.
+  PieceReader(const CemdInput& shape, RowRange part, const RowSource& rows, int threads,
+              const std::vector<int>& sizes, int device, Deliver deliver)
+      : part_(part), rows_(rows), threads_(threads), device_(device), deliver_(std::move(deliver)) {
     starts_.push_back(0);
     for (const int size : sizes) starts_.push_back(starts_.back() + size);
-    most_rows_ = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
-    threads_ = options.reader_threads > 0 ? options.reader_threads
-                                          : default_reader_threads(1, options.gpus);
-    // The whole part's shape validated before any row is read (the all-pairs matrix's limit).
-    for (CemdInput& input : inputs_)
-      input = {queries, DescriptorSet{part.count, {}}, options.params};
-    validate_cemd_input(inputs_[0]);
-    // Room for the largest piece, so that the buffers never move (page_lock).
-    for (CemdInput& input : inputs_)
-      input.database.values.reserve(std::size_t(most_rows_) * kDescriptorBytes);
+    const int most_rows = *std::max_element(sizes.begin(), sizes.end());
+    // Room for the largest piece, so that the buffers never move (lock).
+    for (CemdInput& input : inputs_) {
+      input = shape;
+      input.database.values.reserve(std::size_t(most_rows) * kDescriptorBytes);
+    }
   }
   // Waits for the read in flight (a failure in it is lost only when another is being thrown).
   ~PieceReader() {
@@ -140,21 +146,6 @@ class PieceReader {
   }
 
   int pieces() const { return int(starts_.size()) - 1; }
-  int most_rows() const { return most_rows_; }
-  // The part's input with no rows read: its shape, for choosing the variant.
-  const CemdInput& shape() const { return inputs_[0]; }
-  // Page-locks both piece buffers for the part's life, before any row is read into them, so
-  // that copies from them to a GPU run at the link's rate. Part of the reading, which the
-  // matching waits for.
-  void page_lock() {
-    const Clock::time_point start = Clock::now();
-    for (int b = 0; b < 2; ++b) {
-      std::vector<std::uint8_t>& values = inputs_[b].database.values;
-      registrations_[b] = HostRegistration(values.data(), values.capacity());
-    }
-    read_seconds_ += seconds_since(start);
-    waited_seconds_ += seconds_since(start);
-  }
   // Piece `piece`'s rows of the whole database.
   RowRange range(int piece) const {
     const std::size_t p = std::size_t(piece);
@@ -192,57 +183,91 @@ class PieceReader {
     rows_.read(part_.first, part_.count, whole_.values.data());
     read_seconds_ += seconds_since(start);
   }
-  // Fills inputs_[piece % 2]; one piece at a time, on this thread or the one std::async started.
+  // Fills inputs_[piece % 2] and delivers it; one piece at a time, on this thread or the one
+  // std::async started.
   void load(int piece) {
     const Clock::time_point start = Clock::now();
     const RowRange rows = range(piece);
-    DescriptorSet& into = inputs_[piece % 2].database;
+    const int buffer = piece % 2;
+    DescriptorSet& into = inputs_[buffer].database;
     into.count = rows.count;
     into.values.resize(std::size_t(rows.count) * kDescriptorBytes);
-    if (!whole_.values.empty()) {
+    if (whole_.values.empty()) {
+      read_rows(rows_, rows.first, rows.count, rows_.by_range ? threads_ : 1, into.values.data());
+    } else {
       const auto begin = whole_.values.begin() + (rows.first - part_.first) * kDescriptorBytes;
       std::copy(begin, begin + std::ptrdiff_t(rows.count) * kDescriptorBytes, into.values.begin());
-      return;
     }
-    read_rows(rows_, rows.first, rows.count, rows_.by_range ? threads_ : 1, into.values.data());
+    if (deliver_) {
+      use_cuda_device(device_);
+      lock(buffer);
+      deliver_(piece, into);
+    }
     read_seconds_ += seconds_since(start);
+  }
+  // Page-locks buffer b over the rows it holds where it is not yet: after they are read, so that
+  // the reader threads, not the locking's one thread, fault its pages in; the first piece's
+  // buffer only as far as that piece, and each buffer again when a larger piece comes.
+  void lock(int b) {
+    std::vector<std::uint8_t>& values = inputs_[b].database.values;
+    if (values.size() <= locked_bytes_[b]) return;
+    registrations_[b] = HostRegistration();
+    registrations_[b] = HostRegistration(values.data(), values.size());
+    locked_bytes_[b] = values.size();
   }
 
   RowRange part_;
   const RowSource& rows_;
   std::vector<int> starts_;  // piece p: rows [starts_[p], starts_[p + 1]) of the part
-  int most_rows_ = 0;
   int threads_ = 1;
+  int device_ = -1;
+  Deliver deliver_;
   CemdInput inputs_[2];
-  HostRegistration registrations_[2];
+  HostRegistration registrations_[2];  // declared after the buffers, so unlocked before freed
+  std::size_t locked_bytes_[2] = {0, 0};
   DescriptorSet whole_;  // the part, when it is not read by range and is matched in pieces
   double read_seconds_ = 0, waited_seconds_ = 0;
   std::future<void> next_;  // the read of the next piece; declared last, so waited for first
 };
 
 // A part's pieces matched on this thread's GPU by the library's call on device views (for a
-// variant that has one): the queries go up once, every piece into one device buffer, from
-// page-locked host buffers, so a piece costs its copy and its kernels and no allocation.
+// variant that has one), on the default stream: the queries go up once; each piece, once read,
+// is copied by the thread that read it into one of two device buffers (piece i into buffer
+// i % 2) on a stream of its own, beside the matching of the piece before, so that a piece costs
+// its kernels and no allocation.
 class DevicePieces {
  public:
-  DevicePieces(const DescriptorSet& queries, int most_rows, const Variant<Cemd>& variant,
-               const CemdParams& params)
+  // `buffers`: 1 for a part of one piece, else 2.
+  DevicePieces(const DescriptorSet& queries, int most_rows, int buffers,
+               const Variant<Cemd>& variant, const CemdParams& params)
       : context_(ContextOptions{cuda_current_device()}),
         choice_{variant.name, "", ""},
         options_{params.distance, params.ratio, {}},
         queries_(queries.values.size(), context_.options().device),
-        database_(std::size_t(most_rows) * kDescriptorBytes, context_.options().device),
         query_view_{queries_.data(), queries.count, DescriptorType::u8, 0,
-                    MemoryPlace::cuda(context_.options().device)} {
+                    MemoryPlace::cuda(context_.options().device)},
+        copies_(context_.options().device) {
+    for (int b = 0; b < buffers; ++b) {
+      database_[b] =
+          DeviceMemory(std::size_t(most_rows) * kDescriptorBytes, context_.options().device);
+    }
     copy_rows_async(queries_.data(), queries_.size(), queries.values.data(), queries_.size(),
                     queries_.size(), 1, nullptr);
   }
 
-  // The candidates of `piece`, rows numbered from `first`.
-  std::vector<Top2> match(const DescriptorSet& piece, std::int64_t first) {
-    const std::size_t bytes = piece.values.size();
-    copy_rows_async(database_.data(), bytes, piece.values.data(), bytes, bytes, 1, nullptr);
-    const DescriptorView rows{database_.data(), piece.count, DescriptorType::u8, 0,
+  // Copies piece `piece`'s rows into its device buffer and waits for them: on the thread that
+  // read them, with this GPU current, while the matching of the piece before (whose buffer is
+  // the other one) runs on.
+  void upload(int piece, const DescriptorSet& rows) {
+    const std::size_t bytes = rows.values.size();
+    copy_rows_async(database_[piece % 2].data(), bytes, rows.values.data(), bytes, bytes, 1,
+                    copies_.handle());
+    synchronize(copies_.handle());
+  }
+
+  // The candidates of `piece` (uploaded), its `count` rows numbered from `first`.
+  std::vector<Top2> match(int piece, int count, std::int64_t first) {
+    const DescriptorView rows{database_[piece % 2].data(), count, DescriptorType::u8, 0,
                               query_view_.place};
     const std::vector<CemdMatch> matches =
         cemd_match(context_, query_view_, rows, options_, choice_);
@@ -258,9 +283,21 @@ class DevicePieces {
   Context context_;
   Choice choice_;
   CemdMatchOptions options_;
-  DeviceMemory queries_, database_;
+  DeviceMemory queries_, database_[2];
   DescriptorView query_view_;
+  DeviceStream copies_;  // declared after the buffers, so its copies are waited for before they go
 };
+
+// The pieces' sizes of a part of `rows` rows: piece_rows each (the last one the rest), or
+// automatic ones for `target`.
+std::vector<int> piece_sizes(int rows, int piece_rows, PieceTarget target) {
+  if (piece_rows == 0) return automatic_piece_sizes(rows, target);
+  std::vector<int> sizes;
+  for (std::int64_t first = 0; first < rows; first += piece_rows) {
+    sizes.push_back(int(std::min<std::int64_t>(piece_rows, rows - first)));
+  }
+  return sizes;
+}
 
 // One part (all of it on this thread's device), matched a piece at a time, on the variant chosen
 // for its shape: through DevicePieces where the variant runs on device views, else one run of
@@ -271,34 +308,46 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSou
   result.top2.assign(std::size_t(queries.count), Top2{});
   if (part.count == 0) return result;
   if (options.piece_rows < 0) throw Error("the rows per piece must not be negative");
-  std::vector<int> sizes;
-  if (options.piece_rows == 0) sizes = automatic_piece_sizes(part.count);
-  for (std::int64_t first = 0; options.piece_rows > 0 && first < part.count;
-       first += options.piece_rows) {
-    sizes.push_back(int(std::min<std::int64_t>(options.piece_rows, part.count - first)));
-  }
+  // The whole part's shape, validated before any row is read (the all-pairs matrix's limit).
+  const CemdInput shape{queries, DescriptorSet{part.count, {}}, options.params};
+  validate_cemd_input(shape);
+  const Variant<Cemd>& variant =
+      select_cemd_variant(shape, options.variant, options.backend, native_cuda_only);
+  result.variant = variant.name;
   const bool all_pairs = options.params.all_pairs;
-  PieceReader reader(queries, part, rows, options, sizes);
-  if (all_pairs && reader.pieces() > 1) {
+  const bool on_views = variant.backend == Backend::cuda && variant.on_views && !all_pairs;
+  const std::vector<int> sizes = piece_sizes(part.count, options.piece_rows,
+                                             on_views ? PieceTarget::device : PieceTarget::host);
+  if (all_pairs && sizes.size() > 1) {
     result.matrix.resize(std::size_t(queries.count) * std::size_t(part.count));
   }
-  const Variant<Cemd>& variant =
-      select_cemd_variant(reader.shape(), options.variant, options.backend, native_cuda_only);
-  result.variant = variant.name;
+  // The device's context is made before anything is timed, as a process's is at its start.
+  if (variant.backend == Backend::cuda) initialise_device(cuda_current_device());
+  // Declared before the reader, so that it outlives the reader's last delivery.
   std::unique_ptr<DevicePieces> device_pieces;
-  if (variant.backend == Backend::cuda && variant.on_views && !all_pairs) {
-    reader.page_lock();
+  if (on_views) {
     const Clock::time_point start = Clock::now();
-    device_pieces =
-        std::make_unique<DevicePieces>(queries, reader.most_rows(), variant, options.params);
+    device_pieces = std::make_unique<DevicePieces>(
+        queries, *std::max_element(sizes.begin(), sizes.end()), std::min<int>(2, int(sizes.size())),
+        variant, options.params);
     result.seconds += seconds_since(start);
   }
+  const int threads =
+      options.reader_threads > 0 ? options.reader_threads : default_reader_threads(1, options.gpus);
+  PieceReader::Deliver deliver;
+  if (device_pieces) {
+    deliver = [&device_pieces](int piece, const DescriptorSet& piece_rows) {
+      device_pieces->upload(piece, piece_rows);
+    };
+  }
+  PieceReader reader(shape, part, rows, threads, sizes, device_pieces ? cuda_current_device() : -1,
+                     std::move(deliver));
   for (int p = 0; p < reader.pieces(); ++p) {
     const CemdInput& input = reader.get(p);
     const Clock::time_point start = Clock::now();
     const RowRange range = reader.range(p);
     if (device_pieces) {
-      const std::vector<Top2> top2 = device_pieces->match(input.database, range.first);
+      const std::vector<Top2> top2 = device_pieces->match(p, range.count, range.first);
       result.seconds += seconds_since(start);
       merge_top2_lists(result.top2.data(), top2.data(), top2.size());
       if (options.progress) options.progress(range.count);
@@ -347,9 +396,10 @@ const Variant<Cemd>& select_cemd_variant(const CemdInput& input, const std::stri
   return select_variant(input, choice, gpu_available());
 }
 
-std::vector<int> automatic_piece_sizes(int rows) {
+std::vector<int> automatic_piece_sizes(int rows, PieceTarget target) {
+  const int most = target == PieceTarget::device ? kMostDevicePieceRows : kMostPieceRows;
   const int even = rows / kPiecesPerPart + (rows % kPiecesPerPart ? 1 : 0);
-  const int steady = std::clamp(even, kLeastPieceRows, kMostPieceRows);
+  const int steady = std::clamp(even, kLeastPieceRows, most);
   std::vector<int> sizes;
   int size = std::max(kLeastPieceRows, steady / kRampStart);
   for (int left = rows; left > 0;) {

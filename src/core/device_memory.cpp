@@ -24,6 +24,10 @@ bool built_with_cuda() {
   return false;
 }
 
+void initialise_device(int) {
+  no_cuda("a CUDA device");
+}
+
 ScopedDevice::ScopedDevice(int) {
   no_cuda("a CUDA device");
 }
@@ -42,6 +46,13 @@ PinnedMemory::PinnedMemory(std::size_t) {
 PinnedMemory::~PinnedMemory() = default;
 PinnedMemory::PinnedMemory(PinnedMemory&&) noexcept = default;
 PinnedMemory& PinnedMemory::operator=(PinnedMemory&&) noexcept = default;
+
+DeviceStream::DeviceStream(int) {
+  no_cuda("a CUDA stream");
+}
+DeviceStream::~DeviceStream() = default;
+DeviceStream::DeviceStream(DeviceStream&&) noexcept = default;
+DeviceStream& DeviceStream::operator=(DeviceStream&&) noexcept = default;
 
 HostRegistration::HostRegistration(void*, std::size_t) {}
 HostRegistration::~HostRegistration() = default;

@@ -96,6 +96,11 @@ bool built_with_cuda() {
   return true;
 }
 
+void initialise_device(int device) {
+  check(cudaSetDevice(device), "cudaSetDevice");
+  check(cudaFree(nullptr), "cudaFree(nullptr) creating the device's context");
+}
+
 ScopedDevice::ScopedDevice(int device) : device_(device) {
   check(cudaGetDevice(&previous_), "cudaGetDevice");
   if (previous_ != device) check(cudaSetDevice(device), "cudaSetDevice");
@@ -152,6 +157,27 @@ PinnedMemory::PinnedMemory(PinnedMemory&& other) noexcept
 PinnedMemory& PinnedMemory::operator=(PinnedMemory&& other) noexcept {
   std::swap(data_, other.data_);
   std::swap(size_, other.size_);
+  return *this;
+}
+
+DeviceStream::DeviceStream(int device) {
+  const ScopedDevice on(device);
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  stream_ = stream;
+}
+
+DeviceStream::~DeviceStream() {
+  if (!stream_) return;
+  cudaStreamSynchronize(stream_of(stream_));
+  cudaStreamDestroy(stream_of(stream_));
+}
+
+DeviceStream::DeviceStream(DeviceStream&& other) noexcept
+    : stream_(std::exchange(other.stream_, nullptr)) {}
+
+DeviceStream& DeviceStream::operator=(DeviceStream&& other) noexcept {
+  std::swap(stream_, other.stream_);
   return *this;
 }
 
