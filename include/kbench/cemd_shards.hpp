@@ -61,13 +61,13 @@ struct ShardResult {
   std::string variant;        // the variant that ran; empty for an empty shard
   // Wall times (several GPUs: the slowest GPU's each). seconds: the matching itself: the
   // variant's runs on the pieces, copies included; on device views, the set-up (device buffers,
-  // the queries' upload) and each piece's call, a piece's copy to the GPU being part of its
-  // reading. A CUDA variant's device is initialised (its context made) before, untimed, as a
-  // process's is at its start. read_seconds: getting the rows of each piece where they are
-  // matched (read on its reader threads; on device views also page-locked and copied to the
-  // GPU), summed over the pieces. waited_seconds: the matching thread waiting for rows (the first
-  // piece's, and any later piece got slower than the one before it was matched): the reading
-  // that the matching did not hide.
+  // the queries' upload) and each piece's call, its copy to the GPU being part of its reading.
+  // A CUDA variant's device is initialised (its context made) before, untimed, as a process's
+  // is at its start. read_seconds: every piece's read (from its first reader thread's start to
+  // its last one's end; a text part: its read whole) and, on device views, each piece's
+  // page-locking and copy to the GPU on the thread that read it. waited_seconds: the matching
+  // thread waiting for rows (the first piece's, and any later piece got ready slower than the
+  // one before it was matched): the reading that the matching did not hide.
   double seconds = 0, read_seconds = 0, waited_seconds = 0;
   int pieces = 0;  // pieces matched (several GPUs: the most of one GPU)
 };

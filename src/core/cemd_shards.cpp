@@ -34,7 +34,7 @@ constexpr int kRampStart = 4;
 constexpr int kLeastPieceRows = 1 << 17;
 constexpr int kMostPieceRows = 1 << 22;
 // Pieces copied to a GPU are at most kMostDevicePieceRows (128 MiB): the two buffers they are
-// read into are page-locked for the copies, which costs about as much as reading them, so they
+// read into are page-locked for the copies, which costs time per byte as reading does, so they
 // stay small (256 MiB locked), while a piece's kernels at many queries on a fast GPU still outlast
 // its fixed cost (a call, its keys' download and merge) many times over.
 constexpr int kMostDevicePieceRows = 1 << 20;
@@ -186,24 +186,26 @@ class PieceReader {
   // Fills inputs_[piece % 2] and delivers it; one piece at a time, on this thread or the one
   // std::async started.
   void load(int piece) {
-    const Clock::time_point start = Clock::now();
     const RowRange rows = range(piece);
     const int buffer = piece % 2;
     DescriptorSet& into = inputs_[buffer].database;
     into.count = rows.count;
     into.values.resize(std::size_t(rows.count) * kDescriptorBytes);
     if (whole_.values.empty()) {
+      const Clock::time_point start = Clock::now();
       read_rows(rows_, rows.first, rows.count, rows_.by_range ? threads_ : 1, into.values.data());
+      read_seconds_ += seconds_since(start);
     } else {
       const auto begin = whole_.values.begin() + (rows.first - part_.first) * kDescriptorBytes;
       std::copy(begin, begin + std::ptrdiff_t(rows.count) * kDescriptorBytes, into.values.begin());
     }
     if (deliver_) {
+      const Clock::time_point start = Clock::now();
       use_cuda_device(device_);
       lock(buffer);
       deliver_(piece, into);
+      read_seconds_ += seconds_since(start);
     }
-    read_seconds_ += seconds_since(start);
   }
   // Page-locks buffer b over the rows it holds where it is not yet: after they are read, so that
   // the reader threads, not the locking's one thread, fault its pages in; the first piece's
