@@ -310,10 +310,13 @@ using NeighbourCheck = std::function<void(const CemdResult&)>;
 
 // Which inputs a variant must take: all of them, but for the streamed end-to-end variant (for
 // databases larger than the GPU, whose matrix would not fit either) and the tensor-core one
-// (Euclidean nearest two only), which leave the matrix out.
+// (the nearest two of the Euclidean distance and normalised CEMD only), which leave the matrix
+// out.
 bool expected_to_handle(const Variant<Cemd>& v, const CemdInput& input) {
   if (v.name == std::string("cuda-tensor")) {
-    return !input.params.all_pairs && input.params.distance == DescriptorDistance::l2;
+    return !input.params.all_pairs &&
+           (input.params.distance == DescriptorDistance::l2 ||
+            input.params.distance == DescriptorDistance::cemd_normalised);
   }
   return !input.params.all_pairs || !v.end_to_end;
 }

@@ -8,6 +8,7 @@
 // form of kbench/detail/cemd_prepared.hpp, shared with the portable kokkos-tiled. Ties between
 // equal distances go to the smallest database index: the keys are cemd_key()s.
 // Each kernel's schedule: docs/cemd.md#the-native-cuda-schedules
+#include <cuda_fp16.h>
 #include <cuda_pipeline.h>
 
 #include <algorithm>
@@ -683,8 +684,9 @@ __global__ void __launch_bounds__(Tile::threads, Metric::kMinBlocks) final_kerne
 }
 
 // One metric's final kernels: their shared-memory opt-in, occupancy and launches.
-template <class Metric, class Tile = FinalShape>
+template <class RowMetric, class Tile = FinalShape>
 struct FinalKernels {
+  using Metric = RowMetric;
   static constexpr std::size_t kSharedBytes = final_shared_bytes<Metric, Tile>();
 
   // Opts the kernels into their shared memory and returns how many blocks stay resident.
@@ -719,16 +721,18 @@ struct FinalKernels {
   }
 };
 
-// The final kernels on the legacy default stream; the pre-pass is part of compute().
-template <class Metric>
-class FinalRunner final : public Runner<Cemd> {
+// A prepared-row kernel family (FinalKernels, HalfMmaKernels) on the legacy default stream; the
+// pre-pass is part of compute().
+template <class Kernels>
+class PreparedRunner final : public Runner<Cemd> {
+  using Metric = typename Kernels::Metric;
+
  public:
-  explicit FinalRunner(const CemdInput& input)
+  explicit PreparedRunner(const CemdInput& input)
       : buffers_(input),
         prepared_queries_(std::size_t(buffers_.queries) * kRowUnits<Metric>),
         prepared_database_(std::size_t(buffers_.database) * kRowUnits<Metric>),
-        plan_(FinalKernels<Metric>::plan(buffers_.queries, buffers_.database,
-                                         FinalKernels<Metric>::configure())) {}
+        plan_(Kernels::plan(buffers_.queries, buffers_.database, Kernels::configure())) {}
   void poison(std::uint8_t byte) override { buffers_.poison(byte); }
   void upload() override { buffers_.upload(); }
   void compute() override {
@@ -746,9 +750,9 @@ class FinalRunner final : public Runner<Cemd> {
                          buffers_.database,
                          buffers_.matrix_or_null(),
                          buffers_.keys_or_null()};
-    FinalKernels<Metric>::launch(args, plan_, buffers_.all_pairs, 0);
+    Kernels::launch(args, plan_, buffers_.all_pairs, 0);
   }
-  void sync() override { check(cudaDeviceSynchronize(), "cemd final kernels"); }
+  void sync() override { check(cudaDeviceSynchronize(), "cemd prepared-row kernels"); }
   void download(CemdResult& out) override { buffers_.download(out); }
 
  private:
@@ -756,6 +760,8 @@ class FinalRunner final : public Runner<Cemd> {
   DeviceBuffer<uint4> prepared_queries_, prepared_database_;
   SplitPlan plan_;
 };
+template <class Metric>
+using FinalRunner = PreparedRunner<FinalKernels<Metric>>;
 
 // --- cuda-final on device views ---------------------------------------------------------------
 
@@ -815,13 +821,14 @@ const std::uint8_t* word_aligned_rows(const std::uint8_t* rows, int count, const
   return static_cast<const std::uint8_t*>(copy);
 }
 
-// kbench::cemd on device views (Variant::on_views of cuda-final): compute() of FinalRunner on
-// the caller's memory and stream. The prepared rows live in the context's scratch memory; the
-// kernel writes the matrix rows at the caller's stride itself.
-template <class Metric>
-void final_on_views(const CemdViewCall& call) {
+// kbench::cemd on device views (Variant::on_views of cuda-final, and cuda-tensor's normalised
+// CEMD): compute() of PreparedRunner on the caller's memory and stream. The prepared rows live in
+// the context's scratch memory; the kernel writes the matrix rows at the caller's stride itself.
+template <class Kernels>
+void prepared_on_views(const CemdViewCall& call) {
+  using Metric = typename Kernels::Metric;
   const cudaStream_t stream = static_cast<cudaStream_t>(call.work.stream);
-  const SplitPlan plan = ViewPlans<FinalKernels<Metric>>::plan(call.query_rows, call.database_rows);
+  const SplitPlan plan = ViewPlans<Kernels>::plan(call.query_rows, call.database_rows);
   const std::size_t row_bytes = kRowUnits<Metric> * sizeof(uint4);
   auto* const prepared_queries = static_cast<uint4*>(call.work.scratch->bytes(
       "cuda cemd prepared queries", std::size_t(call.query_rows) * row_bytes));
@@ -845,7 +852,7 @@ void final_on_views(const CemdViewCall& call) {
                        all_pairs ? matrix_columns(call) : call.database_rows,
                        call.matrix,
                        keys};
-  FinalKernels<Metric>::launch(args, plan, all_pairs, stream);
+  Kernels::launch(args, plan, all_pairs, stream);
 }
 
 // --- cuda-tensor: Euclidean matching on integer tensor cores -------------------------------
@@ -1311,9 +1318,333 @@ void tensor_on_views(const CemdViewCall& call) {
       call.database_rows, terms, reinterpret_cast<Key*>(call.keys), plan, stream);
 }
 
-// cuda-tensor computes the Euclidean nearest two only.
-bool euclidean_nearest_two(const CemdInput& input) {
-  return input.params.distance == DescriptorDistance::l2 && !input.params.all_pairs;
+// --- cuda-tensor, normalised CEMD: the cells' differences on half-precision tensor cores ------
+
+// Two floats as the halves of one word (the low one first), as MMA operands hold them.
+__device__ __forceinline__ std::uint32_t half_pair(float low, float high) {
+  const __half2 pair = __floats2half2_rn(low, high);
+  std::uint32_t word;
+  memcpy(&word, &pair, sizeof word);
+  return word;
+}
+
+// A prepared row of the half MMAs: per cell kSlots words, each the k-values 0 and 1 of one
+// m16n8k8 MMA as two halves. A query's slot s < 7 holds (F(s), F(7)) and a database row's
+// (2·G(7), −2·G(s)), so the MMA gives 2·d(s) = 2·(F(s)·|g| − |f|·G(s)), twice the prefix form's
+// difference (detail/cemd_prefix.hpp); slot 6 leaves the factor out, since d(6) is ordered
+// against d(7) = 0 by 2·min(d(6), 0) = d(6) − |d(6)| and 2·max = d(6) + |d(6)|, two additions
+// instead of two min/max on the busier ALU pipe. Slot 7 holds (F(7), 0) and (2·G(7), 0), so its
+// MMA, started from kEmptyCellDivisor, gives twice the quotient's divisor: halving both operands
+// of quotient_of_small_integers scales each of its steps by a power of two, so the quotient's
+// bits are the same. Exact: the running sums are integers below 2^11 and twice them even
+// integers below 2^12 (exact halves); the products, differences and sums are integers below 2^23,
+// the numerator an even one below 2^25 (exact floats).
+struct PreparedNormalisedHalves {
+  static constexpr int kSlots = kCemdBins;
+  static constexpr int kRowWords = kCemdCells * kSlots;
+  static constexpr int kDivisorSlot = kSlots - 1;
+  static constexpr int kUndoubledSlot = kSlots - 2;
+
+  template <Isa = Isa::tuned>
+  __device__ static void prepare(const DescriptorWords& bytes, bool query_role,
+                                 std::uint32_t (&row)[kRowWords]) {
+#pragma unroll
+    for (int c = 0; c < kCemdCells; ++c) {
+      float running[kCemdBins];
+      float sum = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kCemdBins; ++i) {
+        sum += float(byte_at(bytes, c * kCemdBins + i));
+        running[i] = sum;
+      }
+      const float mass = running[kCemdBins - 1];
+#pragma unroll
+      for (int s = 0; s < kSlots; ++s) {
+        const float scale = s == kUndoubledSlot ? 1.0f : 2.0f;
+        row[c * kSlots + s] =
+            query_role ? half_pair(running[s], s == kDivisorSlot ? 0.0f : mass)
+                       : half_pair(scale * mass, s == kDivisorSlot ? 0.0f : -scale * running[s]);
+      }
+    }
+  }
+};
+
+// d = a·b + c for one m16n8k8 fragment, f16 operands and f32 sums: a from rows g and g + 8
+// (k-values 2t and 2t + 1), b from column g, c the same in all four places, in the PTX fragment
+// layout. Before sm_75 the same sums come from the quad's registers by shuffles.
+__device__ __forceinline__ void mma_f16(float (&d)[4], std::uint32_t a_low, std::uint32_t a_high,
+                                        std::uint32_t b, float c) {
+#if __CUDA_ARCH__ >= 750
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+      "{%7,%8,%9,%10};"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a_low), "r"(a_high), "r"(b), "f"(c), "f"(c), "f"(c), "f"(c));
+#else
+  const auto floats = [](std::uint32_t word) {
+    __half2 pair;
+    memcpy(&pair, &word, sizeof word);
+    return __half22float2(pair);
+  };
+  const int lane = threadIdx.x % kWarpSize, g = lane / kQuadLanes, t = lane % kQuadLanes;
+  float sum[4] = {c, c, c, c};
+#pragma unroll
+  for (int p = 0; p < kQuadLanes; ++p) {
+    const float2 low = floats(__shfl_sync(kFullWarp, a_low, g * kQuadLanes + p));
+    const float2 high = floats(__shfl_sync(kFullWarp, a_high, g * kQuadLanes + p));
+#pragma unroll
+    for (int col = 0; col < 2; ++col) {
+      const float2 k = floats(__shfl_sync(kFullWarp, b, (2 * t + col) * kQuadLanes + p));
+      sum[col] = fmaf(low.y, k.y, fmaf(low.x, k.x, sum[col]));
+      sum[2 + col] = fmaf(high.y, k.y, fmaf(high.x, k.x, sum[2 + col]));
+    }
+  }
+  for (int i = 0; i < 4; ++i) d[i] = sum[i];
+#endif
+}
+
+// A block of kQueryWarps × kRowWarps warps: a warp multiplies kQueryTiles × 16 of the block's
+// queries by kRowTiles × 8 rows of each staged tile, one cell at a time; kMinBlocks blocks an SM
+// (shared memory's limit).
+template <int kQueryWarps, int kRowWarps, int kQueryTiles, int kRowTiles, int kMinBlocks>
+struct HalfMmaTile {
+  static constexpr int threads = kWarpSize * kQueryWarps * kRowWarps;
+  static constexpr int row_warps = kRowWarps;
+  static constexpr int query_tiles = kQueryTiles, row_tiles = kRowTiles;
+  static constexpr int warp_queries = kQueryTiles * kMmaRows, warp_rows = kRowTiles * kMmaColumns;
+  static constexpr int block_queries = kQueryWarps * warp_queries;
+  static constexpr int tile_rows = kRowWarps * warp_rows;
+  static constexpr int min_blocks = kMinBlocks;
+};
+using HalfMmaShape = HalfMmaTile<2, 4, 2, 2, 2>;
+
+// The block's queries in shared memory as the A operand's register pairs: query rows g and g + 8
+// of each 16-query tile side by side, word by word, so one 16-byte read gives a lane two slots'
+// {row g, row g + 8} pairs. kPairUnits apart (odd, so the 8 pairs a phase reads fall in 8
+// different groups of 4 banks). Queries past the end are zeros.
+template <class Tile>
+struct StagedQueryPairs {
+  static constexpr int kCellUnits = 2 * PreparedNormalisedHalves::kSlots / 4;
+  static constexpr int kPairUnits = kCemdCells * kCellUnits + 1;
+  static constexpr int kUnits = Tile::block_queries / 2 * kPairUnits;
+
+  // Word w of the block's query q (of its prepared row) into `pairs`; plain loads, once a block.
+  __device__ static void stage(std::uint32_t* pairs, const uint4* queries, int count) {
+    constexpr int kQueryUnits = kRowUnits<PreparedNormalisedHalves>;
+    for (int e = threadIdx.x; e < Tile::block_queries * kQueryUnits; e += Tile::threads) {
+      const int q = e / kQueryUnits, unit = e % kQueryUnits;
+      const uint4 v =
+          q < count ? queries[std::size_t(q) * kQueryUnits + unit] : make_uint4(0, 0, 0, 0);
+      const int pair = q / kMmaRows * kMmaColumns + q % kMmaColumns, h = q % kMmaRows / kMmaColumns;
+      std::uint32_t* const to = pairs + pair * kPairUnits * 4 + unit * 8 + h;
+      to[0] = v.x, to[2] = v.y, to[4] = v.z, to[6] = v.w;
+    }
+  }
+};
+
+// Normalised CEMD nearest two: per cell, the 7 differences and the divisor of each pair come from
+// 8 MMAs (queries the A rows, database rows the B columns); a lane then holds its 4 pairs' cell
+// (2 queries × 2 rows of each tile pair) and runs the prefix form's median network and quotient,
+// summing in cell order, so the distances are cuda-final's bits. Rows are staged as
+// final_kernel's; the B operand is a row's slots in the quad's first lane and zeros in the other
+// three.
+template <class Tile>
+__global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kernel(FinalArgs a) {
+  using Metric = PreparedNormalisedHalves;
+  constexpr int kQT = Tile::query_tiles, kRT = Tile::row_tiles, kSlots = Metric::kSlots;
+  using Pairs = StagedQueryPairs<Tile>;
+  constexpr int kStaged = kStagedUnits<Metric>, kCellUnits = kSlots * 4 / int(sizeof(uint4));
+  extern __shared__ uint4 staged[];
+  uint4* const query_pairs = staged;
+  const auto row_tile = [&](int buffer) {
+    return staged + Pairs::kUnits + buffer * Tile::tile_rows * kStaged;
+  };
+  uint4* const zeros = staged + Pairs::kUnits + 2 * Tile::tile_rows * kStaged;
+
+  const int lane = threadIdx.x % kWarpSize, g = lane / kQuadLanes, t = lane % kQuadLanes;
+  const int warp = threadIdx.x / kWarpSize;
+  const int warp_query = warp / Tile::row_warps * Tile::warp_queries;  // of the block's queries
+  const int warp_row = warp % Tile::row_warps * Tile::warp_rows;       // of a staged tile
+  const int q0 = blockIdx.x * Tile::block_queries;
+  const int begin = blockIdx.y * a.rows_per_split;
+  const int end = min(a.database_rows, begin + a.rows_per_split);
+
+  for (int u = threadIdx.x; u < kRowUnits<Metric>; u += Tile::threads) {
+    zeros[u] = make_uint4(0, 0, 0, 0);
+  }
+  Pairs::stage(reinterpret_cast<std::uint32_t*>(query_pairs),
+               a.queries + std::size_t(q0) * kRowUnits<Metric>, a.query_count - q0);
+  if (begin < end) {
+    stage_rows<Metric, Tile, Tile::tile_rows>(
+        row_tile(0), a.database + std::size_t(begin) * kRowUnits<Metric>, end - begin);
+  }
+  __pipeline_commit();
+
+  LocalTop2 top[kQT][2];  // query tile i, rows g (h 0) and g + 8 (h 1)
+#pragma unroll
+  for (int i = 0; i < kQT; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) top[i][h] = LocalTop2{};
+  }
+
+  int buffer = 0;
+  for (int tile = begin; tile < end; tile += Tile::tile_rows, buffer ^= 1) {
+    const int next = tile + Tile::tile_rows;
+    if (next < end) {
+      stage_rows<Metric, Tile, Tile::tile_rows>(
+          row_tile(buffer ^ 1), a.database + std::size_t(next) * kRowUnits<Metric>, end - next);
+    }
+    __pipeline_commit();
+    __pipeline_wait_prior(1);  // everything but the next tile has landed
+    __syncthreads();
+
+    // The B operand's row of row tile j: the quad's first lane reads row g, the others zeros.
+    const uint4* b_rows[kRT];
+#pragma unroll
+    for (int j = 0; j < kRT; ++j) {
+      b_rows[j] = t == 0 ? row_tile(buffer) + (warp_row + j * kMmaColumns + g) * kStaged : zeros;
+    }
+    // sum[i][j][p]: fragment place p of tile pair (i, j): query h = p / 2, row 2t + p % 2.
+    float sum[kQT][kRT][4];
+#pragma unroll
+    for (int i = 0; i < kQT; ++i) {
+#pragma unroll
+      for (int j = 0; j < kRT; ++j) {
+#pragma unroll
+        for (int p = 0; p < 4; ++p) sum[i][j][p] = 0.0f;
+      }
+    }
+#pragma unroll 1
+    for (int c = 0; c < kCemdCells; ++c) {
+      const int unit = c * kCellUnits;
+      Chunk b[kRT];
+#pragma unroll
+      for (int j = 0; j < kRT; ++j) b[j] = load_chunk(b_rows[j] + unit);
+#pragma unroll
+      for (int i = 0; i < kQT; ++i) {
+        // Slot s's pair {row g, row g + 8}: words 2s and 2s + 1 of the cell.
+        const uint4* const pair =
+            query_pairs + ((warp_query + i * kMmaRows) / 2 + g) * Pairs::kPairUnits + 2 * unit;
+        const Chunk pairs_low = load_chunk(pair), pairs_high = load_chunk(pair + 2);
+#pragma unroll
+        for (int j = 0; j < kRT; ++j) {
+          float d[kSlots][4];
+#pragma unroll
+          for (int s = 0; s < kSlots; ++s) {
+            const Chunk& from = s < kSlots / 2 ? pairs_low : pairs_high;
+            const int w = 2 * (s % (kSlots / 2));
+            mma_f16(d[s], from.w[w], from.w[w + 1], b[j].w[s],
+                    s == Metric::kDivisorSlot ? kEmptyCellDivisor : 0.0f);
+          }
+#pragma unroll
+          for (int p = 0; p < 4; ++p) {
+            float doubled[kCemdBins];  // 2·d(s); d(7) = F(7)·|g| − |f|·G(7) = 0
+#pragma unroll
+            for (int s = 0; s < Metric::kUndoubledSlot; ++s) doubled[s] = d[s][p];
+            const float last = d[Metric::kUndoubledSlot][p];
+            doubled[kCemdBins - 2] = last - fabsf(last);
+            doubled[kCemdBins - 1] = last + fabsf(last);
+            sum[i][j][p] += quotient_of_small_integers<Isa::tuned>(
+                median_deviation_sum<Isa::tuned, true>(doubled), d[Metric::kDivisorSlot][p]);
+          }
+        }
+      }
+    }
+
+    // Rows past the end are at +inf and never inserted; each lane offers its rows in order.
+#pragma unroll
+    for (int i = 0; i < kQT; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float distance[kRT][2];
+        float lowest = INFINITY;
+#pragma unroll
+        for (int j = 0; j < kRT; ++j) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const bool present = tile + warp_row + j * kMmaColumns + 2 * t + e < end;
+            distance[j][e] = present ? sum[i][j][2 * h + e] : INFINITY;
+            lowest = fminf(lowest, distance[j][e]);
+          }
+        }
+        if (lowest < top[i][h].second) {
+#pragma unroll
+          for (int j = 0; j < kRT; ++j) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              top[i][h].insert(distance[j][e], tile + warp_row + j * kMmaColumns + 2 * t + e);
+            }
+          }
+        }
+      }
+    }
+    __syncthreads();  // the tile is read before the next iteration restages its buffer
+  }
+  __pipeline_wait_prior(0);  // nothing left in flight (the queries, when the split was empty)
+
+#pragma unroll
+  for (int i = 0; i < kQT; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const Top2 merged = merge_lanes(top[i][h].keys(), kQuadLanes);
+      const int query = q0 + warp_query + i * kMmaRows + h * kMmaColumns + g;
+      if (t == 0 && query < a.query_count) {
+        atomic_top2_insert(a.keys + 2 * std::size_t(query), merged);
+      }
+    }
+  }
+}
+
+// The half MMA kernel's shared-memory opt-in, occupancy and launch, as FinalKernels'.
+template <class Tile = HalfMmaShape>
+struct HalfMmaKernels {
+  using Metric = PreparedNormalisedHalves;
+  // The queries, two row tiles, and a zero row for the B operand's other lanes.
+  static constexpr std::size_t kSharedBytes =
+      (std::size_t(StagedQueryPairs<Tile>::kUnits) + 2 * Tile::tile_rows * kStagedUnits<Metric> +
+       kRowUnits<Metric>)*sizeof(uint4);
+
+  static long long configure() {
+    check(cudaFuncSetAttribute(half_mma_kernel<Tile>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               int(kSharedBytes)),
+          "cudaFuncSetAttribute(cemd half_mma_kernel shared memory)");
+    return cuda::resident_threads(half_mma_kernel<Tile>, Tile::threads, kSharedBytes) /
+           Tile::threads;
+  }
+  static int query_tiles(int queries) {
+    return (queries + Tile::block_queries - 1) / Tile::block_queries;
+  }
+  static SplitPlan plan(int queries, int rows, long long resident_blocks) {
+    return plan_splits(query_tiles(queries), rows, Tile::tile_rows, resident_blocks);
+  }
+  static void launch(FinalArgs args, const SplitPlan& plan, bool all_pairs, cudaStream_t stream) {
+    if (all_pairs) throw Error("cuda-tensor computes the nearest two only");
+    args.rows_per_split = plan.rows_per_split;
+    const dim3 grid(query_tiles(args.query_count), plan.splits);
+    half_mma_kernel<Tile><<<grid, Tile::threads, kSharedBytes, stream>>>(args);
+    check_launch("cemd half_mma_kernel");
+  }
+};
+
+// cuda-tensor computes the nearest two of the Euclidean distance (integer tensor cores) and of
+// normalised CEMD (half ones).
+bool tensor_handles(const CemdInput& input) {
+  const DescriptorDistance distance = input.params.distance;
+  return !input.params.all_pairs &&
+         (distance == DescriptorDistance::l2 || distance == DescriptorDistance::cemd_normalised);
+}
+
+std::unique_ptr<Runner<Cemd>> make_tensor_runner(const CemdInput& input) {
+  if (input.params.distance == DescriptorDistance::cemd_normalised) {
+    return std::make_unique<PreparedRunner<HalfMmaKernels<>>>(input);
+  }
+  return std::make_unique<TensorRunner>(input);
+}
+
+void cuda_tensor_on_views(const CemdViewCall& call) {
+  if (call.distance == DescriptorDistance::cemd_normalised) {
+    return prepared_on_views<HalfMmaKernels<>>(call);
+  }
+  tensor_on_views(call);
 }
 
 // --- cuda-streamed ------------------------------------------------------------------------------
@@ -1480,13 +1811,13 @@ std::unique_ptr<Runner<Cemd>> make_for_metric(const CemdInput& input) {
 void cuda_final_on_views(const CemdViewCall& call) {
   switch (call.distance) {
     case DescriptorDistance::cemd_normalised:
-      return final_on_views<NormalisedMetric>(call);
+      return prepared_on_views<FinalKernels<NormalisedMetric>>(call);
     case DescriptorDistance::cemd_raw:
-      return final_on_views<RawMetric>(call);
+      return prepared_on_views<FinalKernels<RawMetric>>(call);
     case DescriptorDistance::l2:
       break;
   }
-  final_on_views<L2Metric>(call);
+  prepared_on_views<FinalKernels<L2Metric>>(call);
 }
 
 bool nearest_two(const CemdInput& input) {
@@ -1507,7 +1838,7 @@ void register_cemd_native_cuda(VariantList<Cemd>& list) {
   add("cuda-shmem", make_runner<SimpleRunner<ShmemLauncher>>, {}, 2);
   add("cuda-unroll", make_runner<SimpleRunner<UnrollLauncher>>, {}, 3);
   add("cuda-final", make_for_metric<FinalRunner>, {}, 4, false, cuda_final_on_views);
-  add("cuda-tensor", make_runner<TensorRunner>, euclidean_nearest_two, 5, false, tensor_on_views);
+  add("cuda-tensor", make_tensor_runner, tensor_handles, 5, false, cuda_tensor_on_views);
   add("cuda-streamed", make_for_metric<StreamedRunner>, nearest_two, kNotChosen, true);
 }
 

@@ -68,8 +68,9 @@ KBENCH_HOST_DEVICE T float_abs(T x) {
 // Σ_i |d(i) − median(d)| of 8 values = (sum of the 4 largest) − (sum of the 4 smallest): each half
 // sorted by a 5-comparator network; the half-cleaner then pairs a(i) with b(3 − i), whose larger
 // members are the 4 largest values, so the difference is Σ_i |a(i) − b(3 − i)|. 10 comparators
-// instead of the 19 of a full sort.
-template <Isa kIsa, class T>
+// instead of the 19 of a full sort. With kLastPairOrdered the caller has ordered d(6) ≤ d(7)
+// itself and that comparator is left out.
+template <Isa kIsa, bool kLastPairOrdered = false, class T>
 KBENCH_HOST_DEVICE T median_deviation_sum(T (&d)[kCemdBins]) {
   const auto cx = [&](int i, int j) {
     const T lo = float_min<kIsa>(d[i], d[j]);
@@ -78,7 +79,9 @@ KBENCH_HOST_DEVICE T median_deviation_sum(T (&d)[kCemdBins]) {
     d[j] = hi;
   };
   cx(0, 1), cx(2, 3), cx(0, 2), cx(1, 3), cx(1, 2);
-  cx(4, 5), cx(6, 7), cx(4, 6), cx(5, 7), cx(5, 6);
+  cx(4, 5);
+  if constexpr (!kLastPairOrdered) cx(6, 7);
+  cx(4, 6), cx(5, 7), cx(5, 6);
   return (float_abs(d[0] - d[7]) + float_abs(d[1] - d[6])) +
          (float_abs(d[2] - d[5]) + float_abs(d[3] - d[4]));
 }
@@ -115,18 +118,20 @@ KBENCH_HOST_DEVICE T quotient_of_small_integers(T n, T d) {
   return n / d;
 }
 
+// The normalised quotient's divisor on CUDA devices is |f|·|g| + kEmptyCellDivisor, rounded: that
+// is |f|·|g| for every nonzero product (≥ 1, so 2^-30 is below half its ulp), and for an empty
+// cell 2^-30 (a normal float), whose reciprocal is finite and whose quotient is 0.
+constexpr float kEmptyCellDivisor = 0x1p-30f;
+
 // The normalised cell term: numerator / (|f|·|g|), 0 when either cell is empty (the numerator is
 // then 0) — cemd_cell_quotient's bits. The divisor of an empty cell must keep the quotient finite:
-// max(|f|·|g|, 1) on hosts and with Isa::plain; on CUDA devices fma(|f|, |g|, 2^-30), one
-// instruction on the FMA pipe instead of a multiply and an ALU max: it rounds to |f|·|g| for every
-// nonzero product (≥ 1, so 2^-30 is below half its ulp), and 2^-30 (a normal float) gives a
-// finite reciprocal and 0 for the zero numerator.
+// max(|f|·|g|, 1) on hosts and with Isa::plain; on CUDA devices fma(|f|, |g|, kEmptyCellDivisor),
+// one instruction on the FMA pipe instead of a multiply and an ALU max.
 template <Isa kIsa, class T>
 KBENCH_HOST_DEVICE T cemd_prefix_quotient(T numerator, T mass_f, T mass_g) {
 #if defined(__CUDA_ARCH__)
   if constexpr (kIsa == Isa::tuned) {
-    constexpr float kEmptyDivisor = 0x1p-30f;
-    return quotient_of_small_integers<kIsa>(numerator, fmaf(mass_f, mass_g, kEmptyDivisor));
+    return quotient_of_small_integers<kIsa>(numerator, fmaf(mass_f, mass_g, kEmptyCellDivisor));
   }
 #endif
   return quotient_of_small_integers<kIsa>(numerator, float_max<kIsa>(mass_f * mass_g, T{} + 1.0f));
