@@ -378,6 +378,32 @@ TEST_CASE("a reader's failure on any thread is thrown as an Error once every thr
   }
 }
 
+namespace {
+
+// The automatic pieces of a part of `rows` rows, at most `most` rows each: they cover the part;
+// parts under two least pieces are one piece; larger ones ramp up from a quarter of the steady
+// piece (about a quarter of the part), each at most twice the one before, to the steady piece;
+// none below the least piece or above the most, but for the last one, which may hold a rest
+// below the least.
+constexpr int kLeastPieceRows = 1 << 17, kMostHostPieceRows = 1 << 22,
+              kMostDevicePieceRows = 1 << 20;
+void check_piece_sizes(const std::vector<int>& sizes, int rows, int most) {
+  constexpr int least = kLeastPieceRows;
+  REQUIRE(!sizes.empty());
+  CHECK(std::accumulate(sizes.begin(), sizes.end(), std::int64_t(0)) == rows);
+  if (rows < 2 * least) CHECK(sizes.size() == 1);
+  const int steady = int(std::clamp<std::int64_t>((std::int64_t(rows) + 3) / 4, least, most));
+  if (rows >= 2 * least) CHECK(sizes.front() == std::max(least, steady / 4));
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const bool last = i + 1 == sizes.size();
+    if (!last) CHECK(sizes[i] >= least);
+    CHECK(sizes[i] <= steady + (last ? least : 0));
+    if (i > 0) CHECK(sizes[i] <= 2 * sizes[i - 1] + (last ? least : 0));
+  }
+}
+
+}  // namespace
+
 TEST_CASE("reader threads and pieces are checked, and their defaults fit the machine",
           "[cemd_shards]") {
   const DescriptorSet database = generated_descriptors(8, 27);
@@ -408,23 +434,8 @@ TEST_CASE("reader threads and pieces are checked, and their defaults fit the mac
        {1, 2, 25, 1 << 17, (1 << 18) + 5, (1 << 22) + 3, 1 << 24, 1 << 25, INT_MAX}) {
     INFO(rows << " rows");
     const std::vector<int> sizes = automatic_piece_sizes(rows);
-    REQUIRE(!sizes.empty());
-    CHECK(std::accumulate(sizes.begin(), sizes.end(), std::int64_t(0)) == rows);
-    constexpr int least = 1 << 17, most = 1 << 22;
-    // Parts under two least pieces are one piece; larger ones ramp up from a quarter of the
-    // steady piece (about a quarter of the part), each at most twice the one before, to the
-    // steady piece; none below the least piece or above the most, but for the last one, which
-    // may hold a rest below the least.
-    if (rows < 2 * least) CHECK(sizes.size() == 1);
-    const int steady = int(std::clamp<std::int64_t>((std::int64_t(rows) + 3) / 4, least, most));
-    if (rows >= 2 * least) CHECK(sizes.front() == std::max(least, steady / 4));
-    for (std::size_t i = 0; i < sizes.size(); ++i) {
-      const bool last = i + 1 == sizes.size();
-      if (!last) CHECK(sizes[i] >= least);
-      CHECK(sizes[i] <= steady + (last ? least : 0));
-      if (i > 0) CHECK(sizes[i] <= 2 * sizes[i - 1] + (last ? least : 0));
-    }
-    if (rows >= 8 * least && rows <= 4 * most) CHECK(sizes.size() <= 7);
+    check_piece_sizes(sizes, rows, kMostHostPieceRows);
+    if (rows >= 8 * kLeastPieceRows && rows <= 4 * kMostHostPieceRows) CHECK(sizes.size() <= 7);
   }
   // A 4 Mi-row part (16 Mi rows on four GPUs): 256 Ki, 512 Ki, then 1 Mi rows.
   std::vector<int> expected = {1 << 18, 1 << 19, 1 << 20, 1 << 20, 1 << 20, 1 << 18};
@@ -435,23 +446,13 @@ TEST_CASE("reader threads and pieces are checked, and their defaults fit the mac
 
 TEST_CASE("automatic pieces for a GPU are at most 1 Mi rows, ramping up as the host's",
           "[cemd_shards]") {
-  constexpr int least = 1 << 17, most = 1 << 20;
   for (const int rows : {1, 25, 1 << 17, (1 << 18) + 5, 1 << 20, 1 << 22, (1 << 22) + 3, 1 << 24,
                          (1 << 25) + 7, INT_MAX}) {
     INFO(rows << " rows");
     const std::vector<int> sizes = automatic_piece_sizes(rows, PieceTarget::device);
-    REQUIRE(!sizes.empty());
-    CHECK(std::accumulate(sizes.begin(), sizes.end(), std::int64_t(0)) == rows);
+    check_piece_sizes(sizes, rows, kMostDevicePieceRows);
     // Up to four steady pieces of the most, the host's pieces.
-    if (rows <= 4 * most) CHECK(sizes == automatic_piece_sizes(rows));
-    const int steady = int(std::clamp<std::int64_t>((std::int64_t(rows) + 3) / 4, least, most));
-    if (rows >= 2 * least) CHECK(sizes.front() == std::max(least, steady / 4));
-    for (std::size_t i = 0; i < sizes.size(); ++i) {
-      const bool last = i + 1 == sizes.size();
-      if (!last) CHECK(sizes[i] >= least);
-      CHECK(sizes[i] <= steady + (last ? least : 0));
-      if (i > 0) CHECK(sizes[i] <= 2 * sizes[i - 1] + (last ? least : 0));
-    }
+    if (rows <= 4 * kMostDevicePieceRows) CHECK(sizes == automatic_piece_sizes(rows));
   }
   // A 16 Mi-row part (the 2 GiB database on one GPU): 256 Ki, 512 Ki, fifteen of 1 Mi, and the
   // last 256 Ki, where the host's pieces go up to 4 Mi.

@@ -551,6 +551,28 @@ __device__ __forceinline__ void stage_rows(uint4* tile, const uint4* rows, int c
   }
 }
 
+// Stages the tile of database rows from `first` (rows up to `end`) into `buffer`; nothing when
+// first ≥ end.
+template <class Metric, class Tile>
+__device__ __forceinline__ void stage_row_tile(uint4* buffer, const uint4* database, int first,
+                                               int end) {
+  if (first < end) {
+    stage_rows<Metric, Tile, Tile::tile_rows>(
+        buffer, database + std::size_t(first) * kRowUnits<Metric>, end - first);
+  }
+}
+
+// A step of the double-buffered walk over row tiles: the tile from `next` staging into the other
+// buffer, everything staged before it landed and visible to the whole block.
+template <class Metric, class Tile>
+__device__ __forceinline__ void advance_row_tiles(uint4* other_buffer, const uint4* database,
+                                                  int next, int end) {
+  stage_row_tile<Metric, Tile>(other_buffer, database, next, end);
+  __pipeline_commit();
+  __pipeline_wait_prior(1);  // everything but the next tile has landed
+  __syncthreads();
+}
+
 template <class Metric, class Tile, bool kAllPairs>
 __global__ void __launch_bounds__(Tile::threads, Metric::kMinBlocks) final_kernel(FinalArgs a) {
   constexpr int kQ = Tile::queries, kR = Tile::rows, kStaged = kStagedUnits<Metric>;
@@ -569,10 +591,7 @@ __global__ void __launch_bounds__(Tile::threads, Metric::kMinBlocks) final_kerne
 
   stage_rows<Metric, Tile, Tile::block_queries>(
       query_tile, a.queries + std::size_t(q0) * kRowUnits<Metric>, a.query_count - q0);
-  if (begin < end) {
-    stage_rows<Metric, Tile, Tile::tile_rows>(
-        row_tile(0), a.database + std::size_t(begin) * kRowUnits<Metric>, end - begin);
-  }
+  stage_row_tile<Metric, Tile>(row_tile(0), a.database, begin, end);
   __pipeline_commit();
 
   int query[kQ];
@@ -590,14 +609,7 @@ __global__ void __launch_bounds__(Tile::threads, Metric::kMinBlocks) final_kerne
 
   int buffer = 0;
   for (int tile = begin; tile < end; tile += Tile::tile_rows, buffer ^= 1) {
-    const int next = tile + Tile::tile_rows;
-    if (next < end) {
-      stage_rows<Metric, Tile, Tile::tile_rows>(
-          row_tile(buffer ^ 1), a.database + std::size_t(next) * kRowUnits<Metric>, end - next);
-    }
-    __pipeline_commit();
-    __pipeline_wait_prior(1);  // everything but the next tile has landed
-    __syncthreads();
+    advance_row_tiles<Metric, Tile>(row_tile(buffer ^ 1), a.database, tile + Tile::tile_rows, end);
 
     const uint4* const rows = row_tile(buffer);
     typename Metric::Acc acc[kQ][kR];
@@ -1473,10 +1485,7 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kern
   }
   Pairs::stage(reinterpret_cast<std::uint32_t*>(query_pairs),
                a.queries + std::size_t(q0) * kRowUnits<Metric>, a.query_count - q0);
-  if (begin < end) {
-    stage_rows<Metric, Tile, Tile::tile_rows>(
-        row_tile(0), a.database + std::size_t(begin) * kRowUnits<Metric>, end - begin);
-  }
+  stage_row_tile<Metric, Tile>(row_tile(0), a.database, begin, end);
   __pipeline_commit();
 
   LocalTop2 top[kQT][2];  // query tile i, rows g (h 0) and g + 8 (h 1)
@@ -1488,14 +1497,7 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kern
 
   int buffer = 0;
   for (int tile = begin; tile < end; tile += Tile::tile_rows, buffer ^= 1) {
-    const int next = tile + Tile::tile_rows;
-    if (next < end) {
-      stage_rows<Metric, Tile, Tile::tile_rows>(
-          row_tile(buffer ^ 1), a.database + std::size_t(next) * kRowUnits<Metric>, end - next);
-    }
-    __pipeline_commit();
-    __pipeline_wait_prior(1);  // everything but the next tile has landed
-    __syncthreads();
+    advance_row_tiles<Metric, Tile>(row_tile(buffer ^ 1), a.database, tile + Tile::tile_rows, end);
 
     // The B operand's row of row tile j: the quad's first lane reads row g, the others zeros.
     const uint4* b_rows[kRT];
