@@ -121,8 +121,11 @@ void read_rows(const RowSource& rows, std::int64_t first, int count, int threads
 // The rows of one part, a piece at a time: pieces[i % 2] holds piece i. By range, piece i + 1 is
 // read on other threads while piece i is matched; otherwise the part is read whole at first and
 // each piece copied from it. With a GPU to deliver to, each piece, once in its buffer, is handed
-// to `deliver` on the thread that loaded it (with that GPU made current there), the buffer first
-// page-locked over the piece so that its copy runs at the link's rate.
+// to `deliver` on the thread that loaded it (with that GPU made current there). Its buffers are
+// then sized for the largest piece and page-locked once, both at once before the first read, so
+// that every copy runs at the link's rate and no later piece waits for a buffer to grow (a
+// vector's growth zero-fills it, and each growth would lock it again); a piece's rows are the
+// first count of its buffer's.
 class PieceReader {
  public:
   using Deliver = std::function<void(int piece, const DescriptorSet& rows)>;
@@ -133,11 +136,11 @@ class PieceReader {
       : part_(part), rows_(rows), threads_(threads), device_(device), deliver_(std::move(deliver)) {
     starts_.push_back(0);
     for (const int size : sizes) starts_.push_back(starts_.back() + size);
-    const int most_rows = *std::max_element(sizes.begin(), sizes.end());
-    // Room for the largest piece, so that the buffers never move (lock).
+    most_bytes_ = std::size_t(*std::max_element(sizes.begin(), sizes.end())) * kDescriptorBytes;
+    // Room for the largest piece, so that the buffers never move.
     for (CemdInput& input : inputs_) {
       input = shape;
-      input.database.values.reserve(std::size_t(most_rows) * kDescriptorBytes);
+      input.database.values.reserve(most_bytes_);
     }
   }
   // Waits for the read in flight (a failure in it is lost only when another is being thrown).
@@ -156,6 +159,7 @@ class PieceReader {
   const CemdInput& get(int piece) {
     const Clock::time_point start = Clock::now();
     if (piece == 0) {
+      if (deliver_) lock_buffers();
       if (!rows_.by_range && pieces() > 1) read_whole_part();
       load(0);
     } else {
@@ -190,7 +194,7 @@ class PieceReader {
     const int buffer = piece % 2;
     DescriptorSet& into = inputs_[buffer].database;
     into.count = rows.count;
-    into.values.resize(std::size_t(rows.count) * kDescriptorBytes);
+    if (!deliver_) into.values.resize(std::size_t(rows.count) * kDescriptorBytes);
     if (whole_.values.empty()) {
       const Clock::time_point start = Clock::now();
       read_rows(rows_, rows.first, rows.count, rows_.by_range ? threads_ : 1, into.values.data());
@@ -202,20 +206,21 @@ class PieceReader {
     if (deliver_) {
       const Clock::time_point start = Clock::now();
       use_cuda_device(device_);
-      lock(buffer);
       deliver_(piece, into);
       read_seconds_ += seconds_since(start);
     }
   }
-  // Page-locks buffer b over the rows it holds where it is not yet: after they are read, so that
-  // the reader threads, not the locking's one thread, fault its pages in; the first piece's
-  // buffer only as far as that piece, and each buffer again when a larger piece comes.
-  void lock(int b) {
-    std::vector<std::uint8_t>& values = inputs_[b].database.values;
-    if (values.size() <= locked_bytes_[b]) return;
-    registrations_[b] = HostRegistration();
-    registrations_[b] = HostRegistration(values.data(), values.size());
-    locked_bytes_[b] = values.size();
+  // Sizes the buffers that pieces will use for the largest piece and page-locks them, each on a
+  // thread of its own with this part's GPU current; part of the reading.
+  void lock_buffers() {
+    const Clock::time_point start = Clock::now();
+    run_on_threads(std::min(2, pieces()), [this](int b) {
+      use_cuda_device(device_);
+      std::vector<std::uint8_t>& values = inputs_[b].database.values;
+      values.resize(most_bytes_);
+      registrations_[b] = HostRegistration(values.data(), values.size());
+    });
+    read_seconds_ += seconds_since(start);
   }
 
   RowRange part_;
@@ -225,8 +230,8 @@ class PieceReader {
   int device_ = -1;
   Deliver deliver_;
   CemdInput inputs_[2];
+  std::size_t most_bytes_ = 0;         // the largest piece's
   HostRegistration registrations_[2];  // declared after the buffers, so unlocked before freed
-  std::size_t locked_bytes_[2] = {0, 0};
   DescriptorSet whole_;  // the part, when it is not read by range and is matched in pieces
   double read_seconds_ = 0, waited_seconds_ = 0;
   std::future<void> next_;  // the read of the next piece; declared last, so waited for first
@@ -261,7 +266,7 @@ class DevicePieces {
   // read them, with this GPU current, while the matching of the piece before (whose buffer is
   // the other one) runs on.
   void upload(int piece, const DescriptorSet& rows) {
-    const std::size_t bytes = rows.values.size();
+    const std::size_t bytes = std::size_t(rows.count) * kDescriptorBytes;
     copy_rows_async(database_[piece % 2].data(), bytes, rows.values.data(), bytes, bytes, 1,
                     copies_.handle());
     synchronize(copies_.handle());
