@@ -695,30 +695,38 @@ __global__ void __launch_bounds__(Tile::threads, Metric::kMinBlocks) final_kerne
   }
 }
 
-// One metric's final kernels: their shared-memory opt-in, occupancy and launches.
-template <class RowMetric, class Tile = FinalShape>
-struct FinalKernels {
-  using Metric = RowMetric;
-  static constexpr std::size_t kSharedBytes = final_shared_bytes<Metric, Tile>();
-
-  // Opts the kernels into their shared memory and returns how many blocks stay resident.
-  static long long configure() {
-    const auto opt_in = [](auto kernel) {
-      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 int(kSharedBytes)),
-            "cudaFuncSetAttribute(cemd final_kernel shared memory)");
-    };
-    opt_in(final_kernel<Metric, Tile, true>);
-    opt_in(final_kernel<Metric, Tile, false>);
-    return cuda::resident_threads(final_kernel<Metric, Tile, false>, Tile::threads, kSharedBytes) /
-           Tile::threads;
-  }
-
+// The splits of a kernel family whose blocks take Tile::block_queries queries each and walk
+// their split of the database Tile::tile_rows rows at a time.
+template <class Tile>
+struct TileSplits {
   static int query_tiles(int queries) {
     return (queries + Tile::block_queries - 1) / Tile::block_queries;
   }
   static SplitPlan plan(int queries, int rows, long long resident_blocks) {
     return plan_splits(query_tiles(queries), rows, Tile::tile_rows, resident_blocks);
+  }
+};
+
+// Lets `kernel` use `bytes` of dynamic shared memory on the current device.
+template <class Kernel>
+void opt_in_shared_memory(Kernel kernel, std::size_t bytes) {
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
+        "cudaFuncSetAttribute(cemd kernel shared memory)");
+}
+
+// One metric's final kernels: their shared-memory opt-in, occupancy and launches.
+template <class RowMetric, class Tile = FinalShape>
+struct FinalKernels : TileSplits<Tile> {
+  using Metric = RowMetric;
+  using TileSplits<Tile>::query_tiles;
+  static constexpr std::size_t kSharedBytes = final_shared_bytes<Metric, Tile>();
+
+  // Opts the kernels into their shared memory and returns how many blocks stay resident.
+  static long long configure() {
+    opt_in_shared_memory(final_kernel<Metric, Tile, true>, kSharedBytes);
+    opt_in_shared_memory(final_kernel<Metric, Tile, false>, kSharedBytes);
+    return cuda::resident_threads(final_kernel<Metric, Tile, false>, Tile::threads, kSharedBytes) /
+           Tile::threads;
   }
 
   static void launch(FinalArgs args, const SplitPlan& plan, bool all_pairs, cudaStream_t stream) {
@@ -1598,25 +1606,18 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kern
 
 // The half MMA kernel's shared-memory opt-in, occupancy and launch, as FinalKernels'.
 template <class Tile = HalfMmaShape>
-struct HalfMmaKernels {
+struct HalfMmaKernels : TileSplits<Tile> {
   using Metric = PreparedNormalisedHalves;
+  using TileSplits<Tile>::query_tiles;
   // The queries, two row tiles, and a zero row for the B operand's other lanes.
   static constexpr std::size_t kSharedBytes =
       (std::size_t(StagedQueryPairs<Tile>::kUnits) + 2 * Tile::tile_rows * kStagedUnits<Metric> +
        kRowUnits<Metric>)*sizeof(uint4);
 
   static long long configure() {
-    check(cudaFuncSetAttribute(half_mma_kernel<Tile>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               int(kSharedBytes)),
-          "cudaFuncSetAttribute(cemd half_mma_kernel shared memory)");
+    opt_in_shared_memory(half_mma_kernel<Tile>, kSharedBytes);
     return cuda::resident_threads(half_mma_kernel<Tile>, Tile::threads, kSharedBytes) /
            Tile::threads;
-  }
-  static int query_tiles(int queries) {
-    return (queries + Tile::block_queries - 1) / Tile::block_queries;
-  }
-  static SplitPlan plan(int queries, int rows, long long resident_blocks) {
-    return plan_splits(query_tiles(queries), rows, Tile::tile_rows, resident_blocks);
   }
   static void launch(FinalArgs args, const SplitPlan& plan, bool all_pairs, cudaStream_t stream) {
     if (all_pairs) throw Error("cuda-tensor computes the nearest two only");
