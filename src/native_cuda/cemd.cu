@@ -5,7 +5,9 @@
 // query's nearest two in registers (no matrix in nearest-two mode); it also runs on the caller's
 // device views. cuda-streamed is cuda-final with the database streamed up in chunks from pinned
 // memory, for databases larger than the GPU. cuda-final's per-chunk arithmetic is the prepared
-// form of kbench/detail/cemd_prepared.hpp, shared with the portable kokkos-tiled. Ties between
+// form of kbench/detail/cemd_prepared.hpp, shared with the portable kokkos-tiled. cuda-tensor
+// takes the nearest two to the tensor cores: Euclidean dot products on u8 MMAs, and normalised
+// CEMD's cell differences on f16 MMAs (its median network and quotient cuda-final's). Ties between
 // equal distances go to the smallest database index: the keys are cemd_key()s.
 // Each kernel's schedule: docs/cemd.md#the-native-cuda-schedules
 #include <cuda_fp16.h>
