@@ -621,29 +621,21 @@ __global__ void __launch_bounds__(Tile::threads, Metric::kMinBlocks) final_kerne
       for (int k = 0; k < kR; ++k) acc[j][k] = Metric::start();
     }
 #pragma unroll 1
-    for (int g = 0; g < Metric::kGroups; ++g) {
-#pragma unroll 1
-      for (int c = g * Metric::kChunksPerGroup; c < (g + 1) * Metric::kChunksPerGroup; ++c) {
-        const int unit = c * (kChunkWords / 4);
-        Chunk qc[kQ], rc[kR];
+    for (int c = 0; c < Metric::kChunks; ++c) {
+      const int unit = c * (kChunkWords / 4);
+      Chunk qc[kQ], rc[kR];
 #pragma unroll
-        for (int j = 0; j < kQ; ++j) {
-          qc[j] = load_chunk(query_tile + (group * kQ + j) * kStaged + unit);
-        }
+      for (int j = 0; j < kQ; ++j) {
+        qc[j] = load_chunk(query_tile + (group * kQ + j) * kStaged + unit);
+      }
 #pragma unroll
-        for (int k = 0; k < kR; ++k) {
-          rc[k] = load_chunk(rows + (row_lane + k * Tile::row_lanes) * kStaged + unit);
-        }
-#pragma unroll
-        for (int j = 0; j < kQ; ++j) {
-#pragma unroll
-          for (int k = 0; k < kR; ++k) Metric::accumulate(acc[j][k], qc[j], rc[k]);
-        }
+      for (int k = 0; k < kR; ++k) {
+        rc[k] = load_chunk(rows + (row_lane + k * Tile::row_lanes) * kStaged + unit);
       }
 #pragma unroll
       for (int j = 0; j < kQ; ++j) {
 #pragma unroll
-        for (int k = 0; k < kR; ++k) Metric::end_group(acc[j][k]);
+        for (int k = 0; k < kR; ++k) Metric::accumulate(acc[j][k], qc[j], rc[k]);
       }
     }
 

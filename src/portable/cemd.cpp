@@ -532,27 +532,18 @@ KOKKOS_INLINE_FUNCTION void compare_slot(const SlotArgs& a, const Bytes16* rows,
     for (int k = 0; k < kR; ++k) acc[j][k] = Metric::start();
   }
   KBENCH_NO_UNROLL
-  for (int group_index = 0; group_index < Metric::kGroups; ++group_index) {
-    KBENCH_NO_UNROLL
-    for (int c = group_index * Metric::kChunksPerGroup;
-         c < (group_index + 1) * Metric::kChunksPerGroup; ++c) {
-      const int unit = c * (kPreparedChunkWords / 4);
-      PreparedChunk qc[kQ], rc[kR];
-      KBENCH_UNROLL
-      for (int j = 0; j < kQ; ++j) qc[j] = load_chunk(query_row[j] + unit);
-      KBENCH_UNROLL
-      for (int k = 0; k < kR; ++k)
-        rc[k] = load_chunk(rows + (row_lane + k * kRowLanes) * kStaged + unit);
-      KBENCH_UNROLL
-      for (int j = 0; j < kQ; ++j) {
-        KBENCH_UNROLL
-        for (int k = 0; k < kR; ++k) Metric::template accumulate<kIsa>(acc[j][k], qc[j], rc[k]);
-      }
-    }
+  for (int c = 0; c < Metric::kChunks; ++c) {
+    const int unit = c * (kPreparedChunkWords / 4);
+    PreparedChunk qc[kQ], rc[kR];
+    KBENCH_UNROLL
+    for (int j = 0; j < kQ; ++j) qc[j] = load_chunk(query_row[j] + unit);
+    KBENCH_UNROLL
+    for (int k = 0; k < kR; ++k)
+      rc[k] = load_chunk(rows + (row_lane + k * kRowLanes) * kStaged + unit);
     KBENCH_UNROLL
     for (int j = 0; j < kQ; ++j) {
       KBENCH_UNROLL
-      for (int k = 0; k < kR; ++k) Metric::template end_group<kIsa>(acc[j][k]);
+      for (int k = 0; k < kR; ++k) Metric::template accumulate<kIsa>(acc[j][k], qc[j], rc[k]);
     }
   }
 

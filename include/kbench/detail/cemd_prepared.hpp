@@ -7,8 +7,8 @@
 // same on hosts and devices; the forms, and why they are exact:
 // docs/cemd.md#the-prefix-and-prepared-forms. The packed helpers below use one Hopper instruction
 // each on CUDA devices (DPX add-then-min, 3-input min, dp2a/dp4a) and plain per-lane C++
-// elsewhere and with Isa::plain, with the same results; the metrics' prepare, accumulate and
-// end_group pass their Isa on.
+// elsewhere and with Isa::plain, with the same results; the metrics' prepare and accumulate pass
+// their Isa on.
 
 #include <algorithm>
 #include <cmath>
@@ -135,7 +135,7 @@ struct PreparedChunk {
 };
 
 // Each metric: the prepared row (kRowWords words, a multiple of 4, an optional per-descriptor
-// word at kExtraWord), its chunks in kGroups groups of kChunksPerGroup, the accumulator of one
+// word at kExtraWord), its kChunks chunks, the accumulator of one
 // (query, row) pair, and kMinBlocks: how many 256-thread blocks (teams) of a 2 × 4 register tile
 // stay resident with the registers the accumulators need (more would spill).
 // PreparedNormalised: per cell the running sums F(0..7) as floats (F(7) the mass), the prefix
@@ -144,7 +144,7 @@ struct PreparedChunk {
 struct PreparedNormalised {
   static constexpr int kRowWords = kCemdCells * kCemdBins;
   static constexpr int kExtraWord = -1;
-  static constexpr int kGroups = 1, kChunksPerGroup = kCemdCells;
+  static constexpr int kChunks = kCemdCells;
   static constexpr int kMinBlocks = 3;
   struct Acc {
     float sum;
@@ -175,8 +175,6 @@ struct PreparedNormalised {
     }
     acc.sum += prefix_cell_term<DescriptorDistance::cemd_normalised, kIsa>(f, g);
   }
-  template <Isa kIsa = Isa::tuned>
-  KBENCH_HOST_DEVICE static void end_group(Acc&) {}
   KBENCH_HOST_DEVICE static float finish(const Acc& acc, std::uint32_t, std::uint32_t) {
     return acc.sum;
   }
@@ -192,7 +190,7 @@ struct PreparedRaw {
   static constexpr int kPairs = kCemdCells / 2;
   static constexpr int kExtraWord = kPairs * kCemdBins;
   static constexpr int kRowWords = kExtraWord + 4;
-  static constexpr int kGroups = 1, kChunksPerGroup = kPairs;
+  static constexpr int kChunks = kPairs;
   static constexpr int kMinBlocks = 3;
   static constexpr std::uint32_t kBias = 2048;  // > 8·255, so D + kBias > 0
   static constexpr std::uint32_t kRowBias = kBias | (kBias << 16);
@@ -251,8 +249,6 @@ struct PreparedRaw {
     acc.doubled = add_doubled_lanes<kIsa>(min3_u16x2<kIsa>(a2, mb1, mb2), acc.doubled);
     acc.doubled = add_doubled_lanes<kIsa>(min3_u16x2<kIsa>(a3, lo45, lo67), acc.doubled);
   }
-  template <Isa kIsa = Isa::tuned>
-  KBENCH_HOST_DEVICE static void end_group(Acc&) {}
   KBENCH_HOST_DEVICE static float finish(const Acc& acc, std::uint32_t query_total,
                                          std::uint32_t row_total) {
     // Σ_cells (Σ_i D(i) − 2·Σ(4 smallest D)).
@@ -276,7 +272,7 @@ KBENCH_HOST_DEVICE std::uint32_t squared_norm(const DescriptorWords& bytes) {
 struct PreparedL2 {
   static constexpr int kExtraWord = kDescriptorBytes / 4;
   static constexpr int kRowWords = kExtraWord + 4;
-  static constexpr int kGroups = 1, kChunksPerGroup = kExtraWord / kPreparedChunkWords;
+  static constexpr int kChunks = kExtraWord / kPreparedChunkWords;
   static constexpr int kMinBlocks = 2;  // 3 would spill
   struct Acc {
     std::uint32_t dot;
@@ -299,8 +295,6 @@ struct PreparedL2 {
     for (int i = 0; i < kPreparedChunkWords; ++i)
       acc.dot = packed::dot4_u8<kIsa>(q.w[i], r.w[i], acc.dot);
   }
-  template <Isa kIsa = Isa::tuned>
-  KBENCH_HOST_DEVICE static void end_group(Acc&) {}
   KBENCH_HOST_DEVICE static float finish(const Acc& acc, std::uint32_t query_norm,
                                          std::uint32_t row_norm) {
     return std::sqrt(float(query_norm + row_norm - 2 * acc.dot));
