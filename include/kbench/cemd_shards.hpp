@@ -66,9 +66,9 @@ struct ShardResult {
   // is at its start. read_seconds: every piece's read (from its first reader thread's start to
   // its last one's end; a text part: its read whole) and, on device views, the two piece
   // buffers' sizing and page-locking (once, before the first read) and each piece's copy to the
-  // GPU on the thread that read it. waited_seconds: the matching
-  // thread waiting for rows (the first piece's, and any later piece got ready slower than the
-  // one before it was matched): the reading that the matching did not hide.
+  // GPU on the thread that read it. waited_seconds: the matching thread waiting for rows (the
+  // first piece's, and any later piece got ready slower than the one before it was matched): the
+  // reading that the matching did not hide.
   double seconds = 0, read_seconds = 0, waited_seconds = 0;
   int pieces = 0;  // pieces matched (several GPUs: the most of one GPU)
 };

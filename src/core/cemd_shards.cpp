@@ -244,10 +244,11 @@ class PieceReader {
 // its kernels and no allocation.
 class DevicePieces {
  public:
-  // `buffers`: 1 for a part of one piece, else 2.
-  DevicePieces(const DescriptorSet& queries, int most_rows, int buffers,
+  // On CUDA device `device` (the thread's current one); `buffers`: 1 for a part of one piece,
+  // else 2.
+  DevicePieces(int device, const DescriptorSet& queries, int most_rows, int buffers,
                const Variant<Cemd>& variant, const CemdParams& params)
-      : context_(ContextOptions{cuda_current_device()}),
+      : context_(ContextOptions{device}),
         choice_{variant.name, "", ""},
         options_{params.distance, params.ratio, {}},
         queries_(queries.values.size(), context_.options().device),
@@ -329,14 +330,15 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSou
     result.matrix.resize(std::size_t(queries.count) * std::size_t(part.count));
   }
   // The device's context is made before anything is timed, as a process's is at its start.
-  if (variant.backend == Backend::cuda) initialise_device(cuda_current_device());
+  const int device = variant.backend == Backend::cuda ? cuda_current_device() : -1;
+  if (device >= 0) initialise_device(device);
   // Declared before the reader, so that it outlives the reader's last delivery.
   std::unique_ptr<DevicePieces> device_pieces;
   if (on_views) {
     const Clock::time_point start = Clock::now();
     device_pieces = std::make_unique<DevicePieces>(
-        queries, *std::max_element(sizes.begin(), sizes.end()), std::min<int>(2, int(sizes.size())),
-        variant, options.params);
+        device, queries, *std::max_element(sizes.begin(), sizes.end()),
+        std::min<int>(2, int(sizes.size())), variant, options.params);
     result.seconds += seconds_since(start);
   }
   const int threads =
@@ -347,28 +349,27 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSou
       device_pieces->upload(piece, piece_rows);
     };
   }
-  PieceReader reader(shape, part, rows, threads, sizes, device_pieces ? cuda_current_device() : -1,
+  PieceReader reader(shape, part, rows, threads, sizes, device_pieces ? device : -1,
                      std::move(deliver));
   for (int p = 0; p < reader.pieces(); ++p) {
     const CemdInput& input = reader.get(p);
     const Clock::time_point start = Clock::now();
     const RowRange range = reader.range(p);
+    std::vector<Top2> top2;
     if (device_pieces) {
-      const std::vector<Top2> top2 = device_pieces->match(p, range.count, range.first);
+      top2 = device_pieces->match(p, range.count, range.first);
       result.seconds += seconds_since(start);
-      merge_top2_lists(result.top2.data(), top2.data(), top2.size());
-      if (options.progress) options.progress(range.count);
-      continue;
+    } else {
+      CemdResult out = run_once(variant, input);
+      result.seconds += seconds_since(start);
+      top2 = shard_top2(out, range.first, all_pairs);
+      if (all_pairs && range.count == part.count) result.matrix = std::move(out.matrix);
+      if (all_pairs && range.count < part.count) {
+        place_columns(out.matrix, queries.count, range.count, result.matrix, part.count,
+                      int(range.first - part.first));
+      }
     }
-    CemdResult out = run_once(variant, input);
-    result.seconds += seconds_since(start);
-    const std::vector<Top2> top2 = shard_top2(out, range.first, all_pairs);
     merge_top2_lists(result.top2.data(), top2.data(), top2.size());
-    if (all_pairs && range.count == part.count) result.matrix = std::move(out.matrix);
-    if (all_pairs && range.count < part.count) {
-      place_columns(out.matrix, queries.count, range.count, result.matrix, part.count,
-                    int(range.first - part.first));
-    }
     if (options.progress) options.progress(range.count);
   }
   result.pieces = reader.pieces();
