@@ -28,6 +28,7 @@
 #include "kbench/cemd.hpp"
 #include "kbench/detail/cemd_prepared.hpp"
 #include "native_cuda/cuda_support.hpp"
+#include "native_cuda/devices.hpp"
 #include "registry_parts.hpp"
 
 namespace kbench {
@@ -788,8 +789,7 @@ class ViewPlans {
  public:
   static SplitPlan plan(int queries, int rows) {
     static ViewPlans plans;
-    int device = 0;
-    check(cudaGetDevice(&device), "cudaGetDevice");
+    const int device = cuda::current_device();
     const std::lock_guard<std::mutex> lock(plans.mutex_);
     if (std::size_t(device) >= plans.resident_blocks_.size()) {
       plans.resident_blocks_.resize(std::size_t(device) + 1, 0);

@@ -44,18 +44,15 @@ std::string unavailable_reason() {
 }
 
 int multiprocessors() {
-  int device = 0, count = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device),
+  int count = 0;
+  check(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, current_device()),
         "cudaDeviceGetAttribute(multiprocessors)");
   return count;
 }
 
 std::string device_name() {
-  int device = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
   cudaDeviceProp properties{};
-  check(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");
+  check(cudaGetDeviceProperties(&properties, current_device()), "cudaGetDeviceProperties");
   return properties.name;
 }
 

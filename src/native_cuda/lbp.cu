@@ -26,6 +26,7 @@
 #include "kbench/detail/lbp_codes.hpp"
 #include "kbench/lbp.hpp"
 #include "native_cuda/cuda_support.hpp"
+#include "native_cuda/devices.hpp"
 
 namespace kbench {
 namespace {
@@ -353,8 +354,7 @@ constexpr int kMaxFramesPerLaunch = kMaxGridY;
 // occupancy calculator once per kernel, size and device (calls on views make a VecKernel per call).
 template <class Kernel>
 long long resident_vec_blocks(Kernel kernel, std::size_t shared_bytes) {
-  int device = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
+  const int device = cuda::current_device();
   const auto key = std::make_tuple(reinterpret_cast<const void*>(kernel), shared_bytes, device);
   static std::mutex mutex;
   static std::map<decltype(key), long long> known;
