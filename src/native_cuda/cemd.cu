@@ -1490,7 +1490,9 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kern
   stage_row_tile<Metric, Tile>(row_tile(0), a.database, begin, end);
   __pipeline_commit();
 
-  LocalTop2 top[kQT][2];  // query tile i, rows g (h 0) and g + 8 (h 1)
+  // Query tile i, rows g (h 0) and g + 8 (h 1); assigned, as tensor_kernel's are: nvcc 13 dropped
+  // the member initialisers of all but the first row of such an array there.
+  LocalTop2 top[kQT][2];
 #pragma unroll
   for (int i = 0; i < kQT; ++i) {
 #pragma unroll
