@@ -1342,22 +1342,50 @@ __device__ __forceinline__ std::uint32_t half_pair(float low, float high) {
   return word;
 }
 
-// A prepared row of the half MMAs: per cell kSlots words, each the k-values 0 and 1 of one
-// m16n8k8 MMA as two halves. A query's slot s < 7 holds (F(s), F(7)) and a database row's
-// (2·G(7), −2·G(s)), so the MMA gives 2·d(s) = 2·(F(s)·|g| − |f|·G(s)), twice the prefix form's
-// difference (detail/cemd_prefix.hpp); slot 6 leaves the factor out, since d(6) is ordered
-// against d(7) = 0 by 2·min(d(6), 0) = d(6) − |d(6)| and 2·max = d(6) + |d(6)|, two additions
-// instead of two min/max on the busier ALU pipe. Slot 7 holds (F(7), 0) and (2·G(7), 0), so its
-// MMA, started from kEmptyCellDivisor, gives twice the quotient's divisor: halving both operands
-// of quotient_of_small_integers scales each of its steps by a power of two, so the quotient's
-// bits are the same. Exact: the running sums are integers below 2^11 and twice them even
-// integers below 2^12 (exact halves); the products, differences and sums are integers below 2^23,
-// the numerator an even one below 2^25 (exact floats).
+// A prepared row of the half MMAs: per cell 8 slots, each the two k-values of one m16n8k8 MMA
+// operand in a lane as two halves. A query's slot s < 7 holds a(s) = (F(s), F(7)) and slot 7
+// a(7) = (F(7), 0); a database row's b(s) = (G(7), −G(s)) and b(7) = (2·G(7), 0), so
+// a(s)·b(s) = d(s) = F(s)·|g| − |f|·G(s), the prefix form's difference (detail/cemd_prefix.hpp),
+// and a(7)·b(7) = 2·|f|·|g|. A cell takes 8 MMAs (kMmas), each lane of a quad's first two adding
+// its slot's product: lane 0 slot 2i and lane 1 slot 2i + 1, the second time with lane 1's query
+// negated, give d(2i) + d(2i + 1) and d(2i) − d(2i + 1) for i < 3, so each pair is ordered by
+// two additions, 2·min = sum − |difference| and 2·max = sum + |difference|, instead of two
+// min/max on the busier ALU pipe; lane 0's slot 6 gives d(6), ordered against d(7) = 0 alike, and
+// lane 1's slot 7, started from kEmptyCellDivisor, twice the quotient's divisor: the 8 values
+// come doubled, and halving both operands of quotient_of_small_integers scales each of its steps
+// by a power of two, so the quotient's bits are the same. A database row's cell lists lane 0's
+// slots, then lane 1's (row_word), so a lane reads its four in one 16-byte word. Exact: the
+// running sums are integers below 2^11 and twice them even integers below 2^12 (exact halves);
+// the products and their sums are integers below 2^24, the numerator an even one below 2^25
+// (exact floats).
 struct PreparedNormalisedHalves {
   static constexpr int kSlots = kCemdBins;
   static constexpr int kRowWords = kCemdCells * kSlots;
+  static constexpr int kMmas = kSlots;
+  static constexpr int kOrderedPairs = 3;  // the MMAs 2i and 2i + 1, i < 3
+  static constexpr int kLastDifferenceMma = 2 * kOrderedPairs;
+  static constexpr int kDivisorMma = kLastDifferenceMma + 1;
   static constexpr int kDivisorSlot = kSlots - 1;
-  static constexpr int kUndoubledSlot = kSlots - 2;
+  static constexpr int kNoSlot = -1;
+
+  // Where slot s of a database row's cell lies: lane 0's slots (even) first, then lane 1's.
+  __host__ __device__ static constexpr int row_word(int slot) {
+    return slot % 2 * (kSlots / 2) + slot / 2;
+  }
+  // The database word (of a lane's four) that MMA m multiplies.
+  __host__ __device__ static constexpr int row_operand(int mma) {
+    return mma < kLastDifferenceMma ? mma / 2 : kLastDifferenceMma / 2;
+  }
+  // The query slot lane 0 or 1 of a quad multiplies in MMA m, or kNoSlot (a zero operand).
+  __host__ __device__ static constexpr int query_slot(int lane, int mma) {
+    if (mma < kLastDifferenceMma) return mma / 2 * 2 + lane;
+    if (mma == kLastDifferenceMma) return lane == 0 ? kSlots - 2 : kNoSlot;
+    return lane == 1 ? kDivisorSlot : kNoSlot;
+  }
+  // Whether that query operand is negated (the differences of the ordered pairs).
+  __host__ __device__ static constexpr bool query_negated(int lane, int mma) {
+    return lane == 1 && mma < kLastDifferenceMma && mma % 2 == 1;
+  }
 
   template <Isa = Isa::tuned>
   __device__ static void prepare(const DescriptorWords& bytes, bool query_role,
@@ -1374,14 +1402,23 @@ struct PreparedNormalisedHalves {
       const float mass = running[kCemdBins - 1];
 #pragma unroll
       for (int s = 0; s < kSlots; ++s) {
-        const float scale = s == kUndoubledSlot ? 1.0f : 2.0f;
-        row[c * kSlots + s] =
-            query_role ? half_pair(running[s], s == kDivisorSlot ? 0.0f : mass)
-                       : half_pair(scale * mass, s == kDivisorSlot ? 0.0f : -scale * running[s]);
+        const bool divisor = s == kDivisorSlot;
+        if (query_role) {
+          row[c * kSlots + s] = half_pair(running[s], divisor ? 0.0f : mass);
+        } else {
+          row[c * kSlots + row_word(s)] =
+              divisor ? half_pair(2.0f * mass, 0.0f) : half_pair(mass, -running[s]);
+        }
       }
     }
   }
 };
+
+// Staged database rows ≡ 2 (mod 8) 16-byte words apart: a quad's lanes 0 and 1 read two adjacent
+// words of a row, so the 8 rows a warp reads fill each group of 4 banks twice.
+template <>
+constexpr int kStagedUnits<PreparedNormalisedHalves> = kRowUnits<PreparedNormalisedHalves> + 2;
+static_assert(kStagedUnits<PreparedNormalisedHalves> % 8 == 2);
 
 // d = a·b + c for one m16n8k8 fragment, f16 operands and f32 sums: a from rows g and g + 8
 // (k-values 2t and 2t + 1), b from column g, c the same in all four places, in the PTX fragment
@@ -1429,44 +1466,63 @@ struct HalfMmaTile {
   static constexpr int tile_rows = kRowWarps * warp_rows;
   static constexpr int min_blocks = kMinBlocks;
 };
-using HalfMmaShape = HalfMmaTile<2, 4, 2, 2, 2>;
+using HalfMmaShape = HalfMmaTile<2, 4, 1, 2, 2>;
 
-// The block's queries in shared memory as the A operand's register pairs: query rows g and g + 8
-// of each 16-query tile side by side, word by word, so one 16-byte read gives a lane two slots'
-// {row g, row g + 8} pairs. kPairUnits apart (odd, so the 8 pairs a phase reads fall in 8
-// different groups of 4 banks). Queries past the end are zeros.
+// The block's queries in shared memory as the A operand's register pairs: per query pair (rows g
+// and g + 8 of a 16-query tile) and cell, two blocks of kMmas {row g, row g + 8} pairs, lane 0's
+// operands and lane 1's (PreparedNormalisedHalves::query_slot), so four 16-byte reads give a lane
+// its cell. kPairUnits apart (≡ 1 mod 8, so the 16 blocks a warp reads fall twice in each group
+// of 4 banks). Queries past the end, and operands with no slot, are zeros.
 template <class Tile>
 struct StagedQueryPairs {
-  static constexpr int kCellUnits = 2 * PreparedNormalisedHalves::kSlots / 4;
+  using Metric = PreparedNormalisedHalves;
+  static constexpr int kBlockWords = 2 * Metric::kMmas;
+  static constexpr int kBlockUnits = kBlockWords / 4;
+  static constexpr int kCellUnits = 2 * kBlockUnits;
   static constexpr int kPairUnits = kCemdCells * kCellUnits + 1;
   static constexpr int kUnits = Tile::block_queries / 2 * kPairUnits;
 
-  // Word w of the block's query q (of its prepared row) into `pairs`; plain loads, once a block.
+  // Cell c of the block's query q into `pairs`; plain loads and stores, once a block.
   __device__ static void stage(std::uint32_t* pairs, const uint4* queries, int count) {
-    constexpr int kQueryUnits = kRowUnits<PreparedNormalisedHalves>;
-    for (int e = threadIdx.x; e < Tile::block_queries * kQueryUnits; e += Tile::threads) {
-      const int q = e / kQueryUnits, unit = e % kQueryUnits;
-      const uint4 v =
-          q < count ? queries[std::size_t(q) * kQueryUnits + unit] : make_uint4(0, 0, 0, 0);
+    constexpr int kQueryUnits = kRowUnits<Metric>, kCellSlotUnits = Metric::kSlots / 4;
+    constexpr std::uint32_t kHalvesSign = 0x80008000u;
+    for (int e = threadIdx.x; e < Tile::block_queries * kCemdCells; e += Tile::threads) {
+      const int q = e / kCemdCells, c = e % kCemdCells;
+      std::uint32_t slot[Metric::kSlots];
+#pragma unroll
+      for (int u = 0; u < kCellSlotUnits; ++u) {
+        const uint4 v = q < count ? queries[std::size_t(q) * kQueryUnits + c * kCellSlotUnits + u]
+                                  : make_uint4(0, 0, 0, 0);
+        slot[4 * u] = v.x, slot[4 * u + 1] = v.y, slot[4 * u + 2] = v.z, slot[4 * u + 3] = v.w;
+      }
       const int pair = q / kMmaRows * kMmaColumns + q % kMmaColumns, h = q % kMmaRows / kMmaColumns;
-      std::uint32_t* const to = pairs + pair * kPairUnits * 4 + unit * 8 + h;
-      to[0] = v.x, to[2] = v.y, to[4] = v.z, to[6] = v.w;
+      std::uint32_t* const to = pairs + (pair * kPairUnits + c * kCellUnits) * 4 + h;
+#pragma unroll
+      for (int lane = 0; lane < 2; ++lane) {
+#pragma unroll
+        for (int m = 0; m < Metric::kMmas; ++m) {
+          const int s = Metric::query_slot(lane, m);
+          const std::uint32_t word = s == Metric::kNoSlot ? 0u : slot[s];
+          to[lane * kBlockWords + 2 * m] =
+              Metric::query_negated(lane, m) ? word ^ kHalvesSign : word;
+        }
+      }
     }
   }
 };
 
-// Normalised CEMD nearest two: per cell, the 7 differences and the divisor of each pair come from
-// 8 MMAs (queries the A rows, database rows the B columns); a lane then holds its 4 pairs' cell
-// (2 queries × 2 rows of each tile pair) and runs the prefix form's median network and quotient,
-// summing in cell order, so the distances are cuda-final's bits. Rows are staged as
-// final_kernel's; the B operand is a row's slots in the quad's first lane and zeros in the other
-// three.
+// Normalised CEMD nearest two: per cell, each pair's doubled and pairwise ordered differences and
+// its divisor come from 8 MMAs (queries the A rows, database rows the B columns); a lane then
+// holds its 4 pairs' cell (2 queries × 2 rows of each tile pair) and runs the prefix form's
+// median network and quotient, summing in cell order, so the distances are cuda-final's bits.
+// The B operand is a row's cell in the quad's first two lanes and zeros in the other two (whose
+// A operand is lane 0's).
 template <class Tile>
 __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kernel(FinalArgs a) {
   using Metric = PreparedNormalisedHalves;
-  constexpr int kQT = Tile::query_tiles, kRT = Tile::row_tiles, kSlots = Metric::kSlots;
+  constexpr int kQT = Tile::query_tiles, kRT = Tile::row_tiles, kMmas = Metric::kMmas;
   using Pairs = StagedQueryPairs<Tile>;
-  constexpr int kStaged = kStagedUnits<Metric>, kCellUnits = kSlots * 4 / int(sizeof(uint4));
+  constexpr int kStaged = kStagedUnits<Metric>, kRowCellUnits = Metric::kSlots / 4;
   extern __shared__ uint4 staged[];
   uint4* const query_pairs = staged;
   const auto row_tile = [&](int buffer) {
@@ -1503,11 +1559,12 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kern
   for (int tile = begin; tile < end; tile += Tile::tile_rows, buffer ^= 1) {
     advance_row_tiles<Metric, Tile>(row_tile(buffer ^ 1), a.database, tile + Tile::tile_rows, end);
 
-    // The B operand's row of row tile j: the quad's first lane reads row g, the others zeros.
+    // The B operand's row of row tile j: lanes 0 and 1 of the quad read their half of row g's
+    // cell, the others zeros.
     const uint4* b_rows[kRT];
 #pragma unroll
     for (int j = 0; j < kRT; ++j) {
-      b_rows[j] = t == 0 ? row_tile(buffer) + (warp_row + j * kMmaColumns + g) * kStaged : zeros;
+      b_rows[j] = t < 2 ? row_tile(buffer) + (warp_row + j * kMmaColumns + g) * kStaged + t : zeros;
     }
     // sum[i][j][p]: fragment place p of tile pair (i, j): query h = p / 2, row 2t + p % 2.
     float sum[kQT][kRT][4];
@@ -1519,38 +1576,46 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kern
         for (int p = 0; p < 4; ++p) sum[i][j][p] = 0.0f;
       }
     }
-#pragma unroll 1
+#pragma unroll 4
     for (int c = 0; c < kCemdCells; ++c) {
-      const int unit = c * kCellUnits;
-      Chunk b[kRT];
+      std::uint32_t b[kRT][4];
 #pragma unroll
-      for (int j = 0; j < kRT; ++j) b[j] = load_chunk(b_rows[j] + unit);
+      for (int j = 0; j < kRT; ++j) {
+        const uint4 v = b_rows[j][c * kRowCellUnits];
+        b[j][0] = v.x, b[j][1] = v.y, b[j][2] = v.z, b[j][3] = v.w;
+      }
 #pragma unroll
       for (int i = 0; i < kQT; ++i) {
-        // Slot s's pair {row g, row g + 8}: words 2s and 2s + 1 of the cell.
-        const uint4* const pair =
-            query_pairs + ((warp_query + i * kMmaRows) / 2 + g) * Pairs::kPairUnits + 2 * unit;
-        const Chunk pairs_low = load_chunk(pair), pairs_high = load_chunk(pair + 2);
+        // MMA m's pair {row g, row g + 8}: words 2m and 2m + 1 of the lane's block.
+        const uint4* const pairs = query_pairs +
+                                   ((warp_query + i * kMmaRows) / 2 + g) * Pairs::kPairUnits +
+                                   c * Pairs::kCellUnits + (t == 1) * Pairs::kBlockUnits;
+        const Chunk pairs_low = load_chunk(pairs), pairs_high = load_chunk(pairs + 2);
 #pragma unroll
         for (int j = 0; j < kRT; ++j) {
-          float d[kSlots][4];
+          float d[kMmas][4];
 #pragma unroll
-          for (int s = 0; s < kSlots; ++s) {
-            const Chunk& from = s < kSlots / 2 ? pairs_low : pairs_high;
-            const int w = 2 * (s % (kSlots / 2));
-            mma_f16(d[s], from.w[w], from.w[w + 1], b[j].w[s],
-                    s == Metric::kDivisorSlot ? kEmptyCellDivisor : 0.0f);
+          for (int m = 0; m < kMmas; ++m) {
+            const Chunk& from = m < kMmas / 2 ? pairs_low : pairs_high;
+            const int w = 2 * (m % (kMmas / 2));
+            mma_f16(d[m], from.w[w], from.w[w + 1], b[j][Metric::row_operand(m)],
+                    m == Metric::kDivisorMma ? kEmptyCellDivisor : 0.0f);
           }
 #pragma unroll
           for (int p = 0; p < 4; ++p) {
-            float doubled[kCemdBins];  // 2·d(s); d(7) = F(7)·|g| − |f|·G(7) = 0
+            // 2·d(0..7) with each pair ordered; d(7) = F(7)·|g| − |f|·G(7) = 0.
+            float doubled[kCemdBins];
 #pragma unroll
-            for (int s = 0; s < Metric::kUndoubledSlot; ++s) doubled[s] = d[s][p];
-            const float last = d[Metric::kUndoubledSlot][p];
+            for (int k = 0; k < Metric::kOrderedPairs; ++k) {
+              const float pair_sum = d[2 * k][p], spread = fabsf(d[2 * k + 1][p]);
+              doubled[2 * k] = pair_sum - spread;
+              doubled[2 * k + 1] = pair_sum + spread;
+            }
+            const float last = d[Metric::kLastDifferenceMma][p];
             doubled[kCemdBins - 2] = last - fabsf(last);
             doubled[kCemdBins - 1] = last + fabsf(last);
             sum[i][j][p] += quotient_of_small_integers<Isa::tuned>(
-                median_deviation_sum<Isa::tuned, true>(doubled), d[Metric::kDivisorSlot][p]);
+                median_deviation_sum<Isa::tuned, true>(doubled), d[Metric::kDivisorMma][p]);
           }
         }
       }

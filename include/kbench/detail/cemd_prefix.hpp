@@ -73,9 +73,9 @@ KBENCH_HOST_DEVICE T float_abs(T x) {
 // middle two stay unordered, and the middle terms |a(1) − b(2)| + |a(2) − b(1)|, which pair
 // opposite orders and so maximise a sum of |x − y|, are the larger of the two pairings' sums of
 // the unordered middles (one maximum and additions for four min/max). Every value is exact, so
-// both forms and any order of the additions give the same bits. With kLastPairOrdered the caller
-// has ordered d(6) ≤ d(7) itself and that comparator is left out.
-template <Isa kIsa, bool kLastPairOrdered = false, class T>
+// both forms and any order of the additions give the same bits. With kPairsOrdered the caller has
+// ordered each pair d(2i) ≤ d(2i + 1) itself and those comparators are left out.
+template <Isa kIsa, bool kPairsOrdered = false, class T>
 KBENCH_HOST_DEVICE T median_deviation_sum(T (&d)[kCemdBins]) {
   const auto cx = [&](int i, int j) {
     const T lo = float_min<kIsa>(d[i], d[j]);
@@ -86,8 +86,7 @@ KBENCH_HOST_DEVICE T median_deviation_sum(T (&d)[kCemdBins]) {
   const auto pair_sum = [](T x0, T y0, T x1, T y1) {
     return float_abs(x0 - y0) + float_abs(x1 - y1);
   };
-  cx(0, 1), cx(2, 3), cx(4, 5);
-  if constexpr (!kLastPairOrdered) cx(6, 7);
+  if constexpr (!kPairsOrdered) cx(0, 1), cx(2, 3), cx(4, 5), cx(6, 7);
   cx(0, 2), cx(1, 3), cx(4, 6), cx(5, 7);  // each half's least and greatest; middles 1, 2 and 5, 6
 #if defined(__CUDA_ARCH__)
   const T middle =
@@ -111,12 +110,15 @@ KBENCH_HOST_DEVICE T cemd_prefix_scaled(const T (&f)[kCemdBins], const T (&g)[kC
   return median_deviation_sum<kIsa>(d);
 }
 
-// n / d, correctly rounded, for the normalised quotient's operands: integers with 0 ≤ n < 2^24 and
-// 1 ≤ d ≤ 2040². On CUDA devices this is the division's own fast path (approximate reciprocal,
+// n / d, correctly rounded, for the normalised quotient's operands: integers with 0 ≤ n ≤ 4·d
+// (a cell term is at most 4) and d = a·b or 2·a·b with 1 ≤ a, b ≤ 2040 (or 0 over the empty
+// cell's divisor). On CUDA devices this is the division's own fast path (approximate reciprocal,
 // one Newton step, one residual correction), correctly rounded for such normal operands, without
 // the range check in front of it: that check sends a zero dividend to the slow path, and a fifth
-// of SIFT cell pairs have one (an empty cell), so nearly every warp took it. `/` elsewhere and
-// with Isa::plain.
+// of SIFT cell pairs have one (an empty cell), so nearly every warp took it. The Newton step is
+// needed: without it a few of these operands round wrongly. The suite checks every one of them
+// against IEEE division on the device it runs on (cemd_quotient_check.cu). `/` elsewhere and with
+// Isa::plain.
 template <Isa kIsa, class T>
 KBENCH_HOST_DEVICE T quotient_of_small_integers(T n, T d) {
 #if defined(__CUDA_ARCH__)
