@@ -1344,17 +1344,18 @@ __device__ __forceinline__ std::uint32_t half_pair(float low, float high) {
 
 // A prepared row of the half MMAs: per cell 8 slots, each the two k-values of one m16n8k8 MMA
 // operand in a lane as two halves. A query's slot s < 7 holds a(s) = (F(s), F(7)) and slot 7
-// a(7) = (F(7), 0); a database row's b(s) = (G(7), −G(s)) and b(7) = (2·G(7), 0), so
+// a(7) = (F(7), 2^-15); a database row's b(s) = (G(7), −G(s)) and b(7) = (2·G(7), 2^-15), so
 // a(s)·b(s) = d(s) = F(s)·|g| − |f|·G(s), the prefix form's difference (detail/cemd_prefix.hpp),
-// and a(7)·b(7) = 2·|f|·|g|. A cell takes 8 MMAs (kMmas), each lane of a quad's first two adding
-// its slot's product: lane 0 slot 2i and lane 1 slot 2i + 1, the second time with lane 1's query
-// negated, give d(2i) + d(2i + 1) and d(2i) − d(2i + 1) for i < 3, so each pair is ordered by
-// two additions, 2·min = sum − |difference| and 2·max = sum + |difference|, instead of two
-// min/max on the busier ALU pipe; lane 0's slot 6 gives d(6), ordered against d(7) = 0 alike, and
-// lane 1's slot 7, started from kEmptyCellDivisor, twice the quotient's divisor: the 8 values
-// come doubled, and halving both operands of quotient_of_small_integers scales each of its steps
-// by a power of two, so the quotient's bits are the same. A database row's cell lists lane 0's
-// slots, then lane 1's (row_word), so a lane reads its four in one 16-byte word. Exact: the
+// and a(7)·b(7) = 2·|f|·|g| + kEmptyCellDivisor (2^-15 is a subnormal half, exact; a divisor
+// from the operands leaves every MMA's accumulator zero, which reads no registers). A cell takes 8
+// MMAs (kMmas), each lane of a quad's first two adding its slot's product: lane 0 slot 2i and lane
+// 1 slot 2i + 1, the second time with lane 1's query negated, give d(2i) + d(2i + 1) and d(2i) −
+// d(2i + 1) for i < 3, so each pair is ordered by two additions, 2·min = sum − |difference| and
+// 2·max = sum + |difference|, instead of two min/max on the busier ALU pipe; lane 0's slot 6 gives
+// d(6), ordered against d(7) = 0 alike, and lane 1's slot 7 twice the quotient's divisor: the 8
+// values come doubled, and halving both operands of quotient_of_small_integers scales each of its
+// steps by a power of two, so the quotient's bits are the same. A database row's cell lists lane
+// 0's slots, then lane 1's (row_word), so a lane reads its four in one 16-byte word. Exact: the
 // running sums are integers below 2^11 and twice them even integers below 2^12 (exact halves);
 // the products and their sums are integers below 2^24, the numerator an even one below 2^25
 // (exact floats).
@@ -1367,6 +1368,8 @@ struct PreparedNormalisedHalves {
   static constexpr int kDivisorMma = kLastDifferenceMma + 1;
   static constexpr int kDivisorSlot = kSlots - 1;
   static constexpr int kNoSlot = -1;
+  static constexpr float kEmptyCellDivisorRoot = 0x1p-15f;
+  static_assert(kEmptyCellDivisorRoot * kEmptyCellDivisorRoot == kEmptyCellDivisor);
 
   // Where slot s of a database row's cell lies: lane 0's slots (even) first, then lane 1's.
   __host__ __device__ static constexpr int row_word(int slot) {
@@ -1404,10 +1407,10 @@ struct PreparedNormalisedHalves {
       for (int s = 0; s < kSlots; ++s) {
         const bool divisor = s == kDivisorSlot;
         if (query_role) {
-          row[c * kSlots + s] = half_pair(running[s], divisor ? 0.0f : mass);
+          row[c * kSlots + s] = half_pair(running[s], divisor ? kEmptyCellDivisorRoot : mass);
         } else {
-          row[c * kSlots + row_word(s)] =
-              divisor ? half_pair(2.0f * mass, 0.0f) : half_pair(mass, -running[s]);
+          row[c * kSlots + row_word(s)] = divisor ? half_pair(2.0f * mass, kEmptyCellDivisorRoot)
+                                                  : half_pair(mass, -running[s]);
         }
       }
     }
@@ -1420,16 +1423,17 @@ template <>
 constexpr int kStagedUnits<PreparedNormalisedHalves> = kRowUnits<PreparedNormalisedHalves> + 2;
 static_assert(kStagedUnits<PreparedNormalisedHalves> % 8 == 2);
 
-// d = a·b + c for one m16n8k8 fragment, f16 operands and f32 sums: a from rows g and g + 8
-// (k-values 2t and 2t + 1), b from column g, c the same in all four places, in the PTX fragment
-// layout. Before sm_75 the same sums come from the quad's registers by shuffles.
+// d = a·b for one m16n8k8 fragment, f16 operands and f32 sums: a from rows g and g + 8 (k-values
+// 2t and 2t + 1), b from column g, in the PTX fragment layout. Before sm_75 the same sums come
+// from the quad's registers by shuffles.
 __device__ __forceinline__ void mma_f16(float (&d)[4], std::uint32_t a_low, std::uint32_t a_high,
-                                        std::uint32_t b, float c) {
+                                        std::uint32_t b) {
+  constexpr float kZero = 0.0f;
 #if __CUDA_ARCH__ >= 750
   asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
       "{%7,%8,%9,%10};"
       : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-      : "r"(a_low), "r"(a_high), "r"(b), "f"(c), "f"(c), "f"(c), "f"(c));
+      : "r"(a_low), "r"(a_high), "r"(b), "f"(kZero), "f"(kZero), "f"(kZero), "f"(kZero));
 #else
   const auto floats = [](std::uint32_t word) {
     __half2 pair;
@@ -1437,7 +1441,7 @@ __device__ __forceinline__ void mma_f16(float (&d)[4], std::uint32_t a_low, std:
     return __half22float2(pair);
   };
   const int lane = threadIdx.x % kWarpSize, g = lane / kQuadLanes, t = lane % kQuadLanes;
-  float sum[4] = {c, c, c, c};
+  float sum[4] = {kZero, kZero, kZero, kZero};
 #pragma unroll
   for (int p = 0; p < kQuadLanes; ++p) {
     const float2 low = floats(__shfl_sync(kFullWarp, a_low, g * kQuadLanes + p));
@@ -1466,7 +1470,7 @@ struct HalfMmaTile {
   static constexpr int tile_rows = kRowWarps * warp_rows;
   static constexpr int min_blocks = kMinBlocks;
 };
-using HalfMmaShape = HalfMmaTile<2, 4, 1, 2, 2>;
+using HalfMmaShape = HalfMmaTile<2, 4, 1, 1, 2>;
 
 // The block's queries in shared memory as the A operand's register pairs: per query pair (rows g
 // and g + 8 of a 16-query tile) and cell, two blocks of kMmas {row g, row g + 8} pairs, lane 0's
@@ -1598,8 +1602,7 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kern
           for (int m = 0; m < kMmas; ++m) {
             const Chunk& from = m < kMmas / 2 ? pairs_low : pairs_high;
             const int w = 2 * (m % (kMmas / 2));
-            mma_f16(d[m], from.w[w], from.w[w + 1], b[j][Metric::row_operand(m)],
-                    m == Metric::kDivisorMma ? kEmptyCellDivisor : 0.0f);
+            mma_f16(d[m], from.w[w], from.w[w + 1], b[j][Metric::row_operand(m)]);
           }
 #pragma unroll
           for (int p = 0; p < 4; ++p) {
