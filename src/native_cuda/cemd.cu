@@ -451,6 +451,11 @@ __device__ __forceinline__ Chunk load_chunk(const uint4* at) {
   return {{lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w}};
 }
 
+// The four words of a 16-byte word into to[0..3].
+__device__ __forceinline__ void store_words(const uint4& v, std::uint32_t* to) {
+  to[0] = v.x, to[1] = v.y, to[2] = v.z, to[3] = v.w;
+}
+
 // A prepared row in 16-byte words.
 template <class Metric>
 constexpr int kRowUnits = Metric::kRowWords / 4;
@@ -463,8 +468,7 @@ __device__ __forceinline__ void load_descriptor_words(const uint4* rows, int i,
                                                       DescriptorWords& bytes) {
 #pragma unroll
   for (int u = 0; u < int(kDescriptorUnits); ++u) {
-    const uint4 v = rows[std::size_t(i) * kDescriptorUnits + u];
-    bytes[4 * u] = v.x, bytes[4 * u + 1] = v.y, bytes[4 * u + 2] = v.z, bytes[4 * u + 3] = v.w;
+    store_words(rows[std::size_t(i) * kDescriptorUnits + u], bytes + 4 * u);
   }
 }
 
@@ -918,8 +922,8 @@ struct TensorTerms {
 // the low (w even) or high (w odd) 16 k-values of the fragment's share of lane t.
 __device__ __forceinline__ void lane_words(const uint4& lo, const uint4& hi,
                                            std::uint32_t (&w)[kLaneWords]) {
-  w[0] = lo.x, w[1] = lo.y, w[2] = lo.z, w[3] = lo.w;
-  w[4] = hi.x, w[5] = hi.y, w[6] = hi.z, w[7] = hi.w;
+  store_words(lo, w);
+  store_words(hi, w + 4);
 }
 // A lane's words of a row in global memory.
 __device__ __forceinline__ void load_lane_words(const uint4* row, int t,
@@ -1497,7 +1501,7 @@ struct StagedQueryPairs {
       for (int u = 0; u < kCellSlotUnits; ++u) {
         const uint4 v = q < count ? queries[std::size_t(q) * kQueryUnits + c * kCellSlotUnits + u]
                                   : make_uint4(0, 0, 0, 0);
-        slot[4 * u] = v.x, slot[4 * u + 1] = v.y, slot[4 * u + 2] = v.z, slot[4 * u + 3] = v.w;
+        store_words(v, slot + 4 * u);
       }
       const int pair = q / kMmaRows * kMmaColumns + q % kMmaColumns, h = q % kMmaRows / kMmaColumns;
       std::uint32_t* const to = pairs + (pair * kPairUnits + c * kCellUnits) * 4 + h;
@@ -1584,10 +1588,7 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kern
     for (int c = 0; c < kCemdCells; ++c) {
       std::uint32_t b[kRT][4];
 #pragma unroll
-      for (int j = 0; j < kRT; ++j) {
-        const uint4 v = b_rows[j][c * kRowCellUnits];
-        b[j][0] = v.x, b[j][1] = v.y, b[j][2] = v.z, b[j][3] = v.w;
-      }
+      for (int j = 0; j < kRT; ++j) store_words(b_rows[j][c * kRowCellUnits], b[j]);
 #pragma unroll
       for (int i = 0; i < kQT; ++i) {
         // MMA m's pair {row g, row g + 8}: words 2m and 2m + 1 of the lane's block.
