@@ -12,7 +12,7 @@
 #include "cemd_quotient_check.hpp"
 #include "kbench/cemd.hpp"
 #include "kbench/detail/cemd_prefix.hpp"
-#include "kbench/error.hpp"
+#include "native_cuda/cuda_support.hpp"
 
 namespace kbench::testing {
 namespace {
@@ -54,10 +54,6 @@ __global__ void __launch_bounds__(kThreads)
   atomicAdd(&counts->checked, checked);
 }
 
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) throw Error(std::string(what) + ": " + cudaGetErrorString(status));
-}
-
 }  // namespace
 
 QuotientCheck check_device_cemd_quotients() {
@@ -66,25 +62,26 @@ QuotientCheck check_device_cemd_quotients() {
     for (int b = a; b <= kMostCellMass; ++b) is_product[std::size_t(a) * b] = 1;
   }
   std::vector<int> products;
+  std::uint64_t expected = 1;  // 0 over the empty cell's divisor
   for (std::size_t p = 1; p < is_product.size(); ++p) {
-    if (is_product[p]) products.push_back(int(p));
+    if (!is_product[p]) continue;
+    products.push_back(int(p));
+    expected += 2 * (std::uint64_t(kMostQuotient) * p + 1);  // p and 2p, numerators 0 … 4p each
   }
-  int* device_products = nullptr;
-  Counts* device_counts = nullptr;
-  check(cudaMalloc(&device_products, products.size() * sizeof(int)), "cudaMalloc");
-  check(cudaMalloc(&device_counts, sizeof(Counts)), "cudaMalloc");
-  check(cudaMemcpy(device_products, products.data(), products.size() * sizeof(int),
-                   cudaMemcpyHostToDevice),
-        "cudaMemcpy");
-  check(cudaMemset(device_counts, 0, sizeof(Counts)), "cudaMemset");
+  const cuda::DeviceBuffer<int> device_products(products.size());
+  const cuda::DeviceBuffer<Counts> device_counts(1);
+  cuda::check(cudaMemcpy(device_products.get(), products.data(), device_products.bytes(),
+                         cudaMemcpyHostToDevice),
+              "cudaMemcpy");
+  cuda::check(cudaMemset(device_counts.get(), 0, device_counts.bytes()), "cudaMemset");
   const int blocks = int(std::min<std::size_t>(products.size(), 1 << 16));
-  check_quotients<<<blocks, kThreads>>>(device_products, int(products.size()), device_counts);
-  check(cudaGetLastError(), "check_quotients launch");
+  check_quotients<<<blocks, kThreads>>>(device_products.get(), int(products.size()),
+                                        device_counts.get());
+  cuda::check_launch("check_quotients");
   Counts counts{};
-  check(cudaMemcpy(&counts, device_counts, sizeof counts, cudaMemcpyDeviceToHost), "cudaMemcpy");
-  cudaFree(device_products);
-  cudaFree(device_counts);
-  return {counts.checked, counts.misrounded, counts.numerator, counts.divisor};
+  cuda::check(cudaMemcpy(&counts, device_counts.get(), sizeof counts, cudaMemcpyDeviceToHost),
+              "cudaMemcpy");
+  return {counts.checked, expected, counts.misrounded, counts.numerator, counts.divisor};
 }
 
 }  // namespace kbench::testing
