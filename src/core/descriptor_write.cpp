@@ -108,7 +108,10 @@ void write_distance_matrix_csv(OutputFile& out, const CemdResult& result,
                                const std::function<void(int)>& on_rows) {
   check_result_shape(result, true);
   std::string line = "query";
-  for (int d = 0; d < result.database; ++d) line += ',' + std::to_string(d);
+  for (int d = 0; d < result.database; ++d) {
+    line += ',';
+    append_integer(line, d);
+  }
   line += '\n';
   out.write(line);
   for (int q = 0; q < result.queries; ++q) {
