@@ -580,6 +580,126 @@ __device__ __forceinline__ void advance_row_tiles(uint4* other_buffer, const uin
   __syncthreads();
 }
 
+// A split's row tiles, double-buffered: tile n of the walk lands in buffer n % 2 while tile n − 1
+// is read. Rows are staged as they lie in memory (kStagedUnits = kRowUnits), so on sm_90 thread 0
+// stages a tile with one bulk copy (the tensor memory accelerator) that completes on the buffer's
+// "full" mbarrier, once every warp has arrived on its "empty" one after reading the tile before:
+// the other threads spend no instructions on staging, and the warps meet at no block barrier.
+// Rows past the end keep an earlier tile's rows or zeros (their distances are dropped). Elsewhere
+// every thread copies its share with cp.async (stage_row_tile, rows past the end zeros) and the
+// block meets at barriers. The shared memory is the two buffers, then one 16-byte unit for each
+// pair of barriers.
+template <class Metric, class Tile>
+class RowTileWalk {
+ public:
+  static constexpr int kUnits = kRowUnits<Metric>;
+  static_assert(kStagedUnits<Metric> == kUnits, "rows staged as they lie in memory");
+  static constexpr int kBufferUnits = Tile::tile_rows * kUnits;
+  static constexpr int kSharedUnits = 2 * kBufferUnits + 2;
+  static constexpr int kWarps = Tile::threads / kWarpSize;
+
+  __device__ explicit RowTileWalk(uint4* shared)
+      : buffers_(shared), barriers_(reinterpret_cast<std::uint64_t*>(shared + 2 * kBufferUnits)) {}
+
+  __device__ const uint4* buffer(int n) const { return buffers_ + n % 2 * kBufferUnits; }
+
+  // Zero buffers and the barriers; the block must meet at a __syncthreads() before the first stage.
+  __device__ void init() {
+#if __CUDA_ARCH__ >= 900
+    for (int u = threadIdx.x; u < 2 * kBufferUnits; u += Tile::threads) {
+      buffers_[u] = make_uint4(0, 0, 0, 0);
+    }
+    // The zeros and the barriers before any bulk copy writes over them or completes on them.
+    if (threadIdx.x == 0) {
+      for (int b = 0; b < 2; ++b) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(full(b)));
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(empty(b)), "r"(kWarps));
+      }
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+  }
+
+  // Tile n: the rows from `first` (up to `end`) into buffer n % 2; nothing when first ≥ end.
+  __device__ void stage(int n, const uint4* database, int first, int end) {
+#if __CUDA_ARCH__ >= 900
+    if (threadIdx.x == 0 && first < end) {
+      if (n >= 2) wait_phase(empty(n % 2), (n - 2) / 2 % 2);  // tile n − 2 read
+      const std::uint32_t bytes = min(Tile::tile_rows, end - first) * kUnits * sizeof(uint4);
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full(n % 2)),
+                   "r"(bytes)
+                   : "memory");
+      asm volatile(
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+          "[%3];" ::"r"(shared_address(buffers_ + n % 2 * kBufferUnits)),
+          "l"(database + std::size_t(first) * kUnits), "r"(bytes), "r"(full(n % 2))
+          : "memory");
+    }
+    __syncwarp();
+#else
+    stage_row_tile<Metric, Tile>(buffers_ + n % 2 * kBufferUnits, database, first, end);
+    __pipeline_commit();
+#endif
+  }
+
+  // Until tile n has landed and is visible to the whole block.
+  __device__ void wait(int n) const {
+#if __CUDA_ARCH__ >= 900
+    wait_phase(full(n % 2), n / 2 % 2);
+#else
+    __pipeline_wait_prior(1);  // everything but the tile after it has landed
+    __syncthreads();
+#endif
+  }
+
+  // The calling warp has read tile n: its buffer may be staged again.
+  __device__ void release(int n) const {
+#if __CUDA_ARCH__ >= 900
+    __syncwarp();
+    if (threadIdx.x % kWarpSize == 0) {
+      asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(empty(n % 2)) : "memory");
+    }
+#else
+    __syncthreads();
+#endif
+  }
+
+  // Nothing left in flight at the kernel's end.
+  __device__ void finish() const {
+#if __CUDA_ARCH__ < 900
+    __pipeline_wait_prior(0);
+#endif
+  }
+
+ private:
+  __device__ static std::uint32_t shared_address(const void* pointer) {
+    return std::uint32_t(__cvta_generic_to_shared(pointer));
+  }
+  __device__ std::uint32_t full(int b) const {
+    return shared_address(barriers_ + b);
+  }
+  __device__ std::uint32_t empty(int b) const {
+    return shared_address(barriers_ + 2 + b);
+  }
+
+  __device__ static void wait_phase(std::uint32_t barrier, std::uint32_t parity) {
+#if __CUDA_ARCH__ >= 900
+    std::uint32_t done = 0;
+    while (!done) {
+      asm volatile(
+          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, "
+          "0, p; }"
+          : "=r"(done)
+          : "r"(barrier), "r"(parity)
+          : "memory");
+    }
+#endif
+  }
+
+  uint4* buffers_;
+  std::uint64_t* barriers_;
+};
+
 template <class Metric, class Tile, bool kAllPairs>
 __global__ void __launch_bounds__(Tile::threads, Metric::kMinBlocks) final_kernel(FinalArgs a) {
   constexpr int kQ = Tile::queries, kR = Tile::rows, kStaged = kStagedUnits<Metric>;
@@ -1362,10 +1482,13 @@ __device__ __forceinline__ std::uint32_t half_pair(float low, float high) {
 // 0's slots, then lane 1's (row_word), so a lane reads its four in one 16-byte word. Exact: the
 // running sums are integers below 2^11 and twice them even integers below 2^12 (exact halves);
 // the products and their sums are integers below 2^24, the numerator an even one below 2^25
-// (exact floats).
+// (exact floats). A row ends in kPadWords zeros, so that rows lie ≡ 2 (mod 8) 16-byte words apart
+// both in memory and staged (kStagedUnits below) and a tile of rows is one contiguous copy.
 struct PreparedNormalisedHalves {
   static constexpr int kSlots = kCemdBins;
-  static constexpr int kRowWords = kCemdCells * kSlots;
+  static constexpr int kCellWords = kCemdCells * kSlots;
+  static constexpr int kPadWords = 8;
+  static constexpr int kRowWords = kCellWords + kPadWords;
   static constexpr int kMmas = kSlots;
   static constexpr int kOrderedPairs = 3;  // the MMAs 2i and 2i + 1, i < 3
   static constexpr int kLastDifferenceMma = 2 * kOrderedPairs;
@@ -1418,13 +1541,16 @@ struct PreparedNormalisedHalves {
         }
       }
     }
+#pragma unroll
+    for (int w = kCellWords; w < kRowWords; ++w) row[w] = 0;
   }
 };
 
-// Staged database rows ≡ 2 (mod 8) 16-byte words apart: a quad's lanes 0 and 1 read two adjacent
-// words of a row, so the 8 rows a warp reads fill each group of 4 banks twice.
+// Staged database rows ≡ 2 (mod 8) 16-byte words apart, as in memory (the row's zeros): a quad's
+// lanes 0 and 1 read two adjacent words of a row, so the 8 rows a warp reads fill each group of 4
+// banks twice.
 template <>
-constexpr int kStagedUnits<PreparedNormalisedHalves> = kRowUnits<PreparedNormalisedHalves> + 2;
+constexpr int kStagedUnits<PreparedNormalisedHalves> = kRowUnits<PreparedNormalisedHalves>;
 static_assert(kStagedUnits<PreparedNormalisedHalves> % 8 == 2);
 
 // d = a·b for one m16n8k8 fragment, f16 operands and f32 sums: a from rows g and g + 8 (k-values
@@ -1531,12 +1657,11 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kern
   constexpr int kQT = Tile::query_tiles, kRT = Tile::row_tiles, kMmas = Metric::kMmas;
   using Pairs = StagedQueryPairs<Tile>;
   constexpr int kStaged = kStagedUnits<Metric>, kRowCellUnits = Metric::kSlots / 4;
+  using Walk = RowTileWalk<Metric, Tile>;
   extern __shared__ uint4 staged[];
   uint4* const query_pairs = staged;
-  const auto row_tile = [&](int buffer) {
-    return staged + Pairs::kUnits + buffer * Tile::tile_rows * kStaged;
-  };
-  uint4* const zeros = staged + Pairs::kUnits + 2 * Tile::tile_rows * kStaged;
+  Walk walk(staged + Pairs::kUnits);
+  uint4* const zeros = staged + Pairs::kUnits + Walk::kSharedUnits;
 
   const int lane = threadIdx.x % kWarpSize, g = lane / kQuadLanes, t = lane % kQuadLanes;
   const int warp = threadIdx.x / kWarpSize;
@@ -1551,8 +1676,9 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kern
   }
   Pairs::stage(reinterpret_cast<std::uint32_t*>(query_pairs),
                a.queries + std::size_t(q0) * kRowUnits<Metric>, a.query_count - q0);
-  stage_row_tile<Metric, Tile>(row_tile(0), a.database, begin, end);
-  __pipeline_commit();
+  walk.init();
+  __syncthreads();  // the queries, the zero row and the walk's buffers and barriers
+  walk.stage(0, a.database, begin, end);
 
   // Query tile i, rows g (h 0) and g + 8 (h 1); assigned, as tensor_kernel's are: nvcc 13 dropped
   // the member initialisers of all but the first row of such an array there.
@@ -1563,16 +1689,17 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kern
     for (int h = 0; h < 2; ++h) top[i][h] = LocalTop2{};
   }
 
-  int buffer = 0;
-  for (int tile = begin; tile < end; tile += Tile::tile_rows, buffer ^= 1) {
-    advance_row_tiles<Metric, Tile>(row_tile(buffer ^ 1), a.database, tile + Tile::tile_rows, end);
+  int n = 0;  // the walk's tile
+  for (int tile = begin; tile < end; tile += Tile::tile_rows, ++n) {
+    walk.stage(n + 1, a.database, tile + Tile::tile_rows, end);
+    walk.wait(n);
 
     // The B operand's row of row tile j: lanes 0 and 1 of the quad read their half of row g's
     // cell, the others zeros.
     const uint4* b_rows[kRT];
 #pragma unroll
     for (int j = 0; j < kRT; ++j) {
-      b_rows[j] = t < 2 ? row_tile(buffer) + (warp_row + j * kMmaColumns + g) * kStaged + t : zeros;
+      b_rows[j] = t < 2 ? walk.buffer(n) + (warp_row + j * kMmaColumns + g) * kStaged + t : zeros;
     }
     // sum[i][j][p]: fragment place p of tile pair (i, j): query h = p / 2, row 2t + p % 2.
     float sum[kQT][kRT][4];
@@ -1624,6 +1751,7 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kern
         }
       }
     }
+    walk.release(n);
 
     // Rows past the end are at +inf and never inserted; each lane offers its rows in order.
 #pragma unroll
@@ -1652,9 +1780,8 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kern
         }
       }
     }
-    __syncthreads();  // the tile is read before the next iteration restages its buffer
   }
-  __pipeline_wait_prior(0);  // nothing left in flight (the queries, when the split was empty)
+  walk.finish();
 
 #pragma unroll
   for (int i = 0; i < kQT; ++i) {
@@ -1674,9 +1801,9 @@ template <class Tile = HalfMmaShape>
 struct HalfMmaKernels : TileSplits<Tile> {
   using Metric = PreparedNormalisedHalves;
   using TileSplits<Tile>::query_tiles;
-  // The queries, two row tiles, and a zero row for the B operand's other lanes.
+  // The queries, the row tiles' walk, and a zero row for the B operand's other lanes.
   static constexpr std::size_t kSharedBytes =
-      (std::size_t(StagedQueryPairs<Tile>::kUnits) + 2 * Tile::tile_rows * kStagedUnits<Metric> +
+      (std::size_t(StagedQueryPairs<Tile>::kUnits) + RowTileWalk<Metric, Tile>::kSharedUnits +
        kRowUnits<Metric>)*sizeof(uint4);
 
   static long long configure() {
