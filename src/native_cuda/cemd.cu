@@ -601,7 +601,7 @@ class RowTileWalk {
   __device__ explicit RowTileWalk(uint4* shared)
       : buffers_(shared), barriers_(reinterpret_cast<std::uint64_t*>(shared + 2 * kBufferUnits)) {}
 
-  __device__ const uint4* buffer(int n) const { return buffers_ + n % 2 * kBufferUnits; }
+  __device__ uint4* buffer(int n) const { return buffers_ + n % 2 * kBufferUnits; }
 
   // Zero buffers and the barriers; the block must meet at a __syncthreads() before the first stage.
   __device__ void init() {
@@ -631,13 +631,13 @@ class RowTileWalk {
                    : "memory");
       asm volatile(
           "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
-          "[%3];" ::"r"(shared_address(buffers_ + n % 2 * kBufferUnits)),
+          "[%3];" ::"r"(shared_address(buffer(n))),
           "l"(database + std::size_t(first) * kUnits), "r"(bytes), "r"(full(n % 2))
           : "memory");
     }
     __syncwarp();
 #else
-    stage_row_tile<Metric, Tile>(buffers_ + n % 2 * kBufferUnits, database, first, end);
+    stage_row_tile<Metric, Tile>(buffer(n), database, first, end);
     __pipeline_commit();
 #endif
   }
