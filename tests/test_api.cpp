@@ -208,6 +208,70 @@ TEST_CASE("cemd_match and cemd_all_pairs on views equal the variants' results", 
   }
 }
 
+namespace {
+
+// A database whose rows 70..89 repeat rows 10..29 (exact ties between pieces) and queries with
+// one of those rows among them (a tie at distance 0).
+struct TiedSets {
+  DescriptorSet database = generated_descriptors(90, 7);
+  DescriptorSet queries;
+  TiedSets() {
+    std::copy(database.row(10), database.row(30), database.values.begin() + 70 * kDescriptorBytes);
+    queries = generated_queries(database, 31, 8);
+    std::copy(database.row(12), database.row(13), queries.values.begin());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("cemd piece matching equals one call over the whole database, ties included", "[api]") {
+  const TiedSets sets;
+  const DescriptorView queries = view_of(sets.queries);
+  const auto piece = [&](int first, int rows) {
+    return DescriptorView{sets.database.row(first), rows, DescriptorType::u8, 0,
+                          MemoryPlace::host()};
+  };
+  // Pieces in order and out of order, one of a single row.
+  const std::vector<std::vector<std::pair<int, int>>> cuts = {
+      {{0, 90}}, {{0, 1}, {1, 17}, {18, 40}, {58, 32}}, {{58, 32}, {0, 30}, {30, 28}}};
+  for (const auto distance : {DescriptorDistance::cemd_normalised, DescriptorDistance::cemd_raw,
+                              DescriptorDistance::l2}) {
+    INFO(to_string(distance));
+    Context context;
+    const CemdMatchOptions options{distance, 0.8f, {}};
+    const std::vector<CemdMatch> whole =
+        cemd_match(context, queries, view_of(sets.database), options);
+    const Choice choice{context.last_call().variant, "", ""};
+    CHECK(whole[0].index == 12);
+    CHECK(whole[0].distance == 0.f);
+    for (std::size_t c = 0; c < cuts.size(); ++c) {
+      INFO("cut " << c);
+      CemdPieceMatcher matcher(context, queries, options, choice);
+      for (const auto& [first, rows] : cuts[c]) matcher.add(piece(first, rows), first);
+      CHECK(matcher.matches() == whole);
+    }
+    // A database of one row: no second neighbour.
+    CemdPieceMatcher one(context, queries, options, choice);
+    one.add(piece(5, 1), 5);
+    const std::vector<CemdMatch> single = one.matches();
+    CHECK(single[3].index == 5);
+    CHECK(single[3].second_index == -1);
+    CHECK_FALSE(single[3].accepted);
+  }
+}
+
+TEST_CASE("cemd piece matching refuses no pieces and rows past 2^31", "[api]") {
+  const TiedSets sets;
+  Context context;
+  CemdPieceMatcher matcher(context, view_of(sets.queries));
+  CHECK_THROWS_WITH(matcher.matches(), Catch::Contains("no database piece"));
+  const DescriptorView piece{sets.database.row(0), 10, DescriptorType::u8, 0, MemoryPlace::host()};
+  CHECK_THROWS_WITH(matcher.add(piece, -1), Catch::Contains("rows are numbered"));
+  CHECK_THROWS_WITH(matcher.add(piece, std::int64_t(1) << 31),
+                    Catch::Contains("rows are numbered"));
+  CHECK_THROWS_WITH(matcher.matches(), Catch::Contains("no database piece"));
+}
+
 TEST_CASE("a choice names the variant, backend or layer that runs, and is kept per shape",
           "[api]") {
   Context context;

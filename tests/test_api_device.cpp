@@ -320,16 +320,7 @@ TEST_CASE("cemd_match and cemd_all_pairs on device views equal the host calls", 
       for (const DescriptorView& database_view : database_views) {
         const auto matches = cemd_match(context, query_view, database_view, options, choice);
         CHECK(context.last_call().variant == variant->name);
-        REQUIRE(matches.size() == expected.size());
-        bool same = true;
-        for (std::size_t q = 0; q < matches.size(); ++q) {
-          same &= matches[q].index == expected[q].index &&
-                  matches[q].distance == expected[q].distance &&
-                  matches[q].second_index == expected[q].second_index &&
-                  matches[q].second_distance == expected[q].second_distance &&
-                  matches[q].accepted == expected[q].accepted;
-        }
-        CHECK(same);
+        CHECK(matches == expected);
         if (!matrix_too) continue;
         // The matrix with spare floats after each row, on a caller's stream.
         DeviceMemory matrix = on_device(std::vector<float>(25 * 64, -1.f));
@@ -351,6 +342,56 @@ TEST_CASE("cemd_match and cemd_all_pairs on device views equal the host calls", 
 }
 
 #if defined(KBENCH_HAVE_CUDA)
+TEST_CASE("cemd piece matching on device views equals one host call, ties included",
+          "[api_device]") {
+  if (!gpu_available()) return;
+  DescriptorSet database = generated_descriptors(300, 11);
+  // Rows 250..299 repeat rows 20..69: exact ties between pieces.
+  std::copy(database.row(20), database.row(70), database.values.begin() + 250 * kDescriptorBytes);
+  DescriptorSet queries = generated_queries(database, 77, 12);
+  std::copy(database.row(33), database.row(34), queries.values.begin());
+  const DeviceMemory device_queries = on_device(queries.values);
+  const DeviceMemory device_database = on_device(database.values);
+  const DescriptorView host_queries{queries.values.data(), queries.count, DescriptorType::u8, 0,
+                                    MemoryPlace::host()};
+  const DescriptorView host_database{database.values.data(), database.count, DescriptorType::u8, 0,
+                                     MemoryPlace::host()};
+  const DescriptorView query_view{device_queries.data(), queries.count, DescriptorType::u8, 0,
+                                  MemoryPlace::cuda(0)};
+  const auto piece = [&](int first, int rows) {
+    return DescriptorView{static_cast<const std::uint8_t*>(device_database.data()) +
+                              std::size_t(first) * kDescriptorBytes,
+                          rows, DescriptorType::u8, 0, MemoryPlace::cuda(0)};
+  };
+  const std::vector<std::pair<int, int>> cut = {{250, 50}, {0, 1}, {1, 129}, {130, 120}};
+  for (const auto* variant : view_variants<Cemd>()) {
+    for (const auto distance : {DescriptorDistance::cemd_normalised, DescriptorDistance::cemd_raw,
+                                DescriptorDistance::l2}) {
+      INFO(variant->name << ", " << to_string(distance));
+      CemdInput operation{queries, database, {}};
+      operation.params.distance = distance;
+      if (!variant->handles(operation)) continue;
+      Context context;
+      const Choice choice{variant->name, "", ""};
+      const auto expected =
+          cemd_match(context, host_queries, host_database, {distance, 0.8f, {}}, choice);
+      CHECK(expected[0].index == 33);
+      CHECK(expected[0].second_index == 263);
+      // On a stream of the caller's, every piece queued before the matches are asked for.
+      const DeviceStream stream(0);
+      CemdPieceMatcher matcher(context, query_view, {distance, 0.8f, {stream.handle(), false}},
+                               choice);
+      for (const auto& [first, rows] : cut) matcher.add(piece(first, rows), first);
+      const DescriptorView host_piece{database.row(0), 3, DescriptorType::u8, 0,
+                                      MemoryPlace::host()};
+      CHECK_THROWS_WITH(matcher.add(host_piece, 0), Catch::Contains("one place"));
+      const std::vector<CemdMatch> matches = matcher.matches();
+      CHECK(context.last_call().variant == variant->name);
+      CHECK(matches == expected);
+    }
+  }
+}
+
 TEST_CASE("contexts on two threads and their own streams give one thread's bytes", "[api_device]") {
   if (!gpu_available()) return;
   const auto frames = frames_of(16, 320, 96, 1, 11);

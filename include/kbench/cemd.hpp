@@ -183,6 +183,12 @@ KBENCH_HOST_DEVICE float cemd_key_distance(std::uint64_t key) {
   return d;
 }
 
+// A key of a piece's row (numbered from 0 in the piece) as one of row first_row + index of the
+// whole database (their sum below 2^32); no key stays none.
+KBENCH_HOST_DEVICE std::uint64_t cemd_key_from_row(std::uint64_t key, std::uint32_t first_row) {
+  return key == kNoCemdKey ? key : key + first_row;
+}
+
 // The two smallest keys seen so far.
 struct Top2 {
   std::uint64_t best = kNoCemdKey, second = kNoCemdKey;
@@ -348,11 +354,46 @@ struct CemdMatch {
   float second_distance = 0;
   bool accepted = false;
 };
+inline bool operator==(const CemdMatch& a, const CemdMatch& b) {
+  return a.index == b.index && a.distance == b.distance && a.second_index == b.second_index &&
+         a.second_distance == b.second_distance && a.accepted == b.accepted;
+}
 
 // Per query, its nearest two database descriptors (ties to the smallest row).
 std::vector<CemdMatch> cemd_match(Context& context, const DescriptorView& queries,
                                   const DescriptorView& database,
                                   const CemdMatchOptions& options = {}, const Choice& choice = {});
+
+// Per query, its nearest two database descriptors over a database matched a piece at a time (one
+// larger than the device's memory, or read while the piece before is matched). add() matches a
+// piece whose first row is row `first_row` of the whole database and merges its candidates into
+// each query's nearest two so far; matches() returns them as cemd_match over the whole database
+// with the same variant would (ties to the smallest row, whatever the pieces). On device views
+// add() is queued on options.stream and returns at once, the nearest two so far staying on the
+// device: the piece's memory must stay unchanged until the stream has passed the call (a
+// DeviceEvent recorded after it). Host views are matched within add(). The queries (a view of one
+// place with every piece's) must outlive the matcher; rows are numbered below 2^31.
+class CemdPieceMatcher {
+ public:
+  CemdPieceMatcher(Context& context, const DescriptorView& queries,
+                   const CemdMatchOptions& options = {}, const Choice& choice = {});
+  ~CemdPieceMatcher();
+  CemdPieceMatcher(const CemdPieceMatcher&) = delete;
+  CemdPieceMatcher& operator=(const CemdPieceMatcher&) = delete;
+
+  void add(const DescriptorView& piece, std::int64_t first_row);
+  // Waits for the queued pieces; throws Error when none was added.
+  std::vector<CemdMatch> matches();
+
+ private:
+  Context& context_;
+  DescriptorView queries_;
+  CemdMatchOptions options_;
+  Choice choice_;
+  bool any_ = false;
+  std::vector<Top2> host_;  // host views: the nearest two so far
+  DeviceMemory device_;     // device views: the same as cemd keys, two per query
+};
 
 // Every query's distance to every database row into `matrix` (queries.rows × database.rows), on
 // the views' device when they are device views.

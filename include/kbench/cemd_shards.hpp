@@ -60,15 +60,18 @@ struct ShardResult {
   std::vector<float> matrix;  // queries × shard rows, row-major, when params.all_pairs
   std::string variant;        // the variant that ran; empty for an empty shard
   // Wall times (several GPUs: the slowest GPU's each). seconds: the matching itself: the
-  // variant's runs on the pieces, copies included; on device views, the set-up (device buffers,
-  // the queries' upload) and each piece's call, its copy to the GPU being part of its reading.
-  // A CUDA variant's device is initialised (its context made) before, untimed, as a process's
-  // is at its start. read_seconds: every piece's read (from its first reader thread's start to
-  // its last one's end; a text part: its read whole) and, on device views, the two piece
-  // buffers' sizing and page-locking (once, before the first read) and each piece's copy to the
-  // GPU on the thread that read it. waited_seconds: the matching thread waiting for rows (the
-  // first piece's, and any later piece got ready slower than the one before it was matched): the
-  // reading that the matching did not hide.
+  // variant's runs on the pieces, copies included; on device views, where each piece's matching
+  // is queued (CemdPieceMatcher) as soon as its rows are on the GPU, the set-up (device buffers,
+  // the queries' upload) and the span from the first piece in hand to the matches' download,
+  // each piece's copy to the GPU being part of its reading. A CUDA variant's device is
+  // initialised (its context made) before, untimed, as a process's is at its start.
+  // read_seconds: every piece's read (from its first reader thread's start to its last one's
+  // end; a text part: its read whole) and, on device views, the two piece buffers' making and
+  // page-locking (once) and each piece's copy to the GPU on the thread that read it.
+  // waited_seconds: the matching thread waiting for rows that the matching did not hide: every
+  // piece's wait for the host variants (the first piece's, and any later piece got ready slower
+  // than the one before it was matched); on device views the first piece's only (a later piece
+  // late enough to leave the GPU without work lengthens `seconds`).
   double seconds = 0, read_seconds = 0, waited_seconds = 0;
   int pieces = 0;  // pieces matched (several GPUs: the most of one GPU)
 };

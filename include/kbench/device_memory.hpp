@@ -94,6 +94,28 @@ class DeviceStream {
   void* stream_ = nullptr;
 };
 
+// A point in one stream's queued work that another stream, or the host, can wait for (a
+// cudaEvent_t without timing) of device `device`. Waiting for one never recorded returns at once.
+// Movable, not copyable.
+class DeviceEvent {
+ public:
+  DeviceEvent() = default;
+  explicit DeviceEvent(int device);
+  ~DeviceEvent();
+  DeviceEvent(DeviceEvent&& other) noexcept;
+  DeviceEvent& operator=(DeviceEvent&& other) noexcept;
+  DeviceEvent(const DeviceEvent&) = delete;
+  DeviceEvent& operator=(const DeviceEvent&) = delete;
+
+  // Marks the end of the work queued on `stream` so far.
+  void record(void* stream);
+  // Makes the work queued on `stream` from now on wait for the recorded point.
+  void queue_wait(void* stream) const;
+
+ private:
+  void* event_ = nullptr;
+};
+
 // Host memory the caller owns, page-locked in place (cudaHostRegister) for this object's life, so
 // that copies from it to a GPU run at the link's rate instead of through a staging buffer. Where
 // kbench has no CUDA, or the memory cannot be locked, it stays pageable: pinned() says which, and
@@ -186,6 +208,12 @@ void copy_view_async(const ImageView& to, const ConstImageView& from, void* stre
 constexpr std::uint32_t kNoBadValue = ~std::uint32_t(0);
 void descriptors_to_u8_async(const float* from, std::size_t stride, int rows, std::uint8_t* to,
                              std::uint32_t* first_bad, void* stream);
+// Merges one piece's nearest two per query (cemd keys of rows numbered from 0 in the piece,
+// query q's in piece[2q] and piece[2q + 1]) into the nearest two so far in `running` (the same
+// layout, rows of the whole database), the piece's rows renumbered from `first_row`, queued on
+// `stream`; first_row plus the piece's rows must stay below 2^32.
+void merge_top2_keys_async(std::uint64_t* running, const std::uint64_t* piece, int queries,
+                           std::uint32_t first_row, void* stream);
 // Copies host view `from` into device view `to` (one shape) through `staging`, page-locked memory
 // of at least from's packed bytes: the host threads pack a step of rows into it while the
 // previous step's copy to the device runs (a copy from pageable memory runs at a quarter to a

@@ -1,6 +1,7 @@
 // kbench::cemd_match and kbench::cemd_all_pairs on descriptor views, host or device, through the
 // chosen cemd variant.
 #include <cstring>
+#include <limits>
 
 #include "api_support.hpp"
 #include "kbench/cemd.hpp"
@@ -158,6 +159,73 @@ void cemd_all_pairs(Context& context, const DescriptorView& queries, const Descr
     std::memcpy(reinterpret_cast<unsigned char*>(matrix.data) + std::size_t(q) * stride,
                 result.matrix.data() + std::size_t(q) * database.rows, row_bytes);
   }
+}
+
+CemdPieceMatcher::CemdPieceMatcher(Context& context, const DescriptorView& queries,
+                                   const CemdMatchOptions& options, const Choice& choice)
+    : context_(context), queries_(queries), options_(options), choice_(choice) {
+  api::check_descriptor_view(queries, "queries");
+  if (api::device_call(context, {{"queries", queries.place}})) {
+    const ScopedDevice on(context.options().device);
+    device_ = DeviceMemory(2 * std::size_t(queries.rows) * sizeof(std::uint64_t),
+                           context.options().device);
+    fill_async(device_.data(), 0xFF, device_.size(), options.stream.handle);
+  } else {
+    host_.assign(std::size_t(queries.rows), Top2{});
+  }
+}
+
+CemdPieceMatcher::~CemdPieceMatcher() = default;
+
+void CemdPieceMatcher::add(const DescriptorView& piece, std::int64_t first_row) {
+  const bool on_device = api::device_call(
+      context_, {{"queries", queries_.place}, {"the database piece", piece.place}});
+  if (first_row < 0 || piece.rows < 0 ||
+      first_row + piece.rows > std::numeric_limits<std::int32_t>::max()) {
+    throw Error("a database piece of " + std::to_string(piece.rows) + " rows from row " +
+                std::to_string(first_row) + ": rows are numbered from 0 to 2^31 - 2");
+  }
+  if (!on_device) {
+    const std::vector<CemdMatch> found = cemd_match(context_, queries_, piece, options_, choice_);
+    for (std::size_t q = 0; q < found.size(); ++q) {
+      const CemdMatch& m = found[q];
+      Top2 piece_top2;
+      piece_top2.best = cemd_key(m.distance, std::uint32_t(first_row + m.index));
+      if (m.second_index >= 0) {
+        piece_top2.second = cemd_key(m.second_distance, std::uint32_t(first_row + m.second_index));
+      }
+      host_[q] = top2_merge(host_[q], piece_top2);
+    }
+    any_ = true;
+    return;
+  }
+  const CemdInput input = input_of(queries_, piece, options_, false, true);
+  const ScopedDevice on(context_.options().device);
+  const std::uint64_t* keys =
+      cemd_on_device(context_, input, queries_, piece, nullptr, options_, choice_);
+  merge_top2_keys_async(static_cast<std::uint64_t*>(device_.data()), keys, queries_.rows,
+                        std::uint32_t(first_row), options_.stream.handle);
+  any_ = true;
+}
+
+std::vector<CemdMatch> CemdPieceMatcher::matches() {
+  if (!any_) throw Error("cemd piece matching: no database piece was added");
+  std::vector<CemdNeighbours> neighbours;
+  if (device_.data()) {
+    const ScopedDevice on(context_.options().device);
+    std::vector<std::uint64_t> keys(2 * std::size_t(queries_.rows));
+    copy_rows_async(keys.data(), device_.size(), device_.data(), device_.size(), device_.size(), 1,
+                    options_.stream.handle);
+    synchronize(options_.stream.handle);
+    neighbours = neighbours_from_keys(keys.data(), queries_.rows);
+  } else {
+    neighbours.reserve(host_.size());
+    for (const Top2& t : host_) neighbours.push_back(neighbours_from(t));
+  }
+  std::vector<CemdMatch> matches;
+  matches.reserve(neighbours.size());
+  for (const CemdNeighbours& n : neighbours) matches.push_back(match_of(n, options_.ratio));
+  return matches;
 }
 
 }  // namespace kbench

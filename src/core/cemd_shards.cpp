@@ -1,16 +1,19 @@
 #include "kbench/cemd_shards.hpp"
 
-#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <system_error>
 #include <thread>
 
+#include "core/host_threads.hpp"
 #include "kbench/device_memory.hpp"
 #include "kbench/error.hpp"
 #include "kbench/harness.hpp"
@@ -37,24 +40,11 @@ constexpr int kMostPieceRows = 1 << 22;
 // Pieces copied to a GPU are at most kMostDevicePieceRows (128 MiB): the two buffers they are
 // read into are page-locked for the copies, which costs time per byte as reading does, so they
 // stay small (256 MiB locked), while a piece's kernels at many queries on a fast GPU still outlast
-// its fixed cost (a call, its keys' download and merge) many times over.
+// its fixed cost (a call and a merge queued) many times over.
 constexpr int kMostDevicePieceRows = 1 << 20;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Asks for huge pages (Linux's transparent ones, where offered) behind a buffer's reserved
-// storage before its first touch, so that faulting it in and page-locking it walk 2 MiB pages
-// instead of 4 KiB ones. Advice only: the buffer works the same without it.
-void prefer_huge_pages(const std::vector<std::uint8_t>& buffer) {
-#if defined(MADV_HUGEPAGE)
-  constexpr std::uintptr_t kHugePage = std::uintptr_t(1) << 21;
-  const auto first = reinterpret_cast<std::uintptr_t>(buffer.data());
-  const std::uintptr_t begin = (first + kHugePage - 1) & ~(kHugePage - 1);
-  const std::uintptr_t end = (first + buffer.capacity()) & ~(kHugePage - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-#endif
 }
 
 // A piece's nearest two (indices within it; no second: −1) as keys of rows numbered from `first`.
@@ -94,31 +84,43 @@ void place_columns(const std::vector<float>& block, int queries, int width,
   }
 }
 
-// Runs work(0) .. work(n − 1) on n threads of their own and waits for all of them; then throws
-// the failure of the lowest-numbered one that failed, if any.
-void run_on_threads(int n, const std::function<void(int)>& work) {
-  std::vector<std::exception_ptr> failures(static_cast<std::size_t>(n));
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<std::size_t>(n));
-  try {
-    for (int i = 0; i < n; ++i) {
-      threads.emplace_back([&, i] {
-        try {
-          work(i);
-        } catch (...) {
-          failures[i] = std::current_exception();
-        }
-      });
-    }
-  } catch (const std::system_error& e) {
-    for (auto& t : threads) t.join();
-    throw Error(std::string("cannot start a thread: ") + e.what());
+// Host memory for the rows of the pieces copied to a GPU, page-locked so that the copies run at
+// the link's rate. Its storage starts on a 2 MiB boundary and asks for Linux's transparent huge
+// pages (advice only), so that faulting it in and locking it walk 2 MiB pages instead of 4 KiB
+// ones; `threads` threads fault it in first, a slice each, so that the kernel's zeroing of the
+// new pages runs on all of them, not on the one thread that locks it.
+class LockedRows {
+ public:
+  void allocate(std::size_t bytes, int threads) {
+    constexpr std::size_t kHugePage = std::size_t(1) << 21;
+    constexpr std::size_t kPage = 4096;
+    const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+    memory_.reset(static_cast<std::uint8_t*>(std::aligned_alloc(kHugePage, rounded)));
+    if (!memory_) throw Error("cannot allocate " + std::to_string(rounded) + " bytes for rows");
+#if defined(MADV_HUGEPAGE)
+    madvise(memory_.get(), rounded, MADV_HUGEPAGE);
+#endif
+    const std::size_t pages = rounded / kPage;
+    const int slices = int(std::clamp<std::size_t>(std::size_t(threads), 1, pages));
+    run_on_threads(slices, [&](int s) {
+      const RowRange slice = shard_rows(std::int64_t(pages), slices, s);
+      for (std::int64_t page = slice.first; page < slice.first + slice.count; ++page) {
+        memory_.get()[std::size_t(page) * kPage] = 0;
+      }
+    });
+    registration_ = HostRegistration(memory_.get(), rounded);
   }
-  for (auto& t : threads) t.join();
-  for (const auto& failure : failures) {
-    if (failure) std::rethrow_exception(failure);
+  std::uint8_t* data() const {
+    return memory_.get();
   }
-}
+
+ private:
+  struct Free {
+    void operator()(std::uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<std::uint8_t, Free> memory_;
+  HostRegistration registration_;  // declared after the memory, so unlocked before it is freed
+};
 
 // Reads database rows [first, first + count) into `into`, by range on up to `threads` threads,
 // each a contiguous slice.
@@ -132,34 +134,29 @@ void read_rows(const RowSource& rows, std::int64_t first, int count, int threads
   });
 }
 
-// The rows of one part, a piece at a time: pieces[i % 2] holds piece i. By range, piece i + 1 is
-// read on other threads while piece i is matched; otherwise the part is read whole at first and
-// each piece copied from it. With a GPU to deliver to, each piece, once in its buffer, is handed
-// to `deliver` on the thread that loaded it (with that GPU made current there). Its buffers are
-// then sized for the largest piece and page-locked once, both at once before the first read, so
-// that every copy runs at the link's rate and no later piece waits for a buffer to grow (a
-// vector's growth zero-fills it, and each growth would lock it again); a piece's rows are the
-// first count of its buffer's.
+// The rows of one part, a piece at a time, piece i in buffer i % 2. By range, piece i + 1 is read
+// on other threads while piece i is matched; otherwise the part is read whole at first and each
+// piece copied from it. With a GPU to deliver to, each piece, once in its buffer, is handed to
+// `deliver` on the thread that loaded it (with that GPU made current there); its buffers are then
+// LockedRows sized for the largest piece, made once (buffer 0 before the first read, buffer 1 on
+// a thread of its own meanwhile), so that every copy runs at the link's rate and no later piece
+// waits for a buffer to grow. Without one, the pieces are DescriptorSets for the host variants.
 class PieceReader {
  public:
-  using Deliver = std::function<void(int piece, const DescriptorSet& rows)>;
+  using Deliver = std::function<void(int piece, const std::uint8_t* rows, int count)>;
 
-  // `shape`: the part's input with no rows (queries and parameters); device −1: no GPU.
-  PieceReader(const CemdInput& shape, RowRange part, const RowSource& rows, int threads,
-              const std::vector<int>& sizes, int device, Deliver deliver)
+  // device −1: no GPU.
+  PieceReader(RowRange part, const RowSource& rows, int threads, const std::vector<int>& sizes,
+              int device, Deliver deliver)
       : part_(part), rows_(rows), threads_(threads), device_(device), deliver_(std::move(deliver)) {
     starts_.push_back(0);
     for (const int size : sizes) starts_.push_back(starts_.back() + size);
     most_bytes_ = std::size_t(*std::max_element(sizes.begin(), sizes.end())) * kDescriptorBytes;
-    // Room for the largest piece, so that the buffers never move.
-    for (CemdInput& input : inputs_) {
-      input = shape;
-      input.database.values.reserve(most_bytes_);
-    }
   }
-  // Waits for the read in flight (a failure in it is lost only when another is being thrown).
+  // Waits for the work in flight (a failure in it is lost only when another is being thrown).
   ~PieceReader() {
     if (next_.valid()) next_.wait();
+    if (second_buffer_.valid()) second_buffer_.wait();
   }
 
   int pieces() const { return int(starts_.size()) - 1; }
@@ -169,31 +166,37 @@ class PieceReader {
     return {part_.first + starts_[p], starts_[p + 1] - starts_[p]};
   }
 
-  // Piece `piece` once it is read, reading piece + 1 from then on; pieces are asked for in order.
-  const CemdInput& get(int piece) {
+  // Waits until piece `piece` is read (and delivered), then starts reading piece + 1; pieces are
+  // asked for in order. Returns the piece's rows (without a GPU; with one, their count only).
+  DescriptorSet& get(int piece) {
     const Clock::time_point start = Clock::now();
     if (piece == 0) {
-      if (deliver_) lock_buffers();
+      if (deliver_) {
+        if (pieces() > 1) second_buffer_ = start_thread([this] { allocate(1); });
+        allocate(0);
+      }
       if (!rows_.by_range && pieces() > 1) read_whole_part();
       load(0);
     } else {
       next_.get();
     }
     waited_seconds_ += seconds_since(start);
-    if (piece + 1 < pieces()) {
-      try {
-        next_ = std::async(std::launch::async, [this, piece] { load(piece + 1); });
-      } catch (const std::system_error& e) {
-        throw Error(std::string("cannot start a reader thread: ") + e.what());
-      }
-    }
-    return inputs_[piece % 2];
+    if (piece + 1 < pieces()) next_ = start_thread([this, piece] { load(piece + 1); });
+    return sets_[piece % 2];
   }
 
   double read_seconds() const { return read_seconds_; }
   double waited_seconds() const { return waited_seconds_; }
 
  private:
+  template <class Work>
+  static std::future<void> start_thread(Work work) {
+    try {
+      return std::async(std::launch::async, std::move(work));
+    } catch (const std::system_error& e) {
+      throw Error(std::string("cannot start a reader thread: ") + e.what());
+    }
+  }
   void read_whole_part() {
     const Clock::time_point start = Clock::now();
     whole_.count = part_.count;
@@ -201,41 +204,42 @@ class PieceReader {
     rows_.read(part_.first, part_.count, whole_.values.data());
     read_seconds_ += seconds_since(start);
   }
-  // Fills inputs_[piece % 2] and delivers it; one piece at a time, on this thread or the one
-  // std::async started.
+  // Makes locked buffer `b`, with this part's GPU current; part of the reading.
+  void allocate(int b) {
+    const Clock::time_point start = Clock::now();
+    use_cuda_device(device_);
+    locked_[b].allocate(most_bytes_, threads_);
+    const double took = seconds_since(start);
+    const std::lock_guard<std::mutex> lock(seconds_mutex_);
+    read_seconds_ += took;
+  }
+  // Fills buffer piece % 2 and delivers it; one piece at a time, on this thread or the one
+  // start_thread started.
   void load(int piece) {
     const RowRange rows = range(piece);
     const int buffer = piece % 2;
-    DescriptorSet& into = inputs_[buffer].database;
-    into.count = rows.count;
-    if (!deliver_) into.values.resize(std::size_t(rows.count) * kDescriptorBytes);
+    if (second_buffer_.valid() && buffer == 1) second_buffer_.get();
+    DescriptorSet& set = sets_[buffer];
+    set.count = rows.count;
+    std::uint8_t* into = locked_[buffer].data();
+    if (!deliver_) {
+      set.values.resize(std::size_t(rows.count) * kDescriptorBytes);
+      into = set.values.data();
+    }
+    const Clock::time_point start = Clock::now();
     if (whole_.values.empty()) {
-      const Clock::time_point start = Clock::now();
-      read_rows(rows_, rows.first, rows.count, rows_.by_range ? threads_ : 1, into.values.data());
-      read_seconds_ += seconds_since(start);
+      read_rows(rows_, rows.first, rows.count, rows_.by_range ? threads_ : 1, into);
     } else {
       const auto begin = whole_.values.begin() + (rows.first - part_.first) * kDescriptorBytes;
-      std::copy(begin, begin + std::ptrdiff_t(rows.count) * kDescriptorBytes, into.values.begin());
+      std::copy(begin, begin + std::ptrdiff_t(rows.count) * kDescriptorBytes, into);
     }
     if (deliver_) {
-      const Clock::time_point start = Clock::now();
       use_cuda_device(device_);
-      deliver_(piece, into);
-      read_seconds_ += seconds_since(start);
+      deliver_(piece, into, rows.count);
     }
-  }
-  // Sizes the buffers that pieces will use for the largest piece and page-locks them, each on a
-  // thread of its own with this part's GPU current; part of the reading.
-  void lock_buffers() {
-    const Clock::time_point start = Clock::now();
-    run_on_threads(std::min(2, pieces()), [this](int b) {
-      use_cuda_device(device_);
-      std::vector<std::uint8_t>& values = inputs_[b].database.values;
-      prefer_huge_pages(values);
-      values.resize(most_bytes_);
-      registrations_[b] = HostRegistration(values.data(), values.size());
-    });
-    read_seconds_ += seconds_since(start);
+    const double took = seconds_since(start);
+    const std::lock_guard<std::mutex> lock(seconds_mutex_);
+    read_seconds_ += took;
   }
 
   RowRange part_;
@@ -244,19 +248,24 @@ class PieceReader {
   int threads_ = 1;
   int device_ = -1;
   Deliver deliver_;
-  CemdInput inputs_[2];
-  std::size_t most_bytes_ = 0;         // the largest piece's
-  HostRegistration registrations_[2];  // declared after the buffers, so unlocked before freed
-  DescriptorSet whole_;  // the part, when it is not read by range and is matched in pieces
+  DescriptorSet sets_[2];       // without a GPU: the pieces' rows; with one: their counts
+  LockedRows locked_[2];        // with a GPU: the pieces' rows
+  std::size_t most_bytes_ = 0;  // the largest piece's
+  DescriptorSet whole_;         // the part, when it is not read by range and is matched in pieces
+  std::mutex seconds_mutex_;    // read_seconds_, added to by two threads at the start
   double read_seconds_ = 0, waited_seconds_ = 0;
-  std::future<void> next_;  // the read of the next piece; declared last, so waited for first
+  // The work in flight, declared last, so waited for before the buffers go: buffer 1's making,
+  // then the read of the next piece.
+  std::future<void> second_buffer_;
+  std::future<void> next_;
 };
 
-// A part's pieces matched on this thread's GPU by the library's call on device views (for a
-// variant that has one), on the default stream: the queries go up once; each piece, once read,
-// is copied by the thread that read it into one of two device buffers (piece i into buffer
-// i % 2) on a stream of its own, beside the matching of the piece before, so that a piece costs
-// its kernels and no allocation.
+// A part's pieces matched on this thread's GPU by the library's piece matcher on device views
+// (for a variant that has them), on the legacy default stream: the queries go up once; each
+// piece, once read, is copied by the thread that read it into one of two device buffers (piece i
+// into buffer i % 2) on a stream of its own, beside the matching queued before it; the matching
+// is queued without waiting, so the GPU runs the pieces back to back while the host reads on,
+// and the nearest two stay on the device until the end.
 class DevicePieces {
  public:
   // On CUDA device `device` (the thread's current one); `buffers`: 1 for a part of one piece,
@@ -264,50 +273,55 @@ class DevicePieces {
   DevicePieces(int device, const DescriptorSet& queries, int most_rows, int buffers,
                const Variant<Cemd>& variant, const CemdParams& params)
       : context_(ContextOptions{device}),
-        choice_{variant.name, "", ""},
-        options_{params.distance, params.ratio, {}},
-        queries_(queries.values.size(), context_.options().device),
+        queries_(queries.values.size(), device),
         query_view_{queries_.data(), queries.count, DescriptorType::u8, 0,
-                    MemoryPlace::cuda(context_.options().device)},
-        copies_(context_.options().device) {
+                    MemoryPlace::cuda(device)},
+        matcher_(context_, query_view_, CemdMatchOptions{params.distance, params.ratio, {}},
+                 Choice{variant.name, "", ""}),
+        copies_(device) {
     for (int b = 0; b < buffers; ++b) {
-      database_[b] =
-          DeviceMemory(std::size_t(most_rows) * kDescriptorBytes, context_.options().device);
+      database_[b] = DeviceMemory(std::size_t(most_rows) * kDescriptorBytes, device);
+      matched_[b] = DeviceEvent(device);
     }
     copy_rows_async(queries_.data(), queries_.size(), queries.values.data(), queries_.size(),
                     queries_.size(), 1, nullptr);
   }
 
-  // Copies piece `piece`'s rows into its device buffer and waits for them: on the thread that
-  // read them, with this GPU current, while the matching of the piece before (whose buffer is
-  // the other one) runs on.
-  void upload(int piece, const DescriptorSet& rows) {
-    const std::size_t bytes = std::size_t(rows.count) * kDescriptorBytes;
-    copy_rows_async(database_[piece % 2].data(), bytes, rows.values.data(), bytes, bytes, 1,
-                    copies_.handle());
+  // Copies piece `piece`'s rows into its device buffer, once the matching of the piece two
+  // before (the buffer's last user) has run, and waits for them: on the thread that read them,
+  // with this GPU current.
+  void upload(int piece, const std::uint8_t* rows, int count) {
+    const std::size_t bytes = std::size_t(count) * kDescriptorBytes;
+    matched_[piece % 2].queue_wait(copies_.handle());
+    copy_rows_async(database_[piece % 2].data(), bytes, rows, bytes, bytes, 1, copies_.handle());
     synchronize(copies_.handle());
   }
 
-  // The candidates of `piece` (uploaded), its `count` rows numbered from `first`.
-  std::vector<Top2> match(int piece, int count, std::int64_t first) {
+  // Queues the matching of `piece` (uploaded), its `count` rows numbered from `first`.
+  void match(int piece, int count, std::int64_t first) {
     const DescriptorView rows{database_[piece % 2].data(), count, DescriptorType::u8, 0,
                               query_view_.place};
-    const std::vector<CemdMatch> matches =
-        cemd_match(context_, query_view_, rows, options_, choice_);
+    matcher_.add(rows, first);
+    matched_[piece % 2].record(nullptr);
+  }
+
+  // Waits for the pieces queued; their nearest two per query as keys.
+  std::vector<Top2> top2() {
+    const std::vector<CemdMatch> matches = matcher_.matches();
     std::vector<Top2> top2;
     top2.reserve(matches.size());
     for (const CemdMatch& m : matches) {
-      top2.push_back(keys_from(first, m.index, m.distance, m.second_index, m.second_distance));
+      top2.push_back(keys_from(0, m.index, m.distance, m.second_index, m.second_distance));
     }
     return top2;
   }
 
  private:
   Context context_;
-  Choice choice_;
-  CemdMatchOptions options_;
   DeviceMemory queries_, database_[2];
   DescriptorView query_view_;
+  CemdPieceMatcher matcher_;
+  DeviceEvent matched_[2];  // per buffer: the end of the last matching queued on it
   DeviceStream copies_;  // declared after the buffers, so its copies are waited for before they go
 };
 
@@ -331,8 +345,10 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSou
   result.top2.assign(std::size_t(queries.count), Top2{});
   if (part.count == 0) return result;
   if (options.piece_rows < 0) throw Error("the rows per piece must not be negative");
-  // The whole part's shape, validated before any row is read (the all-pairs matrix's limit).
-  const CemdInput shape{queries, DescriptorSet{part.count, {}}, options.params};
+  // The whole part's shape (counts only), validated before any row is read (the all-pairs
+  // matrix's limit).
+  const CemdInput shape{DescriptorSet{queries.count, {}}, DescriptorSet{part.count, {}},
+                        options.params};
   validate_cemd_input(shape);
   const Variant<Cemd>& variant =
       select_cemd_variant(shape, options.variant, options.backend, native_cuda_only);
@@ -360,36 +376,50 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSou
       options.reader_threads > 0 ? options.reader_threads : default_reader_threads(1, options.gpus);
   PieceReader::Deliver deliver;
   if (device_pieces) {
-    deliver = [&device_pieces](int piece, const DescriptorSet& piece_rows) {
-      device_pieces->upload(piece, piece_rows);
+    deliver = [&device_pieces](int piece, const std::uint8_t* piece_rows, int count) {
+      device_pieces->upload(piece, piece_rows, count);
     };
   }
-  PieceReader reader(shape, part, rows, threads, sizes, device_pieces ? device : -1,
-                     std::move(deliver));
+  PieceReader reader(part, rows, threads, sizes, device_pieces ? device : -1, std::move(deliver));
+  // The host variants' input: the queries and, in turn, each piece's rows, moved in and out.
+  CemdInput input{device_pieces ? DescriptorSet{} : queries, {}, options.params};
+  // On device views the matching is queued: it runs from the first piece in hand to the
+  // matches' download, beside the reading of the pieces after the first, whose waits (where the
+  // GPU ran out of work) fall within it.
+  Clock::time_point queued_from;
+  double first_wait = 0;
   for (int p = 0; p < reader.pieces(); ++p) {
-    const CemdInput& input = reader.get(p);
+    DescriptorSet& piece_rows = reader.get(p);
     const Clock::time_point start = Clock::now();
     const RowRange range = reader.range(p);
-    std::vector<Top2> top2;
     if (device_pieces) {
-      top2 = device_pieces->match(p, range.count, range.first);
-      result.seconds += seconds_since(start);
+      if (p == 0) {
+        queued_from = start;
+        first_wait = reader.waited_seconds();
+      }
+      device_pieces->match(p, range.count, range.first);
     } else {
+      std::swap(input.database, piece_rows);
       CemdResult out = run_once(variant, input);
+      std::swap(input.database, piece_rows);
       result.seconds += seconds_since(start);
-      top2 = shard_top2(out, range.first, all_pairs);
+      const std::vector<Top2> top2 = shard_top2(out, range.first, all_pairs);
+      merge_top2_lists(result.top2.data(), top2.data(), top2.size());
       if (all_pairs && range.count == part.count) result.matrix = std::move(out.matrix);
       if (all_pairs && range.count < part.count) {
         place_columns(out.matrix, queries.count, range.count, result.matrix, part.count,
                       int(range.first - part.first));
       }
     }
-    merge_top2_lists(result.top2.data(), top2.data(), top2.size());
     if (options.progress) options.progress(range.count);
+  }
+  if (device_pieces) {
+    result.top2 = device_pieces->top2();
+    result.seconds += seconds_since(queued_from);
   }
   result.pieces = reader.pieces();
   result.read_seconds = reader.read_seconds();
-  result.waited_seconds = reader.waited_seconds();
+  result.waited_seconds = device_pieces ? first_wait : reader.waited_seconds();
   return result;
 }
 
@@ -436,9 +466,7 @@ std::vector<int> automatic_piece_sizes(int rows, PieceTarget target) {
 
 int default_reader_threads(int ranks_on_node, int parts) {
   const int online = int(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-  int usable = online;
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) usable = std::max(1, CPU_COUNT(&set));
+  const int usable = usable_cores();
   const int sharing = usable < online ? 1 : std::max(1, ranks_on_node);
   return std::clamp(usable / sharing / std::max(1, parts), 1, kMaxReaderThreads);
 }

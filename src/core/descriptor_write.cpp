@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/host_threads.hpp"
 #include "kbench/error.hpp"
 
 namespace kbench {
@@ -86,22 +87,34 @@ void write_descriptors_npy(OutputFile& out, const DescriptorSet& set, NpyValueTy
 void write_matches_csv(OutputFile& out, const CemdResult& result, float ratio) {
   check_result_shape(result, false);
   out.write("query,index,distance,second_index,second_distance,accepted\n");
-  std::string line;
-  for (int q = 0; q < result.queries; ++q) {
-    const CemdNeighbours& n = result.neighbours[q];
-    line.clear();
-    append_integer(line, q);
-    line += ',';
-    append_integer(line, n.best_index);
-    line += ',';
-    append_distance(line, n.best_distance);
-    line += ',';
-    append_integer(line, n.second_index);
-    line += ',';
-    if (n.second_index >= 0) append_distance(line, n.second_distance);
-    line += ratio_accepted(n, ratio) ? ",1\n" : ",0\n";
-    out.write(line);
+  // The lines are formatted in blocks of queries on the usable cores, then written in order.
+  constexpr int kLeastBlockQueries = 4096;
+  const int blocks = std::clamp(result.queries / kLeastBlockQueries, 1, usable_cores());
+  std::vector<std::string> text(static_cast<std::size_t>(blocks));
+  const auto format = [&](int b) {
+    const int first = int(std::int64_t(result.queries) * b / blocks);
+    const int end = int(std::int64_t(result.queries) * (b + 1) / blocks);
+    std::string& lines = text[std::size_t(b)];
+    for (int q = first; q < end; ++q) {
+      const CemdNeighbours& n = result.neighbours[q];
+      append_integer(lines, q);
+      lines += ',';
+      append_integer(lines, n.best_index);
+      lines += ',';
+      append_distance(lines, n.best_distance);
+      lines += ',';
+      append_integer(lines, n.second_index);
+      lines += ',';
+      if (n.second_index >= 0) append_distance(lines, n.second_distance);
+      lines += ratio_accepted(n, ratio) ? ",1\n" : ",0\n";
+    }
+  };
+  if (blocks == 1) {
+    format(0);
+  } else {
+    run_on_threads(blocks, format);
   }
+  for (const std::string& lines : text) out.write(lines);
 }
 
 void write_distance_matrix_csv(OutputFile& out, const CemdResult& result,

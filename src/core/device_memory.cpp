@@ -54,6 +54,19 @@ DeviceStream::~DeviceStream() = default;
 DeviceStream::DeviceStream(DeviceStream&&) noexcept = default;
 DeviceStream& DeviceStream::operator=(DeviceStream&&) noexcept = default;
 
+DeviceEvent::DeviceEvent(int) {
+  no_cuda("a CUDA event");
+}
+DeviceEvent::~DeviceEvent() = default;
+DeviceEvent::DeviceEvent(DeviceEvent&&) noexcept = default;
+DeviceEvent& DeviceEvent::operator=(DeviceEvent&&) noexcept = default;
+void DeviceEvent::record(void*) {
+  no_cuda("a CUDA event");
+}
+void DeviceEvent::queue_wait(void*) const {
+  no_cuda("a CUDA event");
+}
+
 HostRegistration::HostRegistration(void*, std::size_t) {}
 HostRegistration::~HostRegistration() = default;
 HostRegistration::HostRegistration(HostRegistration&&) noexcept = default;
@@ -71,6 +84,9 @@ void copy_last_channel_async(const ConstImageView&, int, const ImageView&, void*
 }
 void descriptors_to_u8_async(const float*, std::size_t, int, std::uint8_t*, std::uint32_t*, void*) {
   no_cuda("a device conversion");
+}
+void merge_top2_keys_async(std::uint64_t*, const std::uint64_t*, int, std::uint32_t, void*) {
+  no_cuda("a device merge");
 }
 void synchronize(void*) {
   no_cuda("a stream");

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "kbench/cemd.hpp"
 #include "native_cuda/cuda_support.hpp"
 
 namespace kbench {
@@ -70,6 +71,20 @@ __global__ void __launch_bounds__(kCopyKernelThreads)
   }
 }
 
+// Query q's (grid-stride) nearest two so far merged with a piece's, renumbered from first_row.
+__global__ void __launch_bounds__(kCopyKernelThreads)
+    merge_top2_keys_kernel(std::uint64_t* running, const std::uint64_t* piece, int queries,
+                           std::uint32_t first_row) {
+  for (int q = blockIdx.x * kCopyKernelThreads + threadIdx.x; q < queries;
+       q += gridDim.x * kCopyKernelThreads) {
+    Top2 t{running[2 * std::size_t(q)], running[2 * std::size_t(q) + 1]};
+    top2_insert(t, cemd_key_from_row(piece[2 * std::size_t(q)], first_row));
+    top2_insert(t, cemd_key_from_row(piece[2 * std::size_t(q) + 1], first_row));
+    running[2 * std::size_t(q)] = t.best;
+    running[2 * std::size_t(q) + 1] = t.second;
+  }
+}
+
 }  // namespace
 
 void descriptors_to_u8_async(const float* from, std::size_t stride, int rows, std::uint8_t* to,
@@ -80,6 +95,16 @@ void descriptors_to_u8_async(const float* from, std::size_t stride, int rows, st
                              kCopyKernelThreads, 0, stream_of(stream)>>>(
       reinterpret_cast<const unsigned char*>(from), stride, values, to, first_bad);
   check(cudaGetLastError(), "descriptors_to_u8_kernel");
+}
+
+void merge_top2_keys_async(std::uint64_t* running, const std::uint64_t* piece, int queries,
+                           std::uint32_t first_row, void* stream) {
+  if (queries <= 0) return;
+  const std::size_t blocks = (std::size_t(queries) + kCopyKernelThreads - 1) / kCopyKernelThreads;
+  merge_top2_keys_kernel<<<unsigned(std::min<std::size_t>(blocks, kMaxGridBlocks)),
+                           kCopyKernelThreads, 0, stream_of(stream)>>>(running, piece, queries,
+                                                                       first_row);
+  check(cudaGetLastError(), "merge_top2_keys_kernel");
 }
 
 void copy_last_channel_async(const ConstImageView& from, int inset, const ImageView& to,
@@ -171,6 +196,34 @@ DeviceStream::~DeviceStream() {
   if (!stream_) return;
   cudaStreamSynchronize(stream_of(stream_));
   cudaStreamDestroy(stream_of(stream_));
+}
+
+DeviceEvent::DeviceEvent(int device) {
+  const ScopedDevice on(device);
+  cudaEvent_t event;
+  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  event_ = event;
+}
+
+DeviceEvent::~DeviceEvent() {
+  if (event_) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+}
+
+DeviceEvent::DeviceEvent(DeviceEvent&& other) noexcept
+    : event_(std::exchange(other.event_, nullptr)) {}
+
+DeviceEvent& DeviceEvent::operator=(DeviceEvent&& other) noexcept {
+  std::swap(event_, other.event_);
+  return *this;
+}
+
+void DeviceEvent::record(void* stream) {
+  check(cudaEventRecord(static_cast<cudaEvent_t>(event_), stream_of(stream)), "cudaEventRecord");
+}
+
+void DeviceEvent::queue_wait(void* stream) const {
+  check(cudaStreamWaitEvent(stream_of(stream), static_cast<cudaEvent_t>(event_), 0),
+        "cudaStreamWaitEvent");
 }
 
 DeviceStream::DeviceStream(DeviceStream&& other) noexcept

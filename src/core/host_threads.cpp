@@ -1,0 +1,46 @@
+#include "core/host_threads.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <exception>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "kbench/error.hpp"
+
+namespace kbench {
+
+void run_on_threads(int n, const std::function<void(int)>& work) {
+  std::vector<std::exception_ptr> failures(static_cast<std::size_t>(n));
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(n));
+  try {
+    for (int i = 0; i < n; ++i) {
+      threads.emplace_back([&, i] {
+        try {
+          work(i);
+        } catch (...) {
+          failures[i] = std::current_exception();
+        }
+      });
+    }
+  } catch (const std::system_error& e) {
+    for (auto& t : threads) t.join();
+    throw Error(std::string("cannot start a thread: ") + e.what());
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& failure : failures) {
+    if (failure) std::rethrow_exception(failure);
+  }
+}
+
+int usable_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1, int(std::thread::hardware_concurrency()));
+}
+
+}  // namespace kbench
