@@ -47,6 +47,7 @@ from . import _kbench
 from ._kbench import Error
 
 __all__ = [
+    "CemdPieceMatcher",
     "Error",
     "builtin_masks",
     "cemd_all_pairs",
@@ -448,12 +449,21 @@ def cemd_match(
         descriptor), ``second_distance`` and ``accepted``. Ties go to the smaller index.
     """
     distance = _option(distance, "distance", _DISTANCES)
+    ratio = _ratio(ratio)
+    choice = _choice(("cemd",), variant, backend, layer)
+    return _match_rows(_kbench.cemd_match(queries, database, distance, ratio, *choice))
+
+
+def _ratio(ratio: float) -> float:
     ratio = float(ratio)
     if not 0.0 < ratio <= 1.0:
         raise ValueError(f"ratio: {ratio}; it lies in (0, 1]")
-    choice = _choice(("cemd",), variant, backend, layer)
-    index, best, second_index, second, accepted = _kbench.cemd_match(
-        queries, database, distance, ratio, *choice)
+    return ratio
+
+
+def _match_rows(arrays: tuple) -> np.ndarray:
+    """The extension's five arrays of matches as rows of CEMD_MATCH_DTYPE."""
+    index, best, second_index, second, accepted = arrays
     result = np.empty(len(index), dtype=CEMD_MATCH_DTYPE)
     result["index"] = index
     result["distance"] = best
@@ -461,6 +471,58 @@ def cemd_match(
     result["second_distance"] = second
     result["accepted"] = accepted
     return result
+
+
+class CemdPieceMatcher:
+    """Each query's two nearest descriptors over a database given a piece at a time.
+
+    For a database larger than memory (or than the GPU's), or read while the piece before is
+    matched: ``add`` each piece with the row its first descriptor has in the whole database, then
+    ``matches()`` gives what :func:`cemd_match` over the whole database would give with the same
+    variant (ties to the smaller index, whatever the pieces or their order). With PyTorch or
+    CuPy queries on a GPU, ``add`` only queues the piece on the library's current stream and the
+    nearest two so far stay on the device; the matcher keeps each piece alive until ``matches()``
+    has waited for it (write no new values into a piece's memory before then). Use a matcher on
+    the thread that made it.
+
+    Parameters
+    ----------
+    queries : array_like of uint8 or float32
+        N×128 SIFT descriptors, on the host or a GPU; every piece must be in the same place.
+    distance, ratio, variant, backend, layer
+        As in :func:`cemd_match`.
+
+    Examples
+    --------
+    >>> m = kbench.CemdPieceMatcher(queries, "l2")
+    >>> for first in range(0, len(database), 1 << 20):
+    ...     m.add(database[first:first + (1 << 20)], first)
+    >>> found = m.matches()
+    """
+
+    def __init__(
+        self,
+        queries: Any,
+        distance: str = "normalised",
+        ratio: float = 0.8,
+        *,
+        variant: Optional[str] = None,
+        backend: Optional[str] = None,
+        layer: Optional[str] = None,
+    ) -> None:
+        self._matcher = _kbench.CemdPieceMatcher(
+            queries, _option(distance, "distance", _DISTANCES), _ratio(ratio),
+            *_choice(("cemd",), variant, backend, layer))
+
+    def add(self, piece: Any, first_row: int) -> None:
+        """Matches ``piece`` (M×128, like the queries), its rows numbered from ``first_row``."""
+        if isinstance(first_row, bool) or not isinstance(first_row, (int, np.integer)):
+            raise TypeError(f"first_row: {first_row!r} is not an integer")
+        self._matcher.add(piece, int(first_row))
+
+    def matches(self) -> np.ndarray:
+        """The nearest two of every piece added, as :func:`cemd_match` returns them."""
+        return _match_rows(self._matcher.matches())
 
 
 def cemd_all_pairs(

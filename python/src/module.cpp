@@ -23,7 +23,9 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -776,20 +778,18 @@ void read_descriptors(DescriptorPair& pair, nb::handle queries, nb::handle datab
   pair.d = descriptor_view(pair.database, pair.database_copy);
 }
 
-// Per query: index, distance, second index, second distance, accepted, as five NumPy arrays.
-nb::tuple cemd_match(nb::handle queries, nb::handle database, const std::string& distance,
-                     float ratio, const std::string& variant, const std::string& backend,
-                     const std::string& layer) {
-  handed_views.clear();
-  DescriptorPair pair;
-  read_descriptors(pair, queries, database);
+// A cemd call's options: its distance and ratio, queued on the stream of the queries' library.
+kbench::CemdMatchOptions cemd_options(const std::string& distance, float ratio,
+                                      const Argument<InArray>& queries) {
   kbench::CemdMatchOptions options;
   options.distance = parsed("distance", distance, kbench::parse_descriptor_distance);
   options.ratio = ratio;
-  options.stream = stream_of(pair.queries);
-  const kbench::Choice choice = choice_of(variant, backend, layer);
-  std::vector<kbench::CemdMatch> found;
-  without_gil([&] { found = kbench::cemd_match(context(), pair.q, pair.d, options, choice); });
+  options.stream = stream_of(queries);
+  return options;
+}
+
+// The matches as cemd_match returns them: five NumPy arrays.
+nb::tuple match_arrays(const std::vector<kbench::CemdMatch>& found) {
   std::vector<std::int32_t> index, second_index;
   std::vector<float> best, second;
   std::vector<std::uint8_t> accepted;
@@ -806,15 +806,76 @@ nb::tuple cemd_match(nb::handle queries, nb::handle database, const std::string&
                         numpy_of(std::move(accepted), {n}));
 }
 
+// Per query: index, distance, second index, second distance, accepted, as five NumPy arrays.
+nb::tuple cemd_match(nb::handle queries, nb::handle database, const std::string& distance,
+                     float ratio, const std::string& variant, const std::string& backend,
+                     const std::string& layer) {
+  handed_views.clear();
+  DescriptorPair pair;
+  read_descriptors(pair, queries, database);
+  const kbench::CemdMatchOptions options = cemd_options(distance, ratio, pair.queries);
+  const kbench::Choice choice = choice_of(variant, backend, layer);
+  std::vector<kbench::CemdMatch> found;
+  without_gil([&] { found = kbench::cemd_match(context(), pair.q, pair.d, options, choice); });
+  return match_arrays(found);
+}
+
+// kbench::CemdPieceMatcher on this thread's context, queued on the queries' library's current
+// stream when they are on a device. It holds the queries, and every device piece until
+// matches() has waited for the stream (the library reads them after add() returns).
+class PieceMatcher {
+ public:
+  PieceMatcher(nb::handle queries, const std::string& distance, float ratio,
+               const std::string& variant, const std::string& backend, const std::string& layer)
+      : thread_(std::this_thread::get_id()), queries_(read_array<InArray>(queries, "queries")) {
+    handed_views.clear();
+    const kbench::DescriptorView view = descriptor_view(queries_, query_copy_);
+    matcher_ = std::make_unique<kbench::CemdPieceMatcher>(context(), view,
+                                                          cemd_options(distance, ratio, queries_),
+                                                          choice_of(variant, backend, layer));
+  }
+
+  void add(nb::handle piece, std::int64_t first_row) {
+    same_thread();
+    handed_views.clear();
+    Argument<InArray> rows = read_array<InArray>(piece, "piece");
+    std::vector<unsigned char> copy;
+    const kbench::DescriptorView view = descriptor_view(rows, copy);
+    without_gil([&] { matcher_->add(view, first_row); });
+    if (rows.on_device()) held_.push_back(rows.source);
+  }
+
+  nb::tuple matches() {
+    same_thread();
+    std::vector<kbench::CemdMatch> found;
+    without_gil([&] { found = matcher_->matches(); });
+    held_.clear();
+    return match_arrays(found);
+  }
+
+ private:
+  // The matcher uses the context of the thread that made it.
+  void same_thread() const {
+    if (std::this_thread::get_id() != thread_) {
+      throw kbench::Error("a CemdPieceMatcher is used on the thread that made it");
+    }
+  }
+
+  std::thread::id thread_;
+  Argument<InArray> queries_;
+  std::vector<unsigned char> query_copy_;
+  std::unique_ptr<kbench::CemdPieceMatcher> matcher_;
+  std::vector<nb::object> held_;
+};
+
 nb::object cemd_all_pairs(nb::handle queries, nb::handle database, const std::string& distance,
                           const std::string& variant, const std::string& backend,
                           const std::string& layer) {
   handed_views.clear();
   DescriptorPair pair;
   read_descriptors(pair, queries, database);
-  kbench::CemdMatchOptions options;
-  options.distance = parsed("distance", distance, kbench::parse_descriptor_distance);
-  options.stream = stream_of(pair.queries);
+  const kbench::CemdMatchOptions options =
+      cemd_options(distance, kbench::CemdMatchOptions{}.ratio, pair.queries);
   auto matrix = new_array_like(pair.queries, "matrix", {pair.q.rows, pair.d.rows}, Element::f32);
   const auto [data, pitch] = rows_of<float>(matrix);
   const kbench::DistanceMatrixView view{data, pair.q.rows, pair.d.rows, pitch, matrix.place()};
@@ -919,6 +980,12 @@ NB_MODULE(_kbench, m) {
         "backend"_a, "layer"_a);
   m.def("cemd_all_pairs", &cemd_all_pairs, "queries"_a, "database"_a, "distance"_a, "variant"_a,
         "backend"_a, "layer"_a);
+  nb::class_<PieceMatcher>(m, "CemdPieceMatcher")
+      .def(nb::init<nb::handle, const std::string&, float, const std::string&, const std::string&,
+                    const std::string&>(),
+           "queries"_a, "distance"_a, "ratio"_a, "variant"_a, "backend"_a, "layer"_a)
+      .def("add", &PieceMatcher::add, "piece"_a, "first_row"_a)
+      .def("matches", &PieceMatcher::matches);
   m.def("handed_views", [] {
     nb::dict views;
     for (const auto& [name, address] : handed_views) views[name.c_str()] = address;

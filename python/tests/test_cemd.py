@@ -134,3 +134,34 @@ def test_every_host_variant_agrees(rng):
         np.testing.assert_allclose(matrix, expected, rtol=TOLERANCE, atol=1e-6, err_msg=v["name"])
         ran += 1
     assert ran >= 2
+
+
+@pytest.mark.parametrize("distance", ["normalised", "raw", "l2"])
+def test_piece_matcher_equals_one_call(rng, distance):
+    database = sift_like(rng, 70)
+    database[50:60] = database[5:15]  # exact ties between pieces
+    queries = np.concatenate([database[[7]], sift_like(rng, 12)])
+    expected = kbench.cemd_match(queries, database, distance)
+    assert expected[0]["index"] == 7 and expected[0]["second_index"] == 52
+    for cut in ([(0, 70)], [(0, 1), (1, 30), (31, 39)], [(50, 20), (0, 25), (25, 25)]):
+        matcher = kbench.CemdPieceMatcher(queries, distance)
+        for first, rows in cut:
+            matcher.add(database[first:first + rows], first)
+        found = matcher.matches()
+        assert found.dtype == kbench.CEMD_MATCH_DTYPE
+        assert np.array_equal(found, expected), cut
+
+
+def test_piece_matcher_refuses_what_it_cannot_match(rng):
+    queries = sift_like(rng, 4)
+    matcher = kbench.CemdPieceMatcher(queries)
+    with pytest.raises(kbench.Error, match="no database piece"):
+        matcher.matches()
+    with pytest.raises(kbench.Error, match="rows are numbered"):
+        matcher.add(sift_like(rng, 3), -1)
+    with pytest.raises(TypeError, match="first_row"):
+        matcher.add(sift_like(rng, 3), 1.5)
+    with pytest.raises(ValueError, match="piece: shape"):
+        matcher.add(np.zeros((3, 64), np.uint8), 0)
+    matcher.add(sift_like(rng, 1), 9)
+    assert matcher.matches()["index"].tolist() == [9, 9, 9, 9]

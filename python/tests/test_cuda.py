@@ -183,3 +183,18 @@ def test_arrays_with_only_the_cuda_array_interface(rng):
         kbench.conv(InterfaceOnly(tensor))
     with pytest.raises(TypeError, match="out: a CUDA array like the input"):
         kbench.conv(InterfaceOnly(tensor), out=np.zeros(image.shape, np.uint8))
+
+
+def test_cemd_piece_matcher_on_the_device(rng):
+    database = sift_like(rng, 300)
+    database[250:] = database[20:70]  # exact ties between pieces
+    queries = np.concatenate([database[[33]], sift_like(rng, 40)])
+    q, d = on_gpu(queries), on_gpu(database)
+    for distance in ("normalised", "raw", "l2"):
+        expected = kbench.cemd_match(queries, database, distance, variant="cuda-final")
+        matcher = kbench.CemdPieceMatcher(q, distance, variant="cuda-final")
+        for first, rows in ((250, 50), (0, 1), (1, 149), (150, 100)):
+            matcher.add(d[first:first + rows], first)
+        with pytest.raises(kbench.Error, match="one place"):
+            matcher.add(database[:3], 0)
+        assert np.array_equal(matcher.matches(), expected), distance
