@@ -128,6 +128,7 @@ void run(kbench::ShardGroup& group, Options& options) {
   }
   group.broadcast(queries);
   group.broadcast(rows);
+  const Clock::time_point counted = Clock::now();
   // A file header that disagrees with rank 0's (another copy of the file on this machine) would
   // shift the rows this rank reads; CSV files are not counted again (that reads them whole).
   if (group.rank() != 0 &&
@@ -158,6 +159,7 @@ void run(kbench::ShardGroup& group, Options& options) {
     }
     local = kbench::match_shard(queries, shard, source, options.shard);
   }
+  const Clock::time_point matched = Clock::now();
   group.reduce_top2(local.top2);
   std::vector<float> matrix;
   if (options.shard.params.all_pairs) {
@@ -167,6 +169,7 @@ void run(kbench::ShardGroup& group, Options& options) {
   const double slowest_read = group.max_over_ranks(local.read_seconds);
   const double longest_wait = group.max_over_ranks(local.waited_seconds);
   const double most_pieces = group.max_over_ranks(double(local.pieces));
+  const Clock::time_point merged = Clock::now();
   if (group.rank() != 0) return;
 
   kbench::CemdResult result = kbench::result_from_top2(local.top2, int(rows));
@@ -190,6 +193,7 @@ void run(kbench::ShardGroup& group, Options& options) {
                        }});
   }
   kbench::write_and_commit(pending);
+  const Clock::time_point written = Clock::now();
   int accepted = 0;
   for (const auto& n : result.neighbours) accepted += kbench::ratio_accepted(n, ratio);
   if (options.run.verbose) {
@@ -218,6 +222,16 @@ void run(kbench::ShardGroup& group, Options& options) {
         kProgram, slowest_read,
         source.by_range ? "by byte range beside the matching" : "whole, before the matching",
         source.by_range ? options.shard.reader_threads : 1, most_pieces, longest_wait);
+    // Where the time from start to written file went, on this rank (rank 0).
+    const auto span = [](Clock::time_point from, Clock::time_point to) {
+      return std::chrono::duration<double>(to - from).count();
+    };
+    std::fprintf(stderr,
+                 "%s: from start to written file: queries read and database counted %.4f s, "
+                 "shard matched %.4f s (this rank: matching %.4f s, waiting for rows %.4f s), "
+                 "candidates merged %.4f s, files written %.4f s\n",
+                 kProgram, span(start, counted), span(counted, matched), local.seconds,
+                 local.waited_seconds, span(matched, merged), span(merged, written));
   }
   // The summary goes where no output does.
   const bool stdout_taken = options.output_path == "-" || options.matrix_path == "-";
