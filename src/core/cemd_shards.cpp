@@ -380,10 +380,7 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSou
       device_pieces->upload(piece, piece_rows, count);
     };
   }
-  // Held by pointer: on device views its page-locked buffers go once the last piece is queued,
-  // while the GPU still runs the last pieces.
-  auto reader = std::make_unique<PieceReader>(part, rows, threads, sizes,
-                                              device_pieces ? device : -1, std::move(deliver));
+  PieceReader reader(part, rows, threads, sizes, device_pieces ? device : -1, std::move(deliver));
   // The host variants' input: the queries and, in turn, each piece's rows, moved in and out.
   CemdInput input{device_pieces ? DescriptorSet{} : queries, {}, options.params};
   // On device views the matching is queued: it runs from the first piece in hand to the
@@ -391,14 +388,14 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSou
   // GPU ran out of work) fall within it.
   Clock::time_point queued_from;
   double first_wait = 0;
-  for (int p = 0; p < reader->pieces(); ++p) {
-    DescriptorSet& piece_rows = reader->get(p);
+  for (int p = 0; p < reader.pieces(); ++p) {
+    DescriptorSet& piece_rows = reader.get(p);
     const Clock::time_point start = Clock::now();
-    const RowRange range = reader->range(p);
+    const RowRange range = reader.range(p);
     if (device_pieces) {
       if (p == 0) {
         queued_from = start;
-        first_wait = reader->waited_seconds();
+        first_wait = reader.waited_seconds();
       }
       device_pieces->match(p, range.count, range.first);
     } else {
@@ -416,14 +413,13 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSou
     }
     if (options.progress) options.progress(range.count);
   }
-  result.pieces = reader->pieces();
-  result.read_seconds = reader->read_seconds();
-  result.waited_seconds = device_pieces ? first_wait : reader->waited_seconds();
   if (device_pieces) {
-    reader.reset();
     result.top2 = device_pieces->top2();
     result.seconds += seconds_since(queued_from);
   }
+  result.pieces = reader.pieces();
+  result.read_seconds = reader.read_seconds();
+  result.waited_seconds = device_pieces ? first_wait : reader.waited_seconds();
   return result;
 }
 
