@@ -111,6 +111,8 @@ class DeviceEvent {
   void record(void* stream);
   // Makes the work queued on `stream` from now on wait for the recorded point.
   void queue_wait(void* stream) const;
+  // False for a default-constructed (or moved-from) event, which has no CUDA event to use.
+  bool made() const { return event_ != nullptr; }
 
  private:
   void* event_ = nullptr;
@@ -160,7 +162,6 @@ int device_of(const void* pointer);
 class DeviceScratch {
  public:
   explicit DeviceScratch(int device) : device_(device) {}
-  ~DeviceScratch();
   DeviceScratch(const DeviceScratch&) = delete;
   DeviceScratch& operator=(const DeviceScratch&) = delete;
 
@@ -179,7 +180,7 @@ class DeviceScratch {
   int device_;
   bool begun_ = false;
   void* last_stream_ = nullptr;
-  void* event_ = nullptr;  // a cudaEvent_t, created at the first change of stream
+  DeviceEvent stream_change_;  // made at the first change of stream
   std::unordered_map<std::string, DeviceMemory> buffers_;
   std::unordered_map<std::string, Uploaded> uploads_;
   PinnedMemory staging_;

@@ -284,20 +284,11 @@ int device_of(const void* pointer) {
              : -1;
 }
 
-DeviceScratch::~DeviceScratch() {
-  if (event_) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
-}
-
 void DeviceScratch::begin(void* stream) {
   if (begun_ && stream != last_stream_) {
-    if (!event_) {
-      cudaEvent_t event;
-      check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
-      event_ = event;
-    }
-    const auto event = static_cast<cudaEvent_t>(event_);
-    check(cudaEventRecord(event, stream_of(last_stream_)), "cudaEventRecord");
-    check(cudaStreamWaitEvent(stream_of(stream), event, 0), "cudaStreamWaitEvent");
+    if (!stream_change_.made()) stream_change_ = DeviceEvent(device_);
+    stream_change_.record(last_stream_);
+    stream_change_.queue_wait(stream);
   }
   begun_ = true;
   last_stream_ = stream;
