@@ -215,6 +215,17 @@ KBENCH_HOST_DEVICE Top2 top2_merge(Top2 a, const Top2& b) {
 }
 // A query's neighbours from its top-2 keys.
 CemdNeighbours neighbours_from(const Top2& t);
+// The other way: a query's nearest two in a piece of a database (indices within the piece; no
+// second: −1) as keys of rows numbered from `first_row`.
+inline Top2 top2_of(std::int64_t first_row, std::int32_t best_index, float best_distance,
+                    std::int32_t second_index, float second_distance) {
+  Top2 t;
+  t.best = cemd_key(best_distance, std::uint32_t(first_row + best_index));
+  if (second_index >= 0) {
+    t.second = cemd_key(second_distance, std::uint32_t(first_row + second_index));
+  }
+  return t;
+}
 // Every query's neighbours from keys laid out as the GPU variants keep them: query q's best in
 // keys[2q], its second in keys[2q + 1] (any 64-bit key type: CUDA's atomics want unsigned long
 // long).

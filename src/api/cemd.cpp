@@ -189,12 +189,8 @@ void CemdPieceMatcher::add(const DescriptorView& piece, std::int64_t first_row) 
     const std::vector<CemdMatch> found = cemd_match(context_, queries_, piece, options_, choice_);
     for (std::size_t q = 0; q < found.size(); ++q) {
       const CemdMatch& m = found[q];
-      Top2 piece_top2;
-      piece_top2.best = cemd_key(m.distance, std::uint32_t(first_row + m.index));
-      if (m.second_index >= 0) {
-        piece_top2.second = cemd_key(m.second_distance, std::uint32_t(first_row + m.second_index));
-      }
-      host_[q] = top2_merge(host_[q], piece_top2);
+      host_[q] = top2_merge(
+          host_[q], top2_of(first_row, m.index, m.distance, m.second_index, m.second_distance));
     }
     any_ = true;
     return;

@@ -47,15 +47,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// A piece's nearest two (indices within it; no second: −1) as keys of rows numbered from `first`.
-Top2 keys_from(std::int64_t first, std::int32_t best_index, float best_distance,
-               std::int32_t second_index, float second_distance) {
-  Top2 t;
-  t.best = cemd_key(best_distance, std::uint32_t(first + best_index));
-  if (second_index >= 0) t.second = cemd_key(second_distance, std::uint32_t(first + second_index));
-  return t;
-}
-
 // Candidates of rows [first, first + count) from a variant's output: its neighbours, or every
 // distance of the matrix.
 std::vector<Top2> shard_top2(const CemdResult& out, std::int64_t first, bool all_pairs) {
@@ -69,7 +60,7 @@ std::vector<Top2> shard_top2(const CemdResult& out, std::int64_t first, bool all
       continue;
     }
     const CemdNeighbours& n = out.neighbours[q];
-    t = keys_from(first, n.best_index, n.best_distance, n.second_index, n.second_distance);
+    t = top2_of(first, n.best_index, n.best_distance, n.second_index, n.second_distance);
   }
   return top2;
 }
@@ -311,7 +302,7 @@ class DevicePieces {
     std::vector<Top2> top2;
     top2.reserve(matches.size());
     for (const CemdMatch& m : matches) {
-      top2.push_back(keys_from(0, m.index, m.distance, m.second_index, m.second_distance));
+      top2.push_back(top2_of(0, m.index, m.distance, m.second_index, m.second_distance));
     }
     return top2;
   }
