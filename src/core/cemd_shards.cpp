@@ -117,8 +117,7 @@ class LockedRows {
 // each a contiguous slice.
 void read_rows(const RowSource& rows, std::int64_t first, int count, int threads,
                std::uint8_t* into) {
-  const int slices = std::min(threads, count);
-  if (slices <= 1) return rows.read(first, count, into);
+  const int slices = std::max(1, std::min(threads, count));
   run_on_threads(slices, [&](int s) {
     const RowRange slice = shard_rows(count, slices, s);
     rows.read(first + slice.first, slice.count, into + slice.first * kDescriptorBytes);
@@ -158,7 +157,8 @@ class PieceReader {
   }
 
   // Waits until piece `piece` is read (and delivered), then starts reading piece + 1; pieces are
-  // asked for in order. Returns the piece's rows (without a GPU; with one, their count only).
+  // asked for in order. Returns the piece's rows without a GPU (with one, an empty set: the rows
+  // went to the GPU).
   DescriptorSet& get(int piece) {
     const Clock::time_point start = Clock::now();
     if (piece == 0) {
@@ -210,10 +210,10 @@ class PieceReader {
     const RowRange rows = range(piece);
     const int buffer = piece % 2;
     if (second_buffer_.valid() && buffer == 1) second_buffer_.get();
-    DescriptorSet& set = sets_[buffer];
-    set.count = rows.count;
     std::uint8_t* into = locked_[buffer].data();
     if (!deliver_) {
+      DescriptorSet& set = sets_[buffer];
+      set.count = rows.count;
       set.values.resize(std::size_t(rows.count) * kDescriptorBytes);
       into = set.values.data();
     }
@@ -239,7 +239,7 @@ class PieceReader {
   int threads_ = 1;
   int device_ = -1;
   Deliver deliver_;
-  DescriptorSet sets_[2];       // without a GPU: the pieces' rows; with one: their counts
+  DescriptorSet sets_[2];       // without a GPU: the pieces' rows
   LockedRows locked_[2];        // with a GPU: the pieces' rows
   std::size_t most_bytes_ = 0;  // the largest piece's
   DescriptorSet whole_;         // the part, when it is not read by range and is matched in pieces

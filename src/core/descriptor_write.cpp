@@ -109,11 +109,7 @@ void write_matches_csv(OutputFile& out, const CemdResult& result, float ratio) {
       lines += ratio_accepted(n, ratio) ? ",1\n" : ",0\n";
     }
   };
-  if (blocks == 1) {
-    format(0);
-  } else {
-    run_on_threads(blocks, format);
-  }
+  run_on_threads(blocks, format);
   for (const std::string& lines : text) out.write(lines);
 }
 

@@ -14,6 +14,7 @@
 namespace kbench {
 
 void run_on_threads(int n, const std::function<void(int)>& work) {
+  if (n == 1) return work(0);
   std::vector<std::exception_ptr> failures(static_cast<std::size_t>(n));
   std::vector<std::thread> threads;
   threads.reserve(static_cast<std::size_t>(n));
