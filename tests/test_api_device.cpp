@@ -91,6 +91,22 @@ std::vector<const Variant<Algorithm>*> view_variants() {
   return list;
 }
 
+// Runs each(variant, distance, operation) for every cemd variant on device views and every
+// distance it takes for the nearest two of `queries` against `database` (`operation`: that input).
+template <class Each>
+void for_each_view_case(const DescriptorSet& queries, const DescriptorSet& database, Each each) {
+  for (const auto* variant : view_variants<Cemd>()) {
+    for (const auto distance : {DescriptorDistance::cemd_normalised, DescriptorDistance::cemd_raw,
+                                DescriptorDistance::l2}) {
+      INFO(variant->name << ", " << to_string(distance));
+      CemdInput operation{queries, database, {}};
+      operation.params.distance = distance;
+      if (!variant->handles(operation)) continue;
+      each(*variant, distance, operation);
+    }
+  }
+}
+
 // The image's first `count` channels.
 ImageU8 first_channels(const ImageU8& image, int count) {
   if (count == image.channels) return image;
@@ -298,47 +314,42 @@ TEST_CASE("cemd_match and cemd_all_pairs on device views equal the host calls", 
   const DescriptorView database_views[] = {
       {device_strided.data(), 60, DescriptorType::u8, 160, MemoryPlace::cuda(0)},
       {device_floats.data(), 60, DescriptorType::f32, 0, MemoryPlace::cuda(0)}};
-  for (const auto* variant : view_variants<Cemd>()) {
-    for (const auto distance : {DescriptorDistance::cemd_normalised, DescriptorDistance::cemd_raw,
-                                DescriptorDistance::l2}) {
-      INFO(variant->name << ", " << to_string(distance));
-      // A variant may take some distances or the nearest two only (cuda-tensor).
-      CemdInput operation{queries, database, {}};
-      operation.params.distance = distance;
-      if (!variant->handles(operation)) continue;
-      operation.params.all_pairs = true;
-      const bool matrix_too = variant->handles(operation);
-      Context context;
-      const Choice choice{variant->name, "", ""};
-      const CemdMatchOptions options{distance, 0.8f, {}};
-      const auto expected = cemd_match(context, host_queries, host_database, options, choice);
-      std::vector<float> expected_matrix(25 * 60);
-      if (matrix_too) {
-        cemd_all_pairs(context, host_queries, host_database,
-                       {expected_matrix.data(), 25, 60, 0, MemoryPlace::host()}, options, choice);
-      }
-      for (const DescriptorView& database_view : database_views) {
-        const auto matches = cemd_match(context, query_view, database_view, options, choice);
-        CHECK(context.last_call().variant == variant->name);
-        CHECK(matches == expected);
-        if (!matrix_too) continue;
-        // The matrix with spare floats after each row, on a caller's stream.
-        DeviceMemory matrix = on_device(std::vector<float>(25 * 64, -1.f));
-        cemd_all_pairs(
-            context, query_view, database_view,
-            {static_cast<float*>(matrix.data()), 25, 60, 64 * sizeof(float), MemoryPlace::cuda(0)},
-            {distance, 0.8f, Stream{nullptr, true}}, choice);
-        const auto values = on_host<float>(matrix, 25 * 64);
-        bool same_matrix = true;
-        for (int q = 0; q < 25; ++q) {
-          for (int d = 0; d < 60; ++d)
-            same_matrix &= values[q * 64 + d] == expected_matrix[q * 60 + d];
-          for (int d = 60; d < 64; ++d) same_matrix &= values[q * 64 + d] == -1.f;
+  // A variant may take some distances or the nearest two only (cuda-tensor).
+  for_each_view_case(
+      queries, database,
+      [&](const Variant<Cemd>& variant, DescriptorDistance distance, CemdInput& operation) {
+        operation.params.all_pairs = true;
+        const bool matrix_too = variant.handles(operation);
+        Context context;
+        const Choice choice{variant.name, "", ""};
+        const CemdMatchOptions options{distance, 0.8f, {}};
+        const auto expected = cemd_match(context, host_queries, host_database, options, choice);
+        std::vector<float> expected_matrix(25 * 60);
+        if (matrix_too) {
+          cemd_all_pairs(context, host_queries, host_database,
+                         {expected_matrix.data(), 25, 60, 0, MemoryPlace::host()}, options, choice);
         }
-        CHECK(same_matrix);
-      }
-    }
-  }
+        for (const DescriptorView& database_view : database_views) {
+          const auto matches = cemd_match(context, query_view, database_view, options, choice);
+          CHECK(context.last_call().variant == variant.name);
+          CHECK(matches == expected);
+          if (!matrix_too) continue;
+          // The matrix with spare floats after each row, on a caller's stream.
+          DeviceMemory matrix = on_device(std::vector<float>(25 * 64, -1.f));
+          cemd_all_pairs(context, query_view, database_view,
+                         {static_cast<float*>(matrix.data()), 25, 60, 64 * sizeof(float),
+                          MemoryPlace::cuda(0)},
+                         {distance, 0.8f, Stream{nullptr, true}}, choice);
+          const auto values = on_host<float>(matrix, 25 * 64);
+          bool same_matrix = true;
+          for (int q = 0; q < 25; ++q) {
+            for (int d = 0; d < 60; ++d)
+              same_matrix &= values[q * 64 + d] == expected_matrix[q * 60 + d];
+            for (int d = 60; d < 64; ++d) same_matrix &= values[q * 64 + d] == -1.f;
+          }
+          CHECK(same_matrix);
+        }
+      });
 }
 
 #if defined(KBENCH_HAVE_CUDA)
@@ -364,32 +375,25 @@ TEST_CASE("cemd piece matching on device views equals one host call, ties includ
                           rows, DescriptorType::u8, 0, MemoryPlace::cuda(0)};
   };
   const std::vector<std::pair<int, int>> cut = {{250, 50}, {0, 1}, {1, 129}, {130, 120}};
-  for (const auto* variant : view_variants<Cemd>()) {
-    for (const auto distance : {DescriptorDistance::cemd_normalised, DescriptorDistance::cemd_raw,
-                                DescriptorDistance::l2}) {
-      INFO(variant->name << ", " << to_string(distance));
-      CemdInput operation{queries, database, {}};
-      operation.params.distance = distance;
-      if (!variant->handles(operation)) continue;
-      Context context;
-      const Choice choice{variant->name, "", ""};
-      const auto expected =
-          cemd_match(context, host_queries, host_database, {distance, 0.8f, {}}, choice);
-      CHECK(expected[0].index == 33);
-      CHECK(expected[0].second_index == 263);
-      // On a stream of the caller's, every piece queued before the matches are asked for.
-      const DeviceStream stream(0);
-      CemdPieceMatcher matcher(context, query_view, {distance, 0.8f, {stream.handle(), false}},
-                               choice);
-      for (const auto& [first, rows] : cut) matcher.add(piece(first, rows), first);
-      const DescriptorView host_piece{database.row(0), 3, DescriptorType::u8, 0,
-                                      MemoryPlace::host()};
-      CHECK_THROWS_WITH(matcher.add(host_piece, 0), Catch::Contains("one place"));
-      const std::vector<CemdMatch> matches = matcher.matches();
-      CHECK(context.last_call().variant == variant->name);
-      CHECK(matches == expected);
-    }
-  }
+  const auto check = [&](const Variant<Cemd>& variant, DescriptorDistance distance, CemdInput&) {
+    Context context;
+    const Choice choice{variant.name, "", ""};
+    const auto expected =
+        cemd_match(context, host_queries, host_database, {distance, 0.8f, {}}, choice);
+    CHECK(expected[0].index == 33);
+    CHECK(expected[0].second_index == 263);
+    // On a stream of the caller's, every piece queued before the matches are asked for.
+    const DeviceStream stream(0);
+    CemdPieceMatcher matcher(context, query_view, {distance, 0.8f, {stream.handle(), false}},
+                             choice);
+    for (const auto& [first, rows] : cut) matcher.add(piece(first, rows), first);
+    const DescriptorView host_piece{database.row(0), 3, DescriptorType::u8, 0, MemoryPlace::host()};
+    CHECK_THROWS_WITH(matcher.add(host_piece, 0), Catch::Contains("one place"));
+    const std::vector<CemdMatch> matches = matcher.matches();
+    CHECK(context.last_call().variant == variant.name);
+    CHECK(matches == expected);
+  };
+  for_each_view_case(queries, database, check);
 }
 
 TEST_CASE("contexts on two threads and their own streams give one thread's bytes", "[api_device]") {
