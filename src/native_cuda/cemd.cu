@@ -104,6 +104,15 @@ __device__ __forceinline__ void atomic_top2_insert(Key* slots, const Top2& t) {
   atomic_top2_insert(slots, Key(t.second));
 }
 
+// A kernel's last step for one query: the top-2 of `lanes` neighbouring lanes merged (as
+// merge_lanes: every lane of the warp calls it), then inserted by the lane that `inserts` into
+// query `query`'s slots of `keys`, where the query exists.
+__device__ __forceinline__ void insert_lanes_top2(Top2 t, int lanes, bool inserts, Key* keys,
+                                                  int query, int query_count) {
+  t = merge_lanes(t, lanes);
+  if (inserts && query < query_count) atomic_top2_insert(keys + 2 * std::size_t(query), t);
+}
+
 // The largest grid y: the queries of cuda-initial (the splits' count has the same limit).
 constexpr int kMaxGridY = kMaxSplits;
 
@@ -302,8 +311,7 @@ __device__ void pair_tile_kernel_body(const PairTileArgs& a, Distance distance_o
     }
   }
   if (!a.matrix) {
-    const Top2 t = merge_lanes(top.keys(), kPairTile);
-    if (x == 0 && q < a.query_count) atomic_top2_insert(a.keys + 2 * std::size_t(q), t);
+    insert_lanes_top2(top.keys(), kPairTile, x == 0, a.keys, q, a.query_count);
   }
 }
 
@@ -806,10 +814,8 @@ __global__ void __launch_bounds__(Tile::threads, Metric::kMinBlocks) final_kerne
   if constexpr (!kAllPairs) {
 #pragma unroll
     for (int j = 0; j < kQ; ++j) {
-      const Top2 t = merge_lanes(top[j].keys(), Tile::row_lanes);
-      if (row_lane == j && query[j] < a.query_count) {
-        atomic_top2_insert(a.keys + 2 * std::size_t(query[j]), t);
-      }
+      insert_lanes_top2(top[j].keys(), Tile::row_lanes, row_lane == j, a.keys, query[j],
+                        a.query_count);
     }
   }
 }
@@ -1152,6 +1158,9 @@ struct TensorTop2 {
     }
     lower_bound_to(next + kL2TieReach);
   }
+  __device__ __forceinline__ Top2 keys() const {
+    return {best, second};
+  }
 };
 
 struct TensorArgs {
@@ -1331,11 +1340,8 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) tensor_kernel
   for (int i = 0; i < kQT; ++i) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      Top2 mine;
-      mine.best = top[i][h].best, mine.second = top[i][h].second;
-      const Top2 merged = merge_lanes(mine, kQuadLanes);
-      const int q = warp_query + i * kMmaRows + h * kMmaColumns + g;
-      if (t == 0 && q < a.query_count) atomic_top2_insert(a.keys + 2 * std::size_t(q), merged);
+      insert_lanes_top2(top[i][h].keys(), kQuadLanes, t == 0, a.keys,
+                        warp_query + i * kMmaRows + h * kMmaColumns + g, a.query_count);
     }
   }
 }
@@ -1787,11 +1793,8 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kern
   for (int i = 0; i < kQT; ++i) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const Top2 merged = merge_lanes(top[i][h].keys(), kQuadLanes);
-      const int query = q0 + warp_query + i * kMmaRows + h * kMmaColumns + g;
-      if (t == 0 && query < a.query_count) {
-        atomic_top2_insert(a.keys + 2 * std::size_t(query), merged);
-      }
+      insert_lanes_top2(top[i][h].keys(), kQuadLanes, t == 0, a.keys,
+                        q0 + warp_query + i * kMmaRows + h * kMmaColumns + g, a.query_count);
     }
   }
 }
