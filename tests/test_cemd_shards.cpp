@@ -467,6 +467,51 @@ TEST_CASE("automatic pieces for a GPU are at most 1 Mi rows, ramping up as the h
   CHECK(automatic_piece_sizes((1 << 22) + 3, PieceTarget::device) == expected);
 }
 
+TEST_CASE("pieces copied to a GPU from buffers locked a range at a time give the same bits",
+          "[cemd_shards]") {
+  if (!gpu_available()) return;  // the piece buffers are locked for copies to a GPU only
+  // 640 Ki rows in automatic pieces for a GPU: pieces 2 and 3 outgrow pieces 0 and 1, whose
+  // buffers they reuse, so each lies in two locked ranges and is copied in two spans.
+  constexpr int kRows = 640 * 1024;
+  const std::vector<int> sizes = {128 * 1024, 160 * 1024, 160 * 1024, 192 * 1024};
+  REQUIRE(automatic_piece_sizes(kRows, PieceTarget::device) == sizes);
+  const DescriptorSet database = generated_descriptors(kRows, 29);
+  // Queries equal to rows in either span of each piece, and the first and last rows.
+  const std::vector<int> rows = {0,      70000,  200000, 300000,   430000,
+                                 500000, 630000, 640000, kRows - 1};
+  DescriptorSet queries;
+  queries.count = int(rows.size());
+  for (const int row : rows) {
+    const auto first = database.values.begin() + std::ptrdiff_t(row) * kDescriptorBytes;
+    queries.values.insert(queries.values.end(), first, first + kDescriptorBytes);
+  }
+  const RowRange shard{0, kRows};
+  for (const auto distance : {DescriptorDistance::cemd_normalised, DescriptorDistance::cemd_raw,
+                              DescriptorDistance::l2}) {
+    ShardOptions options;
+    options.params.distance = distance;
+    for (const auto& v : variants<Cemd>()) {
+      if (v.backend != Backend::cuda || !runs_here(v) || !v.on_views ||
+          !v.handles(CemdInput{queries, database, options.params})) {
+        continue;
+      }
+      INFO(to_string(distance) << ", variant " << v.name);
+      options.variant = v.name;
+      options.piece_rows = 0;
+      const ShardResult automatic = match_shard(queries, shard, reader_of(database), options);
+      CHECK(automatic.pieces == int(sizes.size()));
+      options.piece_rows = kRows;
+      const ShardResult whole = match_shard(queries, shard, reader_of(database), options);
+      const CemdResult result = result_from_top2(automatic.top2, database.count);
+      CHECK(result == result_from_top2(whole.top2, database.count));
+      for (std::size_t q = 0; q < rows.size(); ++q) {
+        CHECK(result.neighbours[q].best_index == rows[q]);
+        CHECK(result.neighbours[q].best_distance == 0.0f);
+      }
+    }
+  }
+}
+
 TEST_CASE("a .npy database read by range on several threads matches as one read", "[cemd_shards]") {
   TempDir dir;
   const DescriptorSet database = repeated_database(50, 2, 29);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -67,13 +68,18 @@ struct ShardResult {
   // initialised (its context made) before, untimed, as a process's is at its start.
   // read_seconds: every piece's read (from its first reader thread's start to its last one's
   // end; a text part: its read whole) and, on device views, the two piece buffers' making and
-  // page-locking (once) and each piece's copy to the GPU on the thread that read it.
+  // page-locking (a range at a time, ahead of the pieces that need it) and each piece's copy to
+  // the GPU on the thread that read it.
   // waited_seconds: the matching thread waiting for rows that the matching did not hide: every
   // piece's wait for the host variants (the first piece's, and any later piece got ready slower
   // than the one before it was matched); on device views the first piece's only (a later piece
   // late enough to leave the GPU without work lengthens `seconds`).
   double seconds = 0, read_seconds = 0, waited_seconds = 0;
   int pieces = 0;  // pieces matched (several GPUs: the most of one GPU)
+  // Work left running when the result is returned, beside the caller's merging and writing: the
+  // release of the page-locked piece buffers (on device views). Destroying the result waits for
+  // it.
+  std::vector<std::future<void>> releasing;
 };
 
 // Where a part's pieces are matched: in host memory, or copied to a GPU for device views (their

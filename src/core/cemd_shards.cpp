@@ -75,42 +75,84 @@ void place_columns(const std::vector<float>& block, int queries, int width,
   }
 }
 
+// A piece's rows in page-locked host memory, cut where the ranges locked on their own end: a copy
+// to a GPU runs at the link's rate within one locked range, so a piece is copied a span at a time.
+struct LockedSpan {
+  const std::uint8_t* data;
+  std::size_t bytes;
+};
+
 // Host memory for the rows of the pieces copied to a GPU, page-locked so that the copies run at
 // the link's rate. Its storage starts on a 2 MiB boundary and asks for Linux's transparent huge
 // pages (advice only), so that faulting it in and locking it walk 2 MiB pages instead of 4 KiB
-// ones; `threads` threads fault it in first, a slice each, so that the kernel's zeroing of the
-// new pages runs on all of them, not on the one thread that locks it.
+// ones. It is locked a range at a time, as far as the next piece needs, so that a small first
+// piece does not wait for the largest piece's bytes; `threads` threads fault each range in first,
+// a slice each, so that the kernel's zeroing of the new pages runs on all of them, not on the one
+// thread that locks it. One thread locks while another copies from the ranges locked before.
 class LockedRows {
  public:
-  void allocate(std::size_t bytes, int threads) {
-    constexpr std::size_t kHugePage = std::size_t(1) << 21;
-    constexpr std::size_t kPage = 4096;
-    const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  // Reserves `bytes`, none of them locked yet.
+  void reserve(std::size_t bytes) {
+    const std::size_t rounded = whole_huge_pages(bytes);
     memory_.reset(static_cast<std::uint8_t*>(std::aligned_alloc(kHugePage, rounded)));
     if (!memory_) throw Error("cannot allocate " + std::to_string(rounded) + " bytes for rows");
 #if defined(MADV_HUGEPAGE)
     madvise(memory_.get(), rounded, MADV_HUGEPAGE);
 #endif
-    const std::size_t pages = rounded / kPage;
+    reserved_ = rounded;
+  }
+  // Locks the first `bytes` of those reserved: the range from the end of the last one locked.
+  void lock(std::size_t bytes, int threads) {
+    const std::size_t begin = locked_end();
+    const std::size_t end = std::min(whole_huge_pages(bytes), reserved_);
+    if (end <= begin) return;
+    const std::size_t pages = (end - begin) / kPage;
     const int slices = int(std::clamp<std::size_t>(std::size_t(threads), 1, pages));
     run_on_threads(slices, [&](int s) {
       const RowRange slice = shard_rows(std::int64_t(pages), slices, s);
       for (std::int64_t page = slice.first; page < slice.first + slice.count; ++page) {
-        memory_.get()[std::size_t(page) * kPage] = 0;
+        memory_.get()[begin + std::size_t(page) * kPage] = 0;
       }
     });
-    registration_ = HostRegistration(memory_.get(), rounded);
+    HostRegistration registration(memory_.get() + begin, end - begin);
+    const std::lock_guard<std::mutex> guard(ranges_mutex_);
+    registrations_.push_back(std::move(registration));
+    range_ends_.push_back(end);
   }
   std::uint8_t* data() const {
     return memory_.get();
   }
+  // The first `bytes` (locked), cut where the locked ranges end.
+  std::vector<LockedSpan> spans(std::size_t bytes) const {
+    const std::lock_guard<std::mutex> guard(ranges_mutex_);
+    std::vector<LockedSpan> spans;
+    for (std::size_t begin = 0, r = 0; begin < bytes && r < range_ends_.size(); ++r) {
+      const std::size_t end = std::min(range_ends_[r], bytes);
+      spans.push_back({memory_.get() + begin, end - begin});
+      begin = end;
+    }
+    return spans;
+  }
 
  private:
+  static constexpr std::size_t kHugePage = std::size_t(1) << 21;
+  static constexpr std::size_t kPage = 4096;
+  static std::size_t whole_huge_pages(std::size_t bytes) {
+    return (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  }
+  std::size_t locked_end() const {
+    const std::lock_guard<std::mutex> guard(ranges_mutex_);
+    return range_ends_.empty() ? 0 : range_ends_.back();
+  }
   struct Free {
     void operator()(std::uint8_t* p) const { std::free(p); }
   };
   std::unique_ptr<std::uint8_t, Free> memory_;
-  HostRegistration registration_;  // declared after the memory, so unlocked before it is freed
+  std::size_t reserved_ = 0;
+  mutable std::mutex ranges_mutex_;  // the ranges, added to while a piece's spans are taken
+  std::vector<std::size_t> range_ends_;
+  // Declared after the memory, so unlocked before it is freed.
+  std::vector<HostRegistration> registrations_;
 };
 
 // Reads database rows [first, first + count) into `into`, by range on up to `threads` threads,
@@ -128,12 +170,12 @@ void read_rows(const RowSource& rows, std::int64_t first, int count, int threads
 // on other threads while piece i is matched; otherwise the part is read whole at first and each
 // piece copied from it. With a GPU to deliver to, each piece, once in its buffer, is handed to
 // `deliver` on the thread that loaded it (with that GPU made current there); its buffers are then
-// LockedRows sized for the largest piece, made once (buffer 0 before the first read, buffer 1 on
-// a thread of its own meanwhile), so that every copy runs at the link's rate and no later piece
-// waits for a buffer to grow. Without one, the pieces are DescriptorSets for the host variants.
+// LockedRows, locked on a thread of their own piece by piece ahead of the reads (buffer 0 as far
+// as the first piece needs first), so that every copy runs at the link's rate and the first piece
+// waits for its own bytes only. Without one, the pieces are DescriptorSets for the host variants.
 class PieceReader {
  public:
-  using Deliver = std::function<void(int piece, const std::uint8_t* rows, int count)>;
+  using Deliver = std::function<void(int piece, const std::vector<LockedSpan>& rows)>;
 
   // device −1: no GPU.
   PieceReader(RowRange part, const RowSource& rows, int threads, const std::vector<int>& sizes,
@@ -141,12 +183,15 @@ class PieceReader {
       : part_(part), rows_(rows), threads_(threads), device_(device), deliver_(std::move(deliver)) {
     starts_.push_back(0);
     for (const int size : sizes) starts_.push_back(starts_.back() + size);
-    most_bytes_ = std::size_t(*std::max_element(sizes.begin(), sizes.end())) * kDescriptorBytes;
+    if (deliver_) {
+      locked_for_.resize(sizes.size());
+      for (std::promise<void>& locked : locked_for_) locked_ready_.push_back(locked.get_future());
+    }
   }
   // Waits for the work in flight (a failure in it is lost only when another is being thrown).
   ~PieceReader() {
     if (next_.valid()) next_.wait();
-    if (second_buffer_.valid()) second_buffer_.wait();
+    if (locking_.valid()) locking_.wait();
   }
 
   int pieces() const { return int(starts_.size()) - 1; }
@@ -162,10 +207,7 @@ class PieceReader {
   DescriptorSet& get(int piece) {
     const Clock::time_point start = Clock::now();
     if (piece == 0) {
-      if (deliver_) {
-        if (pieces() > 1) second_buffer_ = start_thread([this] { allocate(1); });
-        allocate(0);
-      }
+      if (deliver_) locking_ = start_thread([this] { lock_buffers(); });
       if (!rows_.by_range && pieces() > 1) read_whole_part();
       load(0);
     } else {
@@ -188,30 +230,56 @@ class PieceReader {
       throw Error(std::string("cannot start a reader thread: ") + e.what());
     }
   }
+  std::size_t bytes(int piece) const {
+    const RowRange rows = range(piece);
+    return std::size_t(rows.count) * kDescriptorBytes;
+  }
+  void add_read_seconds(double seconds) {
+    const std::lock_guard<std::mutex> lock(seconds_mutex_);
+    read_seconds_ += seconds;
+  }
   void read_whole_part() {
     const Clock::time_point start = Clock::now();
     whole_.count = part_.count;
     whole_.values.resize(std::size_t(part_.count) * kDescriptorBytes);
     rows_.read(part_.first, part_.count, whole_.values.data());
-    read_seconds_ += seconds_since(start);
+    add_read_seconds(seconds_since(start));
   }
-  // Makes locked buffer `b`, with this part's GPU current; part of the reading.
-  void allocate(int b) {
+  // Reserves each buffer for its largest piece and locks it, piece by piece, as far as the piece
+  // needs, with this part's GPU current; part of the reading. A failure reaches the loads of the
+  // pieces not yet locked.
+  void lock_buffers() {
     const Clock::time_point start = Clock::now();
-    use_cuda_device(device_);
-    locked_[b].allocate(most_bytes_, threads_);
-    const double took = seconds_since(start);
-    const std::lock_guard<std::mutex> lock(seconds_mutex_);
-    read_seconds_ += took;
+    int piece = 0;
+    try {
+      use_cuda_device(device_);
+      for (; piece < pieces(); ++piece) {
+        LockedRows& buffer = locked_[piece % 2];
+        if (piece < 2) {
+          std::size_t most = 0;
+          for (int p = piece; p < pieces(); p += 2) most = std::max(most, bytes(p));
+          buffer.reserve(most);
+        }
+        buffer.lock(bytes(piece), threads_);
+        locked_for_[std::size_t(piece)].set_value();
+      }
+    } catch (...) {
+      for (; piece < pieces(); ++piece) {
+        locked_for_[std::size_t(piece)].set_exception(std::current_exception());
+      }
+    }
+    add_read_seconds(seconds_since(start));
   }
   // Fills buffer piece % 2 and delivers it; one piece at a time, on this thread or the one
   // start_thread started.
   void load(int piece) {
     const RowRange rows = range(piece);
     const int buffer = piece % 2;
-    if (second_buffer_.valid() && buffer == 1) second_buffer_.get();
-    std::uint8_t* into = locked_[buffer].data();
-    if (!deliver_) {
+    std::uint8_t* into = nullptr;
+    if (deliver_) {
+      locked_ready_[std::size_t(piece)].get();
+      into = locked_[buffer].data();
+    } else {
       DescriptorSet& set = sets_[buffer];
       set.count = rows.count;
       set.values.resize(std::size_t(rows.count) * kDescriptorBytes);
@@ -226,11 +294,9 @@ class PieceReader {
     }
     if (deliver_) {
       use_cuda_device(device_);
-      deliver_(piece, into, rows.count);
+      deliver_(piece, locked_[buffer].spans(bytes(piece)));
     }
-    const double took = seconds_since(start);
-    const std::lock_guard<std::mutex> lock(seconds_mutex_);
-    read_seconds_ += took;
+    add_read_seconds(seconds_since(start));
   }
 
   RowRange part_;
@@ -239,15 +305,17 @@ class PieceReader {
   int threads_ = 1;
   int device_ = -1;
   Deliver deliver_;
-  DescriptorSet sets_[2];       // without a GPU: the pieces' rows
-  LockedRows locked_[2];        // with a GPU: the pieces' rows
-  std::size_t most_bytes_ = 0;  // the largest piece's
-  DescriptorSet whole_;         // the part, when it is not read by range and is matched in pieces
-  std::mutex seconds_mutex_;    // read_seconds_, added to by two threads at the start
+  DescriptorSet sets_[2];  // without a GPU: the pieces' rows
+  LockedRows locked_[2];   // with a GPU: the pieces' rows
+  // With a GPU, per piece: its buffer locked as far as it needs.
+  std::vector<std::promise<void>> locked_for_;
+  std::vector<std::future<void>> locked_ready_;
+  DescriptorSet whole_;       // the part, when it is not read by range and is matched in pieces
+  std::mutex seconds_mutex_;  // read_seconds_, added to by two threads at the start
   double read_seconds_ = 0, waited_seconds_ = 0;
-  // The work in flight, declared last, so waited for before the buffers go: buffer 1's making,
-  // then the read of the next piece.
-  std::future<void> second_buffer_;
+  // The work in flight, declared last, so waited for before the buffers go: the buffers'
+  // locking, then the read of the next piece.
+  std::future<void> locking_;
   std::future<void> next_;
 };
 
@@ -281,10 +349,13 @@ class DevicePieces {
   // Copies piece `piece`'s rows into its device buffer, once the matching of the piece two
   // before (the buffer's last user) has run, and waits for them: on the thread that read them,
   // with this GPU current.
-  void upload(int piece, const std::uint8_t* rows, int count) {
-    const std::size_t bytes = std::size_t(count) * kDescriptorBytes;
+  void upload(int piece, const std::vector<LockedSpan>& rows) {
     matched_[piece % 2].queue_wait(copies_.handle());
-    copy_rows_async(database_[piece % 2].data(), bytes, rows, bytes, bytes, 1, copies_.handle());
+    auto* into = static_cast<std::uint8_t*>(database_[piece % 2].data());
+    for (const LockedSpan& span : rows) {
+      copy_rows_async(into, span.bytes, span.data, span.bytes, span.bytes, 1, copies_.handle());
+      into += span.bytes;
+    }
     synchronize(copies_.handle());
   }
 
@@ -367,11 +438,12 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSou
       options.reader_threads > 0 ? options.reader_threads : default_reader_threads(1, options.gpus);
   PieceReader::Deliver deliver;
   if (device_pieces) {
-    deliver = [&device_pieces](int piece, const std::uint8_t* piece_rows, int count) {
-      device_pieces->upload(piece, piece_rows, count);
+    deliver = [&device_pieces](int piece, const std::vector<LockedSpan>& piece_rows) {
+      device_pieces->upload(piece, piece_rows);
     };
   }
-  PieceReader reader(part, rows, threads, sizes, device_pieces ? device : -1, std::move(deliver));
+  auto reader = std::make_unique<PieceReader>(part, rows, threads, sizes,
+                                              device_pieces ? device : -1, std::move(deliver));
   // The host variants' input: the queries and, in turn, each piece's rows, moved in and out.
   CemdInput input{device_pieces ? DescriptorSet{} : queries, {}, options.params};
   // On device views the matching is queued: it runs from the first piece in hand to the
@@ -379,14 +451,14 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSou
   // GPU ran out of work) fall within it.
   Clock::time_point queued_from;
   double first_wait = 0;
-  for (int p = 0; p < reader.pieces(); ++p) {
-    DescriptorSet& piece_rows = reader.get(p);
+  for (int p = 0; p < reader->pieces(); ++p) {
+    DescriptorSet& piece_rows = reader->get(p);
     const Clock::time_point start = Clock::now();
-    const RowRange range = reader.range(p);
+    const RowRange range = reader->range(p);
     if (device_pieces) {
       if (p == 0) {
         queued_from = start;
-        first_wait = reader.waited_seconds();
+        first_wait = reader->waited_seconds();
       }
       device_pieces->match(p, range.count, range.first);
     } else {
@@ -408,9 +480,22 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSou
     result.top2 = device_pieces->top2();
     result.seconds += seconds_since(queued_from);
   }
-  result.pieces = reader.pieces();
-  result.read_seconds = reader.read_seconds();
-  result.waited_seconds = device_pieces ? first_wait : reader.waited_seconds();
+  result.pieces = reader->pieces();
+  result.read_seconds = reader->read_seconds();
+  result.waited_seconds = device_pieces ? first_wait : reader->waited_seconds();
+  if (device_pieces) {
+    // Unlocking and freeing the piece buffers takes milliseconds that need not hold up the
+    // caller's merging and writing; where no thread can start, they go here, as the work's
+    // argument does.
+    try {
+      result.releasing.push_back(
+          std::async(std::launch::async, [device, done = std::move(reader)]() mutable {
+            use_cuda_device(device);
+            done.reset();
+          }));
+    } catch (const std::system_error&) {
+    }
+  }
   return result;
 }
 
@@ -489,7 +574,9 @@ ShardResult match_shard(const DescriptorSet& queries, RowRange shard, const RowS
   // The slowest GPU's times, as the slowest rank's across ranks: each thread's device set-up is
   // not matching.
   ShardResult result;
-  for (const ShardResult& part : parts) {
+  for (ShardResult& part : parts) {
+    for (std::future<void>& release : part.releasing)
+      result.releasing.push_back(std::move(release));
     result.seconds = std::max(result.seconds, part.seconds);
     result.read_seconds = std::max(result.read_seconds, part.read_seconds);
     result.waited_seconds = std::max(result.waited_seconds, part.waited_seconds);
