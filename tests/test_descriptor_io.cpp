@@ -433,6 +433,30 @@ TEST_CASE("a .npy file read by range on several threads at once gives its rows",
   }
 }
 
+TEST_CASE("a whole .npy file is read on several threads as one read gives it, errors included",
+          "[descriptor_io]") {
+  TempDir dir;
+  // Enough rows for a slice per core on a machine with several (8192 rows a slice at least).
+  const int rows = 40009;
+  const DescriptorSet set = generated_descriptors(rows, 19);
+  const std::string shape = "(40009, 128)";
+  write_bytes(dir.file("u8.npy"), npy_bytes(dict("|u1", shape), u8_data(set)));
+  std::vector<float> values = as_floats(set);
+  write_bytes(dir.file("f32.npy"), npy_bytes(dict("<f4", shape), f32_data(values)));
+  for (const char* name : {"u8.npy", "f32.npy"}) {
+    INFO(name);
+    const DescriptorSet read = read_descriptors(dir.file(name));
+    CHECK(read.count == rows);
+    CHECK(read.values == set.values);
+  }
+  // Bad values early and late: the first one is named, as a front-to-back read names it.
+  values[std::size_t(12001) * kDescriptorBytes + 3] = 0.5f;
+  values[std::size_t(39000) * kDescriptorBytes + 9] = -2.0f;
+  write_bytes(dir.file("bad.npy"), npy_bytes(dict("<f4", shape), f32_data(values)));
+  CHECK_THROWS_WITH(read_descriptors(dir.file("bad.npy")),
+                    Catch::Contains("row 12001, column 3") && Catch::Contains("holds 0.5"));
+}
+
 TEST_CASE("the .npy writer round-trips uint8 and float32 and writes NumPy's layout",
           "[descriptor_io]") {
   TempDir dir;
