@@ -413,20 +413,29 @@ struct TeamMethod {
 // --- kokkos-tiled: cuda-final's design, written once -----------------------------------------
 
 // A team's work: kQueryGroups groups of kRowLanes slots; a slot (a register tile) compares
-// kSlotQueries queries of its group with kSlotRows rows of each staged tile (rows row_lane,
+// kSlotQueries queries of its group with slot_rows() rows of each staged tile (rows row_lane,
 // row_lane + kRowLanes, …). On CUDA a slot is a thread and a team a block of 8 warps; on hosts one
 // thread runs a team's slots in turn.
 constexpr int kRowLanes = 8;
 constexpr int kQueryGroups = 32;
 constexpr int kSlotQueries = 2;
-constexpr int kSlotRows = 4;
 constexpr int kTeamSlots = kQueryGroups * kRowLanes;
 constexpr int kTeamQueries = kQueryGroups * kSlotQueries;
-constexpr int kTileRows = kRowLanes * kSlotRows;
 
 template <class Exec>
 constexpr int slots_per_thread() {
   return backend_of<Exec>() == Backend::cuda ? 1 : kTeamSlots;
+}
+// On CUDA, raw's and l2's short cell terms take 8 rows a slot, as cuda-final's tiles do (more
+// independent work between a tile's loads); normalised's, and every metric's on hosts, 4.
+template <class Exec, class Metric>
+constexpr int slot_rows() {
+  const bool short_cell_term = !std::is_same_v<Metric, PreparedNormalised>;
+  return backend_of<Exec>() == Backend::cuda && short_cell_term ? 8 : 4;
+}
+template <class Exec, class Metric>
+constexpr int tile_rows() {
+  return kRowLanes * slot_rows<Exec, Metric>();
 }
 
 using portable::Bytes16;
@@ -440,10 +449,10 @@ constexpr int kRowUnits = Metric::kRowWords / 4;
 template <class Metric>
 constexpr int kStagedUnits = kRowUnits<Metric> | 1;
 // Two staged tiles: the one being compared and the one being filled.
-template <class Metric>
-constexpr std::size_t kTiledScratchBytes = 2 * kTileRows* kStagedUnits<Metric> * sizeof(Bytes16);
-static_assert(kTeamSlots * kSlotQueries * sizeof(Top2) <= kTiledScratchBytes<PreparedL2>,
-              "the slots' top-2s fit where the tiles were");
+template <class Exec, class Metric>
+constexpr std::size_t tiled_scratch_bytes() {
+  return 2 * tile_rows<Exec, Metric>() * kStagedUnits<Metric> * sizeof(Bytes16);
+}
 
 KOKKOS_INLINE_FUNCTION PreparedChunk load_chunk(const Bytes16* at) {
   const Bytes16 lo = at[0], hi = at[1];
@@ -463,7 +472,7 @@ TiledGeometry tiled_geometry(int n, int m) {
   constexpr int kTeamThreads = kTeamSlots / slots_per_thread<Exec>();
   TiledGeometry g{n, m, (n + kTeamQueries - 1) / kTeamQueries, {}, m};
   g.plan =
-      plan_splits(g.query_tiles, m, kTileRows,
+      plan_splits(g.query_tiles, m, tile_rows<Exec, Metric>(),
                   portable::resident_items<Exec>(kTeamThreads, Metric::kMinBlocks) / kTeamThreads);
   return g;
 }
@@ -511,10 +520,10 @@ struct SlotArgs {
 
 // One slot's comparisons against a staged tile whose first row is database row `tile`, and
 // the nearest-two offers or matrix writes they make.
-template <class Metric, bool kAllPairs, Isa kIsa>
+template <class Metric, int kR, bool kAllPairs, Isa kIsa>
 KOKKOS_INLINE_FUNCTION void compare_slot(const SlotArgs& a, const Bytes16* rows, int tile, int end,
                                          int q0, int slot, Top2 (&top)[kSlotQueries]) {
-  constexpr int kQ = kSlotQueries, kR = kSlotRows, kUnits = kRowUnits<Metric>;
+  constexpr int kQ = kSlotQueries, kUnits = kRowUnits<Metric>;
   constexpr int kStaged = kStagedUnits<Metric>;
   const int row_lane = slot % kRowLanes, group = slot / kRowLanes;
   int query[kQ];
@@ -595,7 +604,10 @@ void tiled_match(const Exec& exec, const TiledGeometry& g, const Prepared<Exec>&
   constexpr int kSlotsPerThread = slots_per_thread<Exec>();
   constexpr int kUnits = kRowUnits<Metric>, kStaged = kStagedUnits<Metric>;
   constexpr int kPad = kStaged - kUnits;
-  constexpr std::size_t kScratch = kTiledScratchBytes<Metric>;
+  constexpr int kSlotRows = slot_rows<Exec, Metric>(), kTile = tile_rows<Exec, Metric>();
+  constexpr std::size_t kScratch = tiled_scratch_bytes<Exec, Metric>();
+  static_assert(kTeamSlots * kSlotQueries * sizeof(Top2) <= kScratch,
+                "the slots' top-2s fit where the tiles were");
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<kTeamSlots, Metric::kMinBlocks>>;
   using Team = typename Policy::member_type;
   const SlotArgs args{queries.data(), g.n, g.m, g.matrix_columns,
@@ -607,11 +619,11 @@ void tiled_match(const Exec& exec, const TiledGeometry& g, const Prepared<Exec>&
     const int q0 = (team.league_rank() % g.query_tiles) * kTeamQueries;
     const int begin = (team.league_rank() / g.query_tiles) * g.plan.rows_per_split;
     const int end = g.m - begin < g.plan.rows_per_split ? g.m : begin + g.plan.rows_per_split;
-    // Copies rows first .. first + kTileRows − 1 (zeros past the end) into tile buffer b.
+    // Copies rows first .. first + kTile − 1 (zeros past the end) into tile buffer b.
     const auto stage = [&](int b, int first) {
-      Bytes16* const to = staged + b * kTileRows * kStaged;
-      const int present = (end - first < kTileRows ? end - first : kTileRows) * kUnits;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTileRows * kUnits), [&](int e) {
+      Bytes16* const to = staged + b * kTile * kStaged;
+      const int present = (end - first < kTile ? end - first : kTile) * kUnits;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kTile * kUnits), [&](int e) {
         to[e + e / kUnits * kPad] =
             e < present ? rows_in[std::size_t(first) * kUnits + e] : Bytes16{{0, 0, 0, 0}};
       });
@@ -620,13 +632,13 @@ void tiled_match(const Exec& exec, const TiledGeometry& g, const Prepared<Exec>&
     if (begin < end) stage(0, begin);
     team.team_barrier();
     int buffer = 0;
-    for (int tile = begin; tile < end; tile += kTileRows, buffer ^= 1) {
+    for (int tile = begin; tile < end; tile += kTile, buffer ^= 1) {
       // One barrier per tile: the next tile fills the buffer that the previous one was read from.
-      if (tile + kTileRows < end) stage(buffer ^ 1, tile + kTileRows);
-      const Bytes16* const rows = staged + buffer * kTileRows * kStaged;
+      if (tile + kTile < end) stage(buffer ^ 1, tile + kTile);
+      const Bytes16* const rows = staged + buffer * kTile * kStaged;
       for (int s = 0; s < kSlotsPerThread; ++s) {
-        compare_slot<Metric, kAllPairs, kIsa>(args, rows, tile, end, q0,
-                                              team.team_rank() * kSlotsPerThread + s, top[s]);
+        compare_slot<Metric, kSlotRows, kAllPairs, kIsa>(
+            args, rows, tile, end, q0, team.team_rank() * kSlotsPerThread + s, top[s]);
       }
       team.team_barrier();
     }

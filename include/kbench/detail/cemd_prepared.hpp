@@ -136,8 +136,9 @@ struct PreparedChunk {
 
 // Each metric: the prepared row (kRowWords words, a multiple of 4, an optional per-descriptor
 // word at kExtraWord), its kChunks chunks, the accumulator of one
-// (query, row) pair, and kMinBlocks: how many 256-thread blocks (teams) of a 2 × 4 register tile
-// stay resident with the registers the accumulators need (more would spill).
+// (query, row) pair, and kMinBlocks: how many 256-thread blocks (teams) of cuda-final's and
+// kokkos-tiled's register tiles (2 queries × 4 rows a thread, raw and l2 2 × 8 on CUDA) stay
+// resident with the registers the accumulators need (more would spill).
 // PreparedNormalised: per cell the running sums F(0..7) as floats (F(7) the mass), the prefix
 // form (detail/cemd_prefix.hpp); the cell term is prefix_cell_term<cemd_normalised>, so the bits
 // are cemd_cell_quotient()'s.
