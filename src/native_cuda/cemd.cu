@@ -519,17 +519,9 @@ struct FinalTile {
   static_assert(kQueries <= row_lanes, "one lane per query inserts the merged top-2");
 };
 
-// Each metric's tile. Raw and l2 cell terms are short, so 8 rows a thread keep more independent
-// work between a tile's loads; normalised's long cell term gains nothing from them and keeps 4,
-// at half the shared memory.
+// Each metric's tile: 8 warps of 2 queries × the metric's rows a thread.
 template <class Metric>
-struct FinalShapeOf {
-  using type = FinalTile<8, 2, 8>;
-};
-template <>
-struct FinalShapeOf<PreparedNormalised> {
-  using type = FinalTile<8, 2, 4>;
-};
+using FinalShapeOf = FinalTile<8, 2, Metric::kCudaRowsPerThread>;
 
 // Staged rows are an odd number of 16-byte words apart, so the 8 rows (or 4 queries) that a
 // warp's lanes read at once fall in 8 different groups of 4 banks.
@@ -850,7 +842,7 @@ void opt_in_shared_memory(Kernel kernel, std::size_t bytes) {
 }
 
 // One metric's final kernels: their shared-memory opt-in, occupancy and launches.
-template <class RowMetric, class Tile = typename FinalShapeOf<RowMetric>::type>
+template <class RowMetric, class Tile = FinalShapeOf<RowMetric>>
 struct FinalKernels : TileSplits<Tile> {
   using Metric = RowMetric;
   using TileSplits<Tile>::query_tiles;

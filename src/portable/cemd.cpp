@@ -426,12 +426,10 @@ template <class Exec>
 constexpr int slots_per_thread() {
   return backend_of<Exec>() == Backend::cuda ? 1 : kTeamSlots;
 }
-// On CUDA, raw's and l2's short cell terms take 8 rows a slot, as cuda-final's tiles do (more
-// independent work between a tile's loads); normalised's, and every metric's on hosts, 4.
+// A slot's rows: the metric's on CUDA, as cuda-final's tiles take them; 4 on hosts.
 template <class Exec, class Metric>
 constexpr int slot_rows() {
-  const bool short_cell_term = !std::is_same_v<Metric, PreparedNormalised>;
-  return backend_of<Exec>() == Backend::cuda && short_cell_term ? 8 : 4;
+  return backend_of<Exec>() == Backend::cuda ? Metric::kCudaRowsPerThread : 4;
 }
 template <class Exec, class Metric>
 constexpr int tile_rows() {

@@ -136,9 +136,11 @@ struct PreparedChunk {
 
 // Each metric: the prepared row (kRowWords words, a multiple of 4, an optional per-descriptor
 // word at kExtraWord), its kChunks chunks, the accumulator of one
-// (query, row) pair, and kMinBlocks: how many 256-thread blocks (teams) of cuda-final's and
-// kokkos-tiled's register tiles (2 queries × 4 rows a thread, raw and l2 2 × 8 on CUDA) stay
-// resident with the registers the accumulators need (more would spill).
+// (query, row) pair, and the register tiles of cuda-final and kokkos-tiled on CUDA: 2 queries ×
+// kCudaRowsPerThread rows a thread (hosts take 4), and kMinBlocks, how many 256-thread blocks
+// (teams) of them stay resident with the registers the accumulators need (more would spill).
+// Raw's and l2's short cell terms take 8 rows, more independent work between a tile's loads;
+// normalised's long one gains nothing from them and keeps 4, at half the shared memory.
 // PreparedNormalised: per cell the running sums F(0..7) as floats (F(7) the mass), the prefix
 // form (detail/cemd_prefix.hpp); the cell term is prefix_cell_term<cemd_normalised>, so the bits
 // are cemd_cell_quotient()'s.
@@ -146,6 +148,7 @@ struct PreparedNormalised {
   static constexpr int kRowWords = kCemdCells * kCemdBins;
   static constexpr int kExtraWord = -1;
   static constexpr int kChunks = kCemdCells;
+  static constexpr int kCudaRowsPerThread = 4;
   static constexpr int kMinBlocks = 3;
   struct Acc {
     float sum;
@@ -192,6 +195,7 @@ struct PreparedRaw {
   static constexpr int kExtraWord = kPairs * kCemdBins;
   static constexpr int kRowWords = kExtraWord + 4;
   static constexpr int kChunks = kPairs;
+  static constexpr int kCudaRowsPerThread = 8;
   static constexpr int kMinBlocks = 3;
   static constexpr std::uint32_t kBias = 2048;  // > 8·255, so D + kBias > 0
   static constexpr std::uint32_t kRowBias = kBias | (kBias << 16);
@@ -274,6 +278,7 @@ struct PreparedL2 {
   static constexpr int kExtraWord = kDescriptorBytes / 4;
   static constexpr int kRowWords = kExtraWord + 4;
   static constexpr int kChunks = kExtraWord / kPreparedChunkWords;
+  static constexpr int kCudaRowsPerThread = 8;
   static constexpr int kMinBlocks = 2;  // 3 would spill
   struct Acc {
     std::uint32_t dot;
