@@ -106,11 +106,9 @@ class LockedRows {
     const std::size_t begin = locked_end();
     const std::size_t end = std::min(whole_huge_pages(bytes), reserved_);
     if (end <= begin) return;
-    const std::size_t pages = (end - begin) / kPage;
-    const int slices = int(std::clamp<std::size_t>(std::size_t(threads), 1, pages));
-    run_on_threads(slices, [&](int s) {
-      const RowRange slice = shard_rows(std::int64_t(pages), slices, s);
-      for (std::int64_t page = slice.first; page < slice.first + slice.count; ++page) {
+    const auto pages = std::int64_t((end - begin) / kPage);
+    run_on_slices(pages, threads, [&](std::int64_t first, std::int64_t count) {
+      for (std::int64_t page = first; page < first + count; ++page) {
         memory_.get()[begin + std::size_t(page) * kPage] = 0;
       }
     });
@@ -159,10 +157,8 @@ class LockedRows {
 // each a contiguous slice.
 void read_rows(const RowSource& rows, std::int64_t first, int count, int threads,
                std::uint8_t* into) {
-  const int slices = std::max(1, std::min(threads, count));
-  run_on_threads(slices, [&](int s) {
-    const RowRange slice = shard_rows(count, slices, s);
-    rows.read(first + slice.first, slice.count, into + slice.first * kDescriptorBytes);
+  run_on_slices(count, threads, [&](std::int64_t offset, std::int64_t length) {
+    rows.read(first + offset, int(length), into + offset * kDescriptorBytes);
   });
 }
 

@@ -24,12 +24,9 @@ DescriptorSet read_npy_on_threads(const std::string& path, const NpyHeader& head
   DescriptorSet set;
   set.count = int(header.rows);
   set.values.resize(std::size_t(set.count) * kDescriptorBytes);
-  const int slices = int(
-      std::clamp<std::int64_t>(set.count / kLeastRowsPerThread, 1, std::int64_t(usable_cores())));
-  run_on_threads(slices, [&](int s) {
-    const std::int64_t first = std::int64_t(set.count) * s / slices;
-    const std::int64_t end = std::int64_t(set.count) * (s + 1) / slices;
-    read_descriptor_rows_into(path, first, int(end - first),
+  const int threads = int(std::min<std::int64_t>(set.count / kLeastRowsPerThread, usable_cores()));
+  run_on_slices(set.count, threads, [&](std::int64_t first, std::int64_t count) {
+    read_descriptor_rows_into(path, first, int(count),
                               set.values.data() + first * kDescriptorBytes);
   });
   return set;

@@ -38,6 +38,15 @@ void run_on_threads(int n, const std::function<void(int)>& work) {
   }
 }
 
+void run_on_slices(std::int64_t total, int threads,
+                   const std::function<void(std::int64_t first, std::int64_t count)>& work) {
+  const int slices = int(std::clamp<std::int64_t>(threads, 1, std::max<std::int64_t>(total, 1)));
+  const std::int64_t base = total / slices, extra = total % slices;
+  run_on_threads(slices, [&](int s) {
+    work(s * base + std::min<std::int64_t>(s, extra), base + (s < extra ? 1 : 0));
+  });
+}
+
 int usable_cores() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
