@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <future>
 #include <limits>
 #include <memory>
 
@@ -111,23 +113,40 @@ void print_reader_notes(const std::string& path, const kbench::DescriptorFileNot
   }
 }
 
+// Whether the queries can be counted before they are read: a regular .npy file, by its header.
+// Then their reading (and broadcast) runs beside the start of the matching.
+bool counted_before_read(const std::string& path) {
+  std::error_code error;
+  return path != "-" && std::filesystem::is_regular_file(path, error) &&
+         kbench::descriptor_file_format(path) == kbench::DescriptorFileFormat::npy;
+}
+
 void run(kbench::ShardGroup& group, Options& options) {
   const Clock::time_point start = Clock::now();
   kbench::DescriptorSet queries;
-  std::int64_t rows = 0;
+  std::int64_t rows = 0, query_count = 0;
+  bool queries_in_hand = !counted_before_read(options.query_path);
+  const auto read_queries = [&] {
+    kbench::DescriptorFileNotes notes;
+    queries = kbench::read_descriptors(options.query_path, &notes);
+    if (options.run.verbose) print_reader_notes(options.query_path, notes);
+  };
   if (group.rank() == 0) {
-    kbench::DescriptorFileNotes query_notes;
-    queries = kbench::read_descriptors(options.query_path, &query_notes);
+    if (queries_in_hand) {
+      read_queries();
+      query_count = queries.count;
+    } else {
+      query_count = kbench::count_descriptors(options.query_path);
+    }
     rows = kbench::count_descriptors(options.database_path);
     if (options.run.verbose) {
-      print_reader_notes(options.query_path, query_notes);
       print_reader_notes(options.database_path,
                          kbench::describe_descriptor_file(options.database_path));
     }
-    if (options.shard.params.all_pairs) check_matrix_fits(options, queries.count, rows);
+    if (options.shard.params.all_pairs) check_matrix_fits(options, query_count, rows);
   }
-  group.broadcast(queries);
   group.broadcast(rows);
+  group.broadcast(query_count);
   const Clock::time_point counted = Clock::now();
   // A file header that disagrees with rank 0's (another copy of the file on this machine) would
   // shift the rows this rank reads; CSV files are not counted again (that reads them whole).
@@ -150,6 +169,29 @@ void run(kbench::ShardGroup& group, Options& options) {
     options.shard.reader_threads =
         kbench::default_reader_threads(group.node_size(), options.shard.gpus);
   }
+  // The queries: read on rank 0 where they were only counted, then broadcast; on a thread of
+  // their own, beside the matching's start (its first rows' reading), where the group allows.
+  std::promise<const kbench::DescriptorSet*> arrived;
+  const kbench::PendingQueries arriving{int(query_count), arrived.get_future().share()};
+  double delivery_seconds = 0;
+  const auto deliver_queries = [&] {
+    const Clock::time_point from = Clock::now();
+    try {
+      if (group.rank() == 0 && !queries_in_hand) read_queries();
+      group.broadcast(queries);
+      arrived.set_value(&queries);
+    } catch (...) {
+      arrived.set_exception(std::current_exception());
+      throw;
+    }
+    delivery_seconds = std::chrono::duration<double>(Clock::now() - from).count();
+  };
+  std::future<void> delivery;
+  if (group.broadcasts_on_any_thread()) {
+    delivery = std::async(std::launch::async, deliver_queries);
+  } else {
+    deliver_queries();
+  }
   kbench::ShardResult local;
   {
     // Rank 0 shows its own shard's progress.
@@ -157,8 +199,10 @@ void run(kbench::ShardGroup& group, Options& options) {
     if (group.rank() == 0 && kbench::tools::Progress::enabled()) {
       options.shard.progress = [&](std::int64_t done) { progress.advance(done); };
     }
-    local = kbench::match_shard(queries, shard, source, options.shard);
+    local = kbench::match_shard(arriving, shard, source, options.shard);
   }
+  // Before the next exchange, and with its failure, if any, thrown here.
+  if (delivery.valid()) delivery.get();
   const Clock::time_point matched = Clock::now();
   group.reduce_top2(local.top2);
   std::vector<float> matrix;
@@ -227,11 +271,12 @@ void run(kbench::ShardGroup& group, Options& options) {
       return std::chrono::duration<double>(to - from).count();
     };
     std::fprintf(stderr,
-                 "%s: from start to written file: queries read and database counted %.4f s, "
-                 "shard matched %.4f s (this rank: matching %.4f s, waiting for rows %.4f s), "
-                 "candidates merged %.4f s, files written %.4f s\n",
-                 kProgram, span(start, counted), span(counted, matched), local.seconds,
-                 local.waited_seconds, span(matched, merged), span(merged, written));
+                 "%s: from start to written file: files counted %.4f s, shard matched %.4f s "
+                 "(this rank: queries %s %.4f s beside its start, matching %.4f s, waiting "
+                 "for rows %.4f s), candidates merged %.4f s, files written %.4f s\n",
+                 kProgram, span(start, counted), span(counted, matched),
+                 queries_in_hand ? "broadcast" : "read and broadcast", delivery_seconds,
+                 local.seconds, local.waited_seconds, span(matched, merged), span(merged, written));
   }
   // The summary goes where no output does.
   const bool stdout_taken = options.output_path == "-" || options.matrix_path == "-";

@@ -7,6 +7,7 @@
 #include <climits>
 #include <condition_variable>
 #include <cstring>
+#include <future>
 #include <mutex>
 #include <numeric>
 #include <set>
@@ -338,6 +339,62 @@ TEST_CASE("the next piece is read while one is matched", "[cemd_shards]") {
   CHECK(result.pieces == 4);
   CHECK(result_from_top2(result.top2, database.count) ==
         matched(queries, database, RowRange{0, 20}, memory, ShardOptions{}, 0, 1));
+}
+
+TEST_CASE(
+    "queries on their way: the first rows are read before they arrive, the result as with "
+    "them in hand; their failure or a wrong count is thrown",
+    "[cemd_shards]") {
+  const DescriptorSet database = generated_descriptors(23, 41);
+  const DescriptorSet queries = generated_queries(database, 7, 42);
+  const RowRange shard{0, 23};
+  const RowSource memory = reader_of(database);
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool rows_read = false;
+  std::atomic<int> reading{0};
+  RowSource watched;
+  watched.read = [&](std::int64_t first, int count, std::uint8_t* into) {
+    ++reading;
+    memory.read(first, count, into);
+    --reading;
+    const std::lock_guard<std::mutex> lock(mutex);
+    rows_read = true;
+    changed.notify_all();
+  };
+  ShardOptions options;
+  options.variant = "seq-final";
+  options.piece_rows = 5;
+  options.reader_threads = 2;
+
+  // Sent only once rows have been read (or after 10 s: then the check below fails, no hang).
+  std::promise<const DescriptorSet*> arrived;
+  bool read_first = false;
+  std::thread sender([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    read_first = changed.wait_for(lock, std::chrono::seconds(10), [&] { return rows_read; });
+    lock.unlock();
+    arrived.set_value(&queries);
+  });
+  const ShardResult late = match_shard(PendingQueries{queries.count, arrived.get_future().share()},
+                                       shard, watched, options);
+  sender.join();
+  CHECK(read_first);
+  CHECK(result_from_top2(late.top2, database.count) ==
+        result_from_top2(match_shard(queries, shard, memory, options).top2, database.count));
+
+  std::promise<const DescriptorSet*> lost;
+  lost.set_exception(std::make_exception_ptr(Error("the queries were lost")));
+  CHECK_THROWS_WITH(match_shard(PendingQueries{queries.count, lost.get_future().share()}, shard,
+                                watched, options),
+                    Catch::Contains("the queries were lost"));
+  CHECK(reading == 0);  // no reader left running
+
+  std::promise<const DescriptorSet*> fewer;
+  fewer.set_value(&queries);
+  CHECK_THROWS_WITH(match_shard(PendingQueries{queries.count + 1, fewer.get_future().share()},
+                                shard, watched, options),
+                    Catch::Contains("7 queries arrived where 8 were counted"));
 }
 
 TEST_CASE("a reader's failure on any thread is thrown as an Error once every thread stopped",

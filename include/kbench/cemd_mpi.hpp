@@ -22,9 +22,10 @@ class MpiShardGroup : public ShardGroup {
   // This process's rank as the launcher's environment gives it, before MPI_Init (0 when none).
   static int launcher_rank();
 
-  // Initialises MPI (FUNNELED: only the main thread calls MPI; GPU threads never do) and the
-  // datatypes and reduction the exchanges use. Throws Error when MPI cannot start; a failure
-  // after MPI_Init says so on stderr and ends the job.
+  // Initialises MPI (asking for SERIALIZED, so that the queries' broadcast can run on a thread
+  // of its own beside the main one's matching; FUNNELED at least: GPU and reader threads never
+  // call MPI) and the datatypes and reduction the exchanges use. Throws Error when MPI cannot
+  // start; a failure after MPI_Init says so on stderr and ends the job.
   MpiShardGroup(int* argc, char*** argv);
   MpiShardGroup(const MpiShardGroup&) = delete;
   MpiShardGroup& operator=(const MpiShardGroup&) = delete;
@@ -35,6 +36,7 @@ class MpiShardGroup : public ShardGroup {
   int size() const override { return size_; }
   int node_rank() const override { return node_rank_; }
   int node_size() const override { return node_size_; }
+  bool broadcasts_on_any_thread() const override { return serialized_; }
   void broadcast(DescriptorSet& set) override;
   void broadcast(std::int64_t& value) override;
   // MPI_Reduce with a commutative operation that keeps the two smallest keys: the smallest two
@@ -55,6 +57,7 @@ class MpiShardGroup : public ShardGroup {
   void set_up(int provided);
 
   int rank_ = 0, size_ = 1, node_rank_ = 0, node_size_ = 1;
+  bool serialized_ = false;  // the library gave MPI_THREAD_SERIALIZED or more
   MPI_Datatype descriptor_type_ = MPI_DATATYPE_NULL;  // 128 bytes: one descriptor
   MPI_Datatype top2_type_ = MPI_DATATYPE_NULL;        // one Top2: two 64-bit keys
   MPI_Op top2_merge_op_ = MPI_OP_NULL;

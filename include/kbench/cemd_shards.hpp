@@ -105,10 +105,25 @@ constexpr int kMaxReaderThreads = 256;
 const Variant<Cemd>& select_cemd_variant(const CemdInput& input, const std::string& variant,
                                          const std::string& backend, bool native_cuda_only);
 
+// Queries that may still be on their way when a shard's matching starts (being read, or
+// broadcast from another rank, on another thread): their count now, the descriptors when
+// `arrived` is ready. The matching reads its first rows meanwhile.
+struct PendingQueries {
+  int count = 0;
+  std::shared_future<const DescriptorSet*> arrived;
+
+  // Queries already in hand.
+  static PendingQueries ready(const DescriptorSet& queries);
+  // Waits for them: the `count` queries, or the exception that stopped them, thrown.
+  const DescriptorSet& wait() const;
+};
+
 // Matches `queries` against database rows `shard`, read from `rows` (per GPU when
 // options.gpus > 1, each GPU thread reading its own part). An empty shard gives no candidates
 // and reads nothing. A failure on any thread, a reader's included, is thrown here once every
 // thread has stopped.
+ShardResult match_shard(const PendingQueries& queries, RowRange shard, const RowSource& rows,
+                        const ShardOptions& options);
 ShardResult match_shard(const DescriptorSet& queries, RowRange shard, const RowSource& rows,
                         const ShardOptions& options);
 
@@ -129,6 +144,9 @@ class ShardGroup {
   // This process's rank among those on its machine, for choosing its GPU, and their number.
   virtual int node_rank() const { return 0; }
   virtual int node_size() const { return 1; }
+  // Whether broadcast() may be called on a thread other than the main one while the main thread
+  // makes no other exchange (MPI: the library gave MPI_THREAD_SERIALIZED or more).
+  virtual bool broadcasts_on_any_thread() const { return true; }
   // Rank 0's value, on every rank.
   virtual void broadcast(DescriptorSet& /*set*/) {}
   virtual void broadcast(std::int64_t& /*value*/) {}

@@ -197,18 +197,25 @@ class PieceReader {
     return {part_.first + starts_[p], starts_[p + 1] - starts_[p]};
   }
 
+  // Starts reading (and locking) for the first piece on threads of their own; get(0) does it
+  // when nothing has.
+  void start() {
+    if (started_) return;
+    started_ = true;
+    if (deliver_) locking_ = start_thread([this] { lock_buffers(); });
+    next_ = start_thread([this] {
+      if (!rows_.by_range && pieces() > 1) read_whole_part();
+      load(0);
+    });
+  }
+
   // Waits until piece `piece` is read (and delivered), then starts reading piece + 1; pieces are
   // asked for in order. Returns the piece's rows without a GPU (with one, an empty set: the rows
   // went to the GPU).
   DescriptorSet& get(int piece) {
     const Clock::time_point start = Clock::now();
-    if (piece == 0) {
-      if (deliver_) locking_ = start_thread([this] { lock_buffers(); });
-      if (!rows_.by_range && pieces() > 1) read_whole_part();
-      load(0);
-    } else {
-      next_.get();
-    }
+    this->start();
+    next_.get();
     waited_seconds_ += seconds_since(start);
     if (piece + 1 < pieces()) next_ = start_thread([this, piece] { load(piece + 1); });
     return sets_[piece % 2];
@@ -266,8 +273,8 @@ class PieceReader {
     }
     add_read_seconds(seconds_since(start));
   }
-  // Fills buffer piece % 2 and delivers it; one piece at a time, on this thread or the one
-  // start_thread started.
+  // Fills buffer piece % 2 and delivers it; one piece at a time, on a thread start_thread
+  // started.
   void load(int piece) {
     const RowRange rows = range(piece);
     const int buffer = piece % 2;
@@ -306,7 +313,8 @@ class PieceReader {
   // With a GPU, per piece: its buffer locked as far as it needs.
   std::vector<std::promise<void>> locked_for_;
   std::vector<std::future<void>> locked_ready_;
-  DescriptorSet whole_;       // the part, when it is not read by range and is matched in pieces
+  DescriptorSet whole_;  // the part, when it is not read by range and is matched in pieces
+  bool started_ = false;
   std::mutex seconds_mutex_;  // read_seconds_, added to by two threads at the start
   double read_seconds_ = 0, waited_seconds_ = 0;
   // The work in flight, declared last, so waited for before the buffers go: the buffers'
@@ -316,21 +324,21 @@ class PieceReader {
 };
 
 // A part's pieces matched on this thread's GPU by the library's piece matcher on device views
-// (for a variant that has them), on the legacy default stream: the queries go up once; each
-// piece, once read, is copied by the thread that read it into one of two device buffers (piece i
-// into buffer i % 2) on a stream of its own, beside the matching queued before it; the matching
-// is queued without waiting, so the GPU runs the pieces back to back while the host reads on,
-// and the nearest two stay on the device until the end.
+// (for a variant that has them), on the legacy default stream: the queries go up once, when they
+// arrive (pieces may be uploaded before); each piece, once read, is copied by the thread that
+// read it into one of two device buffers (piece i into buffer i % 2) on a stream of its own,
+// beside the matching queued before it; the matching is queued without waiting, so the GPU runs
+// the pieces back to back while the host reads on, and the nearest two stay on the device until
+// the end.
 class DevicePieces {
  public:
-  // On CUDA device `device` (the thread's current one); `buffers`: 1 for a part of one piece,
-  // else 2.
-  DevicePieces(int device, const DescriptorSet& queries, int most_rows, int buffers,
+  // On CUDA device `device` (the thread's current one), for `query_count` queries; `buffers`: 1
+  // for a part of one piece, else 2.
+  DevicePieces(int device, int query_count, int most_rows, int buffers,
                const Variant<Cemd>& variant, const CemdParams& params)
       : context_(ContextOptions{device}),
-        queries_(queries.values.size(), device),
-        query_view_{queries_.data(), queries.count, DescriptorType::u8, 0,
-                    MemoryPlace::cuda(device)},
+        queries_(std::size_t(query_count) * kDescriptorBytes, device),
+        query_view_{queries_.data(), query_count, DescriptorType::u8, 0, MemoryPlace::cuda(device)},
         matcher_(context_, query_view_, CemdMatchOptions{params.distance, params.ratio, {}},
                  Choice{variant.name, "", ""}),
         copies_(device) {
@@ -338,6 +346,10 @@ class DevicePieces {
       database_[b] = DeviceMemory(std::size_t(most_rows) * kDescriptorBytes, device);
       matched_[b] = DeviceEvent(device);
     }
+  }
+
+  // Uploads the queries, before the first match().
+  void set_queries(const DescriptorSet& queries) {
     copy_rows_async(queries_.data(), queries_.size(), queries.values.data(), queries_.size(),
                     queries_.size(), 1, nullptr);
   }
@@ -396,8 +408,9 @@ std::vector<int> piece_sizes(int rows, int piece_rows, PieceTarget target) {
 
 // One part (all of it on this thread's device), matched a piece at a time, on the variant chosen
 // for its shape: through DevicePieces where the variant runs on device views, else one run of
-// the variant per piece.
-ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSource& rows,
+// the variant per piece. Its first piece is read while the queries are on their way (`queries`
+// by value: each GPU thread waits on a copy of the shared future).
+ShardResult match_part(PendingQueries queries, RowRange part, const RowSource& rows,
                        const ShardOptions& options, bool native_cuda_only) {
   ShardResult result;
   result.top2.assign(std::size_t(queries.count), Top2{});
@@ -426,7 +439,7 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSou
   if (on_views) {
     const Clock::time_point start = Clock::now();
     device_pieces = std::make_unique<DevicePieces>(
-        device, queries, *std::max_element(sizes.begin(), sizes.end()),
+        device, queries.count, *std::max_element(sizes.begin(), sizes.end()),
         std::min<int>(2, int(sizes.size())), variant, options.params);
     result.seconds += seconds_since(start);
   }
@@ -440,8 +453,15 @@ ShardResult match_part(const DescriptorSet& queries, RowRange part, const RowSou
   }
   auto reader = std::make_unique<PieceReader>(part, rows, threads, sizes,
                                               device_pieces ? device : -1, std::move(deliver));
+  reader->start();
+  const DescriptorSet& arrived = queries.wait();
+  if (device_pieces) {
+    const Clock::time_point start = Clock::now();
+    device_pieces->set_queries(arrived);
+    result.seconds += seconds_since(start);
+  }
   // The host variants' input: the queries and, in turn, each piece's rows, moved in and out.
-  CemdInput input{device_pieces ? DescriptorSet{} : queries, {}, options.params};
+  CemdInput input{device_pieces ? DescriptorSet{} : arrived, {}, options.params};
   // On device views the matching is queued: it runs from the first piece in hand to the
   // matches' download, beside the reading of the pieces after the first, whose waits (where the
   // GPU ran out of work) fall within it.
@@ -543,7 +563,27 @@ int default_reader_threads(int ranks_on_node, int parts) {
   return std::clamp(usable / sharing / std::max(1, parts), 1, kMaxReaderThreads);
 }
 
+PendingQueries PendingQueries::ready(const DescriptorSet& queries) {
+  std::promise<const DescriptorSet*> arrived;
+  arrived.set_value(&queries);
+  return {queries.count, arrived.get_future().share()};
+}
+
+const DescriptorSet& PendingQueries::wait() const {
+  const DescriptorSet* queries = arrived.get();
+  if (queries->count != count) {
+    throw Error(std::to_string(queries->count) + " queries arrived where " + std::to_string(count) +
+                " were counted");
+  }
+  return *queries;
+}
+
 ShardResult match_shard(const DescriptorSet& queries, RowRange shard, const RowSource& rows,
+                        const ShardOptions& options) {
+  return match_shard(PendingQueries::ready(queries), shard, rows, options);
+}
+
+ShardResult match_shard(const PendingQueries& queries, RowRange shard, const RowSource& rows,
                         const ShardOptions& options) {
   if (options.gpus < 1) throw Error("the number of GPUs per process must be at least 1");
   if (options.reader_threads < 0 || options.reader_threads > kMaxReaderThreads) {

@@ -69,7 +69,7 @@ int MpiShardGroup::launcher_rank() {
 
 MpiShardGroup::MpiShardGroup(int* argc, char*** argv) {
   int provided = 0;
-  check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  check(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
   rank_ = launcher_rank();
   try {
     set_up(provided);
@@ -90,6 +90,7 @@ void MpiShardGroup::set_up(int provided) {
   if (provided < MPI_THREAD_FUNNELED) {
     throw Error("the MPI library offers no thread support, but GPU threads run beside MPI");
   }
+  serialized_ = provided >= MPI_THREAD_SERIALIZED;
   MPI_Comm node = MPI_COMM_NULL;
   check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
         "MPI_Comm_split_type");
