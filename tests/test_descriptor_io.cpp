@@ -8,10 +8,12 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -476,6 +478,42 @@ TEST_CASE("the .npy writer round-trips uint8 and float32 and writes NumPy's layo
   CHECK_THROWS_WITH(write_descriptors_npy(dir.file("broken.npy"), broken),
                     Catch::Contains("count x 128"));
   CHECK(!fs::exists(dir.file("broken.npy")));
+}
+
+TEST_CASE(
+    "a matches CSV of many blocks, with the widest values, holds every line as printf "
+    "writes it",
+    "[descriptor_io]") {
+  TempDir dir;
+  CemdResult result;
+  result.queries = 3 * 4096 + 5;  // several blocks of queries, whatever the cores
+  result.database = std::numeric_limits<std::int32_t>::max();
+  const float widest[] = {std::numeric_limits<float>::max(),
+                          std::numeric_limits<float>::min(),
+                          std::numeric_limits<float>::denorm_min(),
+                          -1.17549435e-38f,
+                          123456.789f,
+                          0.0f};
+  std::string expected = "query,index,distance,second_index,second_distance,accepted\n";
+  for (int q = 0; q < result.queries; ++q) {
+    CemdNeighbours n;
+    n.best_index = q % 3 == 0 ? std::numeric_limits<std::int32_t>::max() : q / 2;
+    n.best_distance = q % 7 < 6 ? widest[q % 7] : std::sqrt(float(q));
+    n.second_index = q % 5 == 0 ? -1 : std::numeric_limits<std::int32_t>::max() - q;
+    n.second_distance = q % 5 == 0 ? INFINITY : n.best_distance * 2.0f + float(q % 11);
+    result.neighbours.push_back(n);
+    char line[160];
+    std::snprintf(line, sizeof line, "%d,%d,%.9g,%d,", q, n.best_index, double(n.best_distance),
+                  n.second_index);
+    expected += line;
+    if (n.second_index >= 0) {
+      std::snprintf(line, sizeof line, "%.9g", double(n.second_distance));
+      expected += line;
+    }
+    expected += ratio_accepted(n, 0.8f) ? ",1\n" : ",0\n";
+  }
+  write_matches_csv(dir.file("m.csv"), result, 0.8f);
+  CHECK(read_bytes(dir.file("m.csv")) == expected);
 }
 
 TEST_CASE("match and matrix CSV files hold exact, round-tripping values", "[descriptor_io]") {

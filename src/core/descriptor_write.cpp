@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,20 +42,31 @@ void check_result_shape(const CemdResult& result, bool matrix) {
   }
 }
 
+// The most characters put_integer and put_distance write.
+constexpr int kMostIntegerChars = 20;   // -9223372036854775808
+constexpr int kMostDistanceChars = 16;  // -1.23456789e+38
+
 // A distance as printf's "%.9g" writes it (to_chars with a precision is specified to give the
-// same characters), without printf's format parsing: the CSV writers' main cost.
-void append_distance(std::string& line, float value) {
+// same characters), without printf's format parsing, at `at`; returns the end.
+char* put_distance(char* at, float value) {
   constexpr int kSignificantDigits = 9;  // enough to read every float back exactly
-  char text[32];
-  const std::to_chars_result written = std::to_chars(
-      text, text + sizeof text, value, std::chars_format::general, kSignificantDigits);
-  line.append(text, written.ptr);
+  return std::to_chars(at, at + kMostDistanceChars, value, std::chars_format::general,
+                       kSignificantDigits)
+      .ptr;
+}
+
+char* put_integer(char* at, long long value) {
+  return std::to_chars(at, at + kMostIntegerChars, value).ptr;
+}
+
+void append_distance(std::string& line, float value) {
+  char text[kMostDistanceChars];
+  line.append(text, put_distance(text, value));
 }
 
 void append_integer(std::string& line, long long value) {
-  char text[24];
-  const std::to_chars_result written = std::to_chars(text, text + sizeof text, value);
-  line.append(text, written.ptr);
+  char text[kMostIntegerChars];
+  line.append(text, put_integer(text, value));
 }
 
 }  // namespace
@@ -87,30 +99,38 @@ void write_descriptors_npy(OutputFile& out, const DescriptorSet& set, NpyValueTy
 void write_matches_csv(OutputFile& out, const CemdResult& result, float ratio) {
   check_result_shape(result, false);
   out.write("query,index,distance,second_index,second_distance,accepted\n");
-  // The lines are formatted in blocks of queries on the usable cores, then written in order.
+  // The lines are formatted in blocks of queries on the usable cores, each block straight into a
+  // buffer sized for its longest lines, then written in order.
   constexpr int kLeastBlockQueries = 4096;
+  constexpr int kMostLineChars = 3 * kMostIntegerChars + 2 * kMostDistanceChars + 7;
   const int blocks = std::clamp(result.queries / kLeastBlockQueries, 1, usable_cores());
-  std::vector<std::string> text(static_cast<std::size_t>(blocks));
+  std::vector<std::unique_ptr<char[]>> text(static_cast<std::size_t>(blocks));
+  std::vector<std::size_t> lengths(text.size());
   const auto format = [&](int b) {
     const int first = int(std::int64_t(result.queries) * b / blocks);
     const int end = int(std::int64_t(result.queries) * (b + 1) / blocks);
-    std::string& lines = text[std::size_t(b)];
+    text[std::size_t(b)].reset(new char[std::size_t(end - first) * kMostLineChars]);
+    char* const begin = text[std::size_t(b)].get();
+    char* at = begin;
     for (int q = first; q < end; ++q) {
       const CemdNeighbours& n = result.neighbours[q];
-      append_integer(lines, q);
-      lines += ',';
-      append_integer(lines, n.best_index);
-      lines += ',';
-      append_distance(lines, n.best_distance);
-      lines += ',';
-      append_integer(lines, n.second_index);
-      lines += ',';
-      if (n.second_index >= 0) append_distance(lines, n.second_distance);
-      lines += ratio_accepted(n, ratio) ? ",1\n" : ",0\n";
+      at = put_integer(at, q);
+      *at++ = ',';
+      at = put_integer(at, n.best_index);
+      *at++ = ',';
+      at = put_distance(at, n.best_distance);
+      *at++ = ',';
+      at = put_integer(at, n.second_index);
+      *at++ = ',';
+      if (n.second_index >= 0) at = put_distance(at, n.second_distance);
+      *at++ = ',';
+      *at++ = ratio_accepted(n, ratio) ? '1' : '0';
+      *at++ = '\n';
     }
+    lengths[std::size_t(b)] = std::size_t(at - begin);
   };
   run_on_threads(blocks, format);
-  for (const std::string& lines : text) out.write(lines);
+  for (std::size_t b = 0; b < text.size(); ++b) out.write(text[b].get(), lengths[b]);
 }
 
 void write_distance_matrix_csv(OutputFile& out, const CemdResult& result,
