@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <limits>
@@ -121,11 +122,32 @@ bool counted_before_read(const std::string& path) {
          kbench::descriptor_file_format(path) == kbench::DescriptorFileFormat::npy;
 }
 
+// A 64-bit digest of a set's bytes (four multiply-xorshift lanes over 8-byte words), for ranks to
+// tell whether their copies of a file agree: not against forgery, against another file.
+std::uint64_t digest_of(const kbench::DescriptorSet& set) {
+  constexpr std::uint64_t kOddMultiplier = 0x9E3779B97F4A7C15ull;
+  constexpr int kLanes = 4, kShift = 29;
+  std::uint64_t lanes[kLanes] = {1, 2, 3, 4};
+  const std::size_t words = set.values.size() / sizeof(std::uint64_t);
+  for (std::size_t i = 0; i < words; ++i) {
+    std::uint64_t word;
+    std::memcpy(&word, set.values.data() + i * sizeof word, sizeof word);
+    std::uint64_t& lane = lanes[i % kLanes];
+    lane = (lane ^ word) * kOddMultiplier;
+    lane ^= lane >> kShift;
+  }
+  std::uint64_t digest = std::uint64_t(set.count);
+  for (const std::uint64_t lane : lanes)
+    digest = ((digest ^ lane) * kOddMultiplier) ^ (digest >> kShift);
+  return digest;
+}
+
 void run(kbench::ShardGroup& group, Options& options) {
   const Clock::time_point start = Clock::now();
   kbench::DescriptorSet queries;
   std::int64_t rows = 0, query_count = 0;
-  bool queries_in_hand = !counted_before_read(options.query_path);
+  // Rank 0's choice, on every rank (another rank's own path may be read otherwise).
+  bool queries_in_hand = group.rank() != 0 || !counted_before_read(options.query_path);
   const auto read_queries = [&] {
     kbench::DescriptorFileNotes notes;
     queries = kbench::read_descriptors(options.query_path, &notes);
@@ -147,6 +169,9 @@ void run(kbench::ShardGroup& group, Options& options) {
   }
   group.broadcast(rows);
   group.broadcast(query_count);
+  std::int64_t in_hand = queries_in_hand;
+  group.broadcast(in_hand);
+  queries_in_hand = in_hand != 0;
   const Clock::time_point counted = Clock::now();
   // A file header that disagrees with rank 0's (another copy of the file on this machine) would
   // shift the rows this rank reads; CSV files are not counted again (that reads them whole).
@@ -169,16 +194,37 @@ void run(kbench::ShardGroup& group, Options& options) {
     options.shard.reader_threads =
         kbench::default_reader_threads(group.node_size(), options.shard.gpus);
   }
-  // The queries: read on rank 0 where they were only counted, then broadcast; on a thread of
-  // their own, beside the matching's start (its first rows' reading), where the group allows.
+  // The queries on every rank, on a thread of their own beside the matching's start (its first
+  // rows' reading) where the group allows. Where rank 0 only counted them (a regular .npy file),
+  // every rank reads the file itself if it can, and the copies stand when every rank read the
+  // same bytes (their digests agree); otherwise rank 0's are broadcast.
   std::promise<const kbench::DescriptorSet*> arrived;
   const kbench::PendingQueries arriving{int(query_count), arrived.get_future().share()};
   double delivery_seconds = 0;
+  bool read_by_every_rank = false;
   const auto deliver_queries = [&] {
     const Clock::time_point from = Clock::now();
     try {
-      if (group.rank() == 0 && !queries_in_hand) read_queries();
-      group.broadcast(queries);
+      bool read_here = false;
+      if (!queries_in_hand && group.rank() == 0) {
+        read_queries();
+        read_here = true;
+      } else if (!queries_in_hand) {
+        try {
+          read_here = counted_before_read(options.query_path) &&
+                      kbench::count_descriptors(options.query_path) == query_count;
+          if (read_here) queries = kbench::read_descriptors(options.query_path);
+        } catch (const kbench::Error&) {
+          read_here = false;
+        }
+      }
+      if (!queries_in_hand && group.size() > 1) {
+        const std::int64_t digest = read_here ? std::int64_t(digest_of(queries)) : 0;
+        std::int64_t rank0_digest = digest;
+        group.broadcast(rank0_digest);
+        read_by_every_rank = group.all_true(read_here && digest == rank0_digest);
+      }
+      if (!read_by_every_rank) group.broadcast(queries);
       arrived.set_value(&queries);
     } catch (...) {
       arrived.set_exception(std::current_exception());
@@ -275,8 +321,11 @@ void run(kbench::ShardGroup& group, Options& options) {
                  "(this rank: queries %s %.4f s beside its start, matching %.4f s, waiting "
                  "for rows %.4f s), candidates merged %.4f s, files written %.4f s\n",
                  kProgram, span(start, counted), span(counted, matched),
-                 queries_in_hand ? "broadcast" : "read and broadcast", delivery_seconds,
-                 local.seconds, local.waited_seconds, span(matched, merged), span(merged, written));
+                 queries_in_hand      ? "broadcast"
+                 : read_by_every_rank ? "read by every rank"
+                                      : "read and broadcast",
+                 delivery_seconds, local.seconds, local.waited_seconds, span(matched, merged),
+                 span(merged, written));
   }
   // The summary goes where no output does.
   const bool stdout_taken = options.output_path == "-" || options.matrix_path == "-";

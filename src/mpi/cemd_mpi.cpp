@@ -129,6 +129,12 @@ void MpiShardGroup::broadcast(std::int64_t& value) {
   check(MPI_Bcast(&value, 1, MPI_INT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
 }
 
+bool MpiShardGroup::all_true(bool mine) {
+  int mine_flag = mine ? 1 : 0, all = 0;
+  check(MPI_Allreduce(&mine_flag, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD), "MPI_Allreduce");
+  return all != 0;
+}
+
 void MpiShardGroup::reduce_top2(std::vector<Top2>& top2) {
   const int count = int(top2.size());
   if (rank_ == 0) {

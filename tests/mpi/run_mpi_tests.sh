@@ -164,6 +164,22 @@ case "$mode" in
       cmp -s alone.csv mpi.csv || fail "l2: np $np with pieces and reader threads differs"
     done
     pass "l2: np 2, 3 in pieces, 3 reader threads each: byte-identical"
+    # Every rank reads the query file itself when its copy holds rank 0's bytes; a rank whose
+    # copy differs, or that has none, gets rank 0's queries by broadcast.
+    "$bin/cemd-generate" --database other-db.npy --rows 37 --queries other-q.npy --query-rows 40 \
+      --seed 11 >/dev/null
+    mpi 2 "$match" q.npy db.npy -o mpi.csv --metric l2 --verbose >/dev/null
+    cmp -s alone.csv mpi.csv || fail "l2: np 2 with --verbose differs"
+    grep -q "queries read by every rank" err.txt || fail "np 2: the ranks did not read the queries"
+    for other in other-q.npy missing.npy; do
+      rm -f mpi.csv
+      "$mpiexec" --oversubscribe --bind-to none -np 2 "$match" q.npy db.npy -o mpi.csv --metric l2 \
+        --verbose : -np 1 "$match" "$other" db.npy -o mpi.csv --metric l2 --verbose \
+        >/dev/null 2>err.txt
+      cmp -s alone.csv mpi.csv || fail "queries $other on rank 2: the matches differ"
+      grep -q "queries read and broadcast" err.txt || fail "queries $other on rank 2: no broadcast"
+    done
+    pass "queries read by every rank; another file or none on rank 2: rank 0's broadcast"
     ;;
 
   faults)
