@@ -107,7 +107,7 @@ class LockedRows {
     const std::size_t end = std::min(whole_huge_pages(bytes), reserved_);
     if (end <= begin) return;
     const auto pages = std::int64_t((end - begin) / kPage);
-    run_on_slices(pages, threads, [&](std::int64_t first, std::int64_t count) {
+    run_on_slices(pages, threads, [&](int, std::int64_t first, std::int64_t count) {
       for (std::int64_t page = first; page < first + count; ++page) {
         memory_.get()[begin + std::size_t(page) * kPage] = 0;
       }
@@ -157,7 +157,7 @@ class LockedRows {
 // each a contiguous slice.
 void read_rows(const RowSource& rows, std::int64_t first, int count, int threads,
                std::uint8_t* into) {
-  run_on_slices(count, threads, [&](std::int64_t offset, std::int64_t length) {
+  run_on_slices(count, threads, [&](int, std::int64_t offset, std::int64_t length) {
     rows.read(first + offset, int(length), into + offset * kDescriptorBytes);
   });
 }

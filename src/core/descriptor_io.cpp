@@ -25,7 +25,7 @@ DescriptorSet read_npy_on_threads(const std::string& path, const NpyHeader& head
   set.count = int(header.rows);
   set.values.resize(std::size_t(set.count) * kDescriptorBytes);
   const int threads = int(std::min<std::int64_t>(set.count / kLeastRowsPerThread, usable_cores()));
-  run_on_slices(set.count, threads, [&](std::int64_t first, std::int64_t count) {
+  run_on_slices(set.count, threads, [&](int, std::int64_t first, std::int64_t count) {
     read_descriptor_rows_into(path, first, int(count),
                               set.values.data() + first * kDescriptorBytes);
   });

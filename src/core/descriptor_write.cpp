@@ -106,14 +106,12 @@ void write_matches_csv(OutputFile& out, const CemdResult& result, float ratio) {
   const int blocks = std::clamp(result.queries / kLeastBlockQueries, 1, usable_cores());
   std::vector<std::unique_ptr<char[]>> text(static_cast<std::size_t>(blocks));
   std::vector<std::size_t> lengths(text.size());
-  const auto format = [&](int b) {
-    const int first = int(std::int64_t(result.queries) * b / blocks);
-    const int end = int(std::int64_t(result.queries) * (b + 1) / blocks);
-    text[std::size_t(b)].reset(new char[std::size_t(end - first) * kMostLineChars]);
+  run_on_slices(result.queries, blocks, [&](int b, std::int64_t first, std::int64_t count) {
+    text[std::size_t(b)].reset(new char[std::size_t(count) * kMostLineChars]);
     char* const begin = text[std::size_t(b)].get();
     char* at = begin;
-    for (int q = first; q < end; ++q) {
-      const CemdNeighbours& n = result.neighbours[q];
+    for (std::int64_t q = first; q < first + count; ++q) {
+      const CemdNeighbours& n = result.neighbours[std::size_t(q)];
       at = put_integer(at, q);
       *at++ = ',';
       at = put_integer(at, n.best_index);
@@ -128,8 +126,7 @@ void write_matches_csv(OutputFile& out, const CemdResult& result, float ratio) {
       *at++ = '\n';
     }
     lengths[std::size_t(b)] = std::size_t(at - begin);
-  };
-  run_on_threads(blocks, format);
+  });
   for (std::size_t b = 0; b < text.size(); ++b) out.write(text[b].get(), lengths[b]);
 }
 

@@ -38,12 +38,13 @@ void run_on_threads(int n, const std::function<void(int)>& work) {
   }
 }
 
-void run_on_slices(std::int64_t total, int threads,
-                   const std::function<void(std::int64_t first, std::int64_t count)>& work) {
+void run_on_slices(
+    std::int64_t total, int threads,
+    const std::function<void(int slice, std::int64_t first, std::int64_t count)>& work) {
   const int slices = int(std::clamp<std::int64_t>(threads, 1, std::max<std::int64_t>(total, 1)));
   const std::int64_t base = total / slices, extra = total % slices;
   run_on_threads(slices, [&](int s) {
-    work(s * base + std::min<std::int64_t>(s, extra), base + (s < extra ? 1 : 0));
+    work(s, s * base + std::min<std::int64_t>(s, extra), base + (s < extra ? 1 : 0));
   });
 }
 

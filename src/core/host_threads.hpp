@@ -11,10 +11,11 @@ namespace kbench {
 void run_on_threads(int n, const std::function<void(int)>& work);
 
 // Cuts [0, total) into contiguous slices, one per thread on up to `threads` threads (no empty
-// one unless total is 0; sizes differ by one at most, the larger first) and runs work(first,
-// count) for each as run_on_threads does.
-void run_on_slices(std::int64_t total, int threads,
-                   const std::function<void(std::int64_t first, std::int64_t count)>& work);
+// one unless total is 0; sizes differ by one at most, the larger first) and runs work(slice,
+// first, count) for each, slices numbered in order from 0, as run_on_threads does.
+void run_on_slices(
+    std::int64_t total, int threads,
+    const std::function<void(int slice, std::int64_t first, std::int64_t count)>& work);
 
 // The cores this process may run on (its affinity mask; at least 1).
 int usable_cores();
