@@ -6,6 +6,7 @@
 #include <cstring>
 #include <thread>
 
+#include "cemd_keys.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/kbench.hpp"
 #include "kbench/sad_pruned.hpp"
@@ -249,6 +250,7 @@ TEST_CASE("cemd piece matching equals one call over the whole database, ties inc
       CemdPieceMatcher matcher(context, queries, options, choice);
       for (const auto& [first, rows] : cuts[c]) matcher.add(piece(first, rows), first);
       CHECK(matcher.matches() == whole);
+      CHECK(matcher.keys() == kbench::testing::keys_of(whole));
     }
     // A database of one row: no second neighbour.
     CemdPieceMatcher one(context, queries, options, choice);
@@ -265,6 +267,7 @@ TEST_CASE("cemd piece matching refuses no pieces and rows past 2^31", "[api]") {
   Context context;
   CemdPieceMatcher matcher(context, view_of(sets.queries));
   CHECK_THROWS_WITH(matcher.matches(), Catch::Contains("no database piece"));
+  CHECK_THROWS_WITH(matcher.keys(), Catch::Contains("no database piece"));
   const DescriptorView piece{sets.database.row(0), 10, DescriptorType::u8, 0, MemoryPlace::host()};
   CHECK_THROWS_WITH(matcher.add(piece, -1), Catch::Contains("rows are numbered"));
   CHECK_THROWS_WITH(matcher.add(piece, std::int64_t(1) << 31),

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <thread>
 
+#include "cemd_keys.hpp"
 #include "kbench/harness.hpp"
 #include "kbench/kbench.hpp"
 #include "kbench/system_info.hpp"
@@ -392,6 +393,7 @@ TEST_CASE("cemd piece matching on device views equals one host call, ties includ
     const std::vector<CemdMatch> matches = matcher.matches();
     CHECK(context.last_call().variant == variant.name);
     CHECK(matches == expected);
+    CHECK(matcher.keys() == kbench::testing::keys_of(expected));
   };
   for_each_view_case(queries, database, check);
 }

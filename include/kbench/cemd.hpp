@@ -395,6 +395,9 @@ class CemdPieceMatcher {
   void add(const DescriptorView& piece, std::int64_t first_row);
   // Waits for the queued pieces; throws Error when none was added.
   std::vector<CemdMatch> matches();
+  // The same as each query's two smallest keys (distance bits and row), the form in which other
+  // matchers' candidates (database shards, GPUs, MPI ranks) merge with them by top2_merge.
+  std::vector<Top2> keys();
 
  private:
   Context& context_;

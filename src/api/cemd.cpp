@@ -204,23 +204,21 @@ void CemdPieceMatcher::add(const DescriptorView& piece, std::int64_t first_row) 
   any_ = true;
 }
 
-std::vector<CemdMatch> CemdPieceMatcher::matches() {
+std::vector<Top2> CemdPieceMatcher::keys() {
   if (!any_) throw Error("cemd piece matching: no database piece was added");
-  std::vector<CemdNeighbours> neighbours;
-  if (device_.data()) {
-    const ScopedDevice on(context_.options().device);
-    std::vector<std::uint64_t> keys(2 * std::size_t(queries_.rows));
-    copy_rows_async(keys.data(), device_.size(), device_.data(), device_.size(), device_.size(), 1,
-                    options_.stream.handle);
-    synchronize(options_.stream.handle);
-    neighbours = neighbours_from_keys(keys.data(), queries_.rows);
-  } else {
-    neighbours.reserve(host_.size());
-    for (const Top2& t : host_) neighbours.push_back(neighbours_from(t));
-  }
+  if (!device_.data()) return host_;
+  static_assert(sizeof(Top2) == 2 * sizeof(std::uint64_t), "a query's two device keys are a Top2");
+  const ScopedDevice on(context_.options().device);
+  std::vector<Top2> keys(std::size_t(queries_.rows));
+  copy_rows_async(keys.data(), device_.size(), device_.data(), device_.size(), device_.size(), 1,
+                  options_.stream.handle);
+  synchronize(options_.stream.handle);
+  return keys;
+}
+
+std::vector<CemdMatch> CemdPieceMatcher::matches() {
   std::vector<CemdMatch> matches;
-  matches.reserve(neighbours.size());
-  for (const CemdNeighbours& n : neighbours) matches.push_back(match_of(n, options_.ratio));
+  for (const Top2& t : keys()) matches.push_back(match_of(neighbours_from(t), options_.ratio));
   return matches;
 }
 

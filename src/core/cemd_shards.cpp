@@ -376,15 +376,7 @@ class DevicePieces {
   }
 
   // Waits for the pieces queued; their nearest two per query as keys.
-  std::vector<Top2> top2() {
-    const std::vector<CemdMatch> matches = matcher_.matches();
-    std::vector<Top2> top2;
-    top2.reserve(matches.size());
-    for (const CemdMatch& m : matches) {
-      top2.push_back(top2_of(0, m.index, m.distance, m.second_index, m.second_distance));
-    }
-    return top2;
-  }
+  std::vector<Top2> top2() { return matcher_.keys(); }
 
  private:
   Context context_;
