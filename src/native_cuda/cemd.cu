@@ -1719,7 +1719,7 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kern
         for (int p = 0; p < 4; ++p) sum[i][j][p] = 0.0f;
       }
     }
-#pragma unroll 4
+#pragma unroll
     for (int c = 0; c < kCemdCells; ++c) {
       std::uint32_t b[kRT][4];
 #pragma unroll
