@@ -569,6 +569,47 @@ TEST_CASE("pieces copied to a GPU from buffers locked a range at a time give the
   }
 }
 
+TEST_CASE("a process's GPUs, one host thread each, give one GPU's bits", "[cemd_shards]") {
+  if (cuda_device_count() < 2) {
+    WARN("fewer than two GPUs here: --gpus-per-rank is not tested");
+    return;
+  }
+  // Every row three times, 7001 rows apart: the twins of a row lie on other GPUs and in other
+  // pieces, so ties are broken across the GPUs' parts as in one part.
+  const DescriptorSet database = repeated_database(7001, 3, 31);
+  const DescriptorSet queries = generated_queries(database, 517, 32);
+  const RowRange shard{0, database.count};
+  const int gpus = std::min(cuda_device_count(), 4);
+  for (const auto distance : {DescriptorDistance::cemd_normalised, DescriptorDistance::cemd_raw,
+                              DescriptorDistance::l2}) {
+    ShardOptions options;
+    options.params.distance = distance;
+    options.piece_rows = 4000;
+    for (const auto& v : variants<Cemd>()) {
+      if (v.layer != Layer::native_cuda || !runs_here(v) ||
+          !v.handles(CemdInput{queries, database, options.params})) {
+        continue;
+      }
+      INFO(to_string(distance) << ", variant " << v.name);
+      options.variant = v.name;
+      options.gpus = 1;
+      const CemdResult one = result_from_top2(
+          match_shard(queries, shard, reader_of(database), options).top2, database.count);
+      for (const CemdNeighbours& n : one.neighbours) {
+        CHECK(n.best_index < 7001);
+        CHECK(n.second_distance == n.best_distance);
+      }
+      for (int g = 2; g <= gpus; ++g) {
+        INFO(g << " GPUs");
+        options.gpus = g;
+        const ShardResult several = match_shard(queries, shard, reader_of(database), options);
+        CHECK(result_from_top2(several.top2, database.count) == one);
+        CHECK(cuda_current_device() == 0);  // the caller's GPU stays its own
+      }
+    }
+  }
+}
+
 TEST_CASE("a .npy database read by range on several threads matches as one read", "[cemd_shards]") {
   TempDir dir;
   const DescriptorSet database = repeated_database(50, 2, 29);

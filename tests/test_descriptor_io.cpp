@@ -1,6 +1,7 @@
 // Descriptor files (.npy, .key, CSV) read from hand-written bytes, every kind of bad input, row
 // ranges, the .npy writer and the atomic writing of match results.
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -457,6 +458,45 @@ TEST_CASE("a whole .npy file is read on several threads as one read gives it, er
   write_bytes(dir.file("bad.npy"), npy_bytes(dict("<f4", shape), f32_data(values)));
   CHECK_THROWS_WITH(read_descriptors(dir.file("bad.npy")),
                     Catch::Contains("row 12001, column 3") && Catch::Contains("holds 0.5"));
+}
+
+TEST_CASE("a set's digest tells its copies from other sets, on any number of threads",
+          "[descriptor_io]") {
+  // Three 1 MiB slices of the digest and part of a fourth.
+  const int rows = 3 * 8192 + 5;
+  const DescriptorSet set = generated_descriptors(rows, 23);
+  const std::uint64_t digest = descriptor_digest(set);
+  CHECK(descriptor_digest(DescriptorSet(set)) == digest);
+  // One bit flipped at the start, inside a later slice, at the very end.
+  for (const std::size_t at : {std::size_t(0), std::size_t(2 << 20) + 77, set.values.size() - 1}) {
+    INFO("byte " << at);
+    DescriptorSet changed = set;
+    changed.values[at] ^= 1;
+    CHECK(descriptor_digest(changed) != digest);
+  }
+  DescriptorSet swapped = set;
+  std::swap_ranges(swapped.values.begin(), swapped.values.begin() + kDescriptorBytes,
+                   swapped.values.begin() + kDescriptorBytes);
+  CHECK(descriptor_digest(swapped) != digest);
+  DescriptorSet longer = set;
+  longer.count += 1;
+  longer.values.resize(longer.values.size() + kDescriptorBytes);  // a row of zeros
+  CHECK(descriptor_digest(longer) != digest);
+  CHECK(descriptor_digest(rows_of(set, 0, rows - 1)) != digest);
+  CHECK(descriptor_digest(DescriptorSet{}) != descriptor_digest(rows_of(set, 0, 1)));
+  // On one core (its slices on one thread) as on all of them.
+  cpu_set_t all, one;
+  REQUIRE(sched_getaffinity(0, sizeof all, &all) == 0);
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &all)) continue;
+    CPU_SET(cpu, &one);
+    break;
+  }
+  REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+  const std::uint64_t on_one_core = descriptor_digest(set);
+  REQUIRE(sched_setaffinity(0, sizeof all, &all) == 0);
+  CHECK(on_one_core == digest);
 }
 
 TEST_CASE("the .npy writer round-trips uint8 and float32 and writes NumPy's layout",

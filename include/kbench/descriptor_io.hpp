@@ -88,4 +88,9 @@ void read_descriptor_rows_into(const std::string& path, std::int64_t first, int 
                                std::uint8_t* into);
 bool descriptor_rows_by_range(DescriptorFileFormat format);
 
+// A 64-bit digest of a set's count and bytes, for processes to tell whether their copies of a
+// file agree (not against forgery: against another file). Fixed slices of the bytes are hashed
+// on the usable cores, then their digests in order, so it is the same for any thread count.
+std::uint64_t descriptor_digest(const DescriptorSet& set);
+
 }  // namespace kbench

@@ -3,7 +3,9 @@
 #include "kbench/descriptor_io.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <string_view>
+#include <vector>
 
 #include "core/host_threads.hpp"
 #include "descriptor_readers.hpp"
@@ -190,6 +192,56 @@ void read_descriptor_rows_into(const std::string& path, std::int64_t first, int 
 
 bool descriptor_rows_by_range(DescriptorFileFormat format) {
   return format == DescriptorFileFormat::npy;
+}
+
+namespace {
+
+// descriptor_digest's mixing: four multiply-xorshift lanes over 8-byte words, a slice at a time.
+constexpr std::uint64_t kDigestMultiplier = 0x9E3779B97F4A7C15ull;  // odd: a bijection
+constexpr int kDigestLanes = 4, kDigestShift = 29;
+constexpr std::size_t kDigestSliceBytes = std::size_t(1) << 20;
+
+std::uint64_t mix(std::uint64_t digest, std::uint64_t word) {
+  digest = (digest ^ word) * kDigestMultiplier;
+  return digest ^ (digest >> kDigestShift);
+}
+
+// One slice's digest; a last partial word counts as if padded with zeros.
+std::uint64_t slice_digest(const std::uint8_t* bytes, std::size_t size) {
+  std::uint64_t lanes[kDigestLanes] = {1, 2, 3, 4};
+  const std::size_t words = size / sizeof(std::uint64_t);
+  for (std::size_t w = 0; w < words; ++w) {
+    std::uint64_t word;
+    std::memcpy(&word, bytes + w * sizeof word, sizeof word);
+    lanes[w % kDigestLanes] = mix(lanes[w % kDigestLanes], word);
+  }
+  if (const std::size_t tail = size - words * sizeof(std::uint64_t); tail > 0) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, bytes + words * sizeof word, tail);
+    lanes[words % kDigestLanes] = mix(lanes[words % kDigestLanes], word);
+  }
+  std::uint64_t digest = size;
+  for (const std::uint64_t lane : lanes) digest = mix(digest, lane);
+  return digest;
+}
+
+}  // namespace
+
+std::uint64_t descriptor_digest(const DescriptorSet& set) {
+  const std::uint8_t* const bytes = set.values.data();
+  const std::size_t size = set.values.size();
+  std::vector<std::uint64_t> slices((size + kDigestSliceBytes - 1) / kDigestSliceBytes);
+  run_on_slices(std::int64_t(slices.size()), usable_cores(),
+                [&](int, std::int64_t first, std::int64_t count) {
+                  for (std::int64_t s = first; s < first + count; ++s) {
+                    const std::size_t at = std::size_t(s) * kDigestSliceBytes;
+                    slices[std::size_t(s)] =
+                        slice_digest(bytes + at, std::min(kDigestSliceBytes, size - at));
+                  }
+                });
+  std::uint64_t digest = mix(std::uint64_t(set.count), size);
+  for (const std::uint64_t slice : slices) digest = mix(digest, slice);
+  return digest;
 }
 
 }  // namespace kbench

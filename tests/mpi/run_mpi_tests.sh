@@ -114,6 +114,34 @@ case "$mode" in
              END { exit bad }' t.csv || fail "tie rule"
     pass "ties to the smallest database row"
 
+    # --gpus-per-rank: on two GPUs or more, one process on two gives one GPU's bytes (ties across
+    # the GPUs' parts included) and tells its start-up; elsewhere it is refused before any file.
+    gpus=0
+    command -v nvidia-smi >/dev/null && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+    if ((gpus >= 2)); then
+      for distance in "--mode raw" "--mode normalised" "--metric l2"; do
+        # shellcheck disable=SC2086
+        "$match" q.npy ties.npy -o g1.csv $distance >/dev/null
+        # shellcheck disable=SC2086
+        "$match" q.npy ties.npy -o g2.csv $distance --gpus-per-rank 2 --piece-rows 5 --verbose \
+          2>err.txt >/dev/null
+        cmp -s g1.csv g2.csv || fail "--gpus-per-rank 2 $distance: matches differ from one GPU's"
+        grep -q "1 rank(s) x 2 GPU(s)" err.txt && grep -q "^cemd-match: started in" err.txt ||
+          fail "--gpus-per-rank 2 --verbose: $(cat err.txt)"
+      done
+      pass "--gpus-per-rank 2: one GPU's bytes"
+    else
+      set +e
+      "$match" q.npy db.npy -o bad.csv --gpus-per-rank 2 2>err.txt
+      status=$?
+      set -e
+      [[ $status -eq 1 ]] || fail "--gpus-per-rank 2 on $gpus GPU(s): exit status $status"
+      grep -q "GPUs per rank\|--gpus-per-rank 2 needs" err.txt ||
+        fail "--gpus-per-rank 2 on $gpus GPU(s): $(cat err.txt)"
+      expect_no_output bad.csv
+      pass "--gpus-per-rank 2 refused on $gpus GPU(s)"
+    fi
+
     "$match" q.npy one.npy -o o.csv >/dev/null
     awk -F, 'NR > 1 && !($2 == 0 && $4 == -1 && $5 == "" && $6 == 0) { bad = 1 } END { exit bad }' \
       o.csv || fail "one-row database"
