@@ -310,6 +310,12 @@ void run(kbench::ShardGroup& group, Options& options, Clock::time_point launched
     const auto span = [](Clock::time_point from, Clock::time_point to) {
       return std::chrono::duration<double>(to - from).count();
     };
+    // What the queries' span beside the start held (one process: their read, none where the
+    // files' count read them).
+    const char* const queries_how = group.size() == 1    ? "read"
+                                    : queries_in_hand    ? "broadcast"
+                                    : read_by_every_rank ? "read by every rank"
+                                                         : "read and broadcast";
     std::fprintf(stderr,
                  "%s: started in %.4f s (slowest rank, before the start: MPI, Kokkos, each GPU's "
                  "context, the wait for every rank)\n",
@@ -318,10 +324,7 @@ void run(kbench::ShardGroup& group, Options& options, Clock::time_point launched
                  "%s: from start to written file: files counted %.4f s, shard matched %.4f s "
                  "(this rank: queries %s %.4f s beside its start, matching %.4f s, waiting "
                  "for rows %.4f s), candidates merged %.4f s, files written %.4f s\n",
-                 kProgram, span(start, counted), span(counted, matched),
-                 queries_in_hand      ? "broadcast"
-                 : read_by_every_rank ? "read by every rank"
-                                      : "read and broadcast",
+                 kProgram, span(start, counted), span(counted, matched), queries_how,
                  delivery_seconds, local.seconds, local.waited_seconds, span(matched, merged),
                  span(merged, written));
   }
