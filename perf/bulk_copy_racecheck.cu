@@ -3,8 +3,9 @@
 // 0 stages a tile with one bulk copy that completes on the buffer's "full" mbarrier, once every
 // warp has arrived on the buffer's "empty" one after reading the tile before; each thread sums
 // the words it reads, and the sums are checked against the host's. The two forms differ in the
-// copy instruction only: a raw-address copy (cuda-tensor's) or one through a tensor map. Run both
-// under racecheck to see which one it reports (perf/notes/cemd.md).
+// copy instruction only: a raw-address copy (cuda-tensor's, through the same bulk_copy.hpp) or
+// one through a tensor map. Run both under racecheck to see which one it reports
+// (perf/notes/cemd.md).
 //
 //   bulk-copy-racecheck raw|tensor [TILES_PER_BLOCK]
 
@@ -18,7 +19,11 @@
 #include <cstring>
 #include <vector>
 
+#include "native_cuda/bulk_copy.hpp"
+
 namespace {
+
+namespace bulk = kbench::bulk_copy;
 
 constexpr int kRowWords = 32;  // 128-byte rows
 constexpr int kTileRows = 64;  // 8 KiB tiles
@@ -26,25 +31,6 @@ constexpr int kTileWords = kRowWords * kTileRows;
 constexpr int kThreads = 128, kBlocks = 64;
 
 enum class Copy { raw, tensor };
-
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900  // bulk copies: sm_90 on
-__device__ std::uint32_t shared_address(const void* pointer) {
-  return std::uint32_t(__cvta_generic_to_shared(pointer));
-}
-
-// Until the phase of `barrier` with parity `parity` has completed.
-__device__ void wait_phase(std::uint32_t barrier, std::uint32_t parity) {
-  std::uint32_t done = 0;
-  while (!done) {
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, "
-        "p; }"
-        : "=r"(done)
-        : "r"(barrier), "r"(parity)
-        : "memory");
-  }
-}
-#endif
 
 template <Copy kCopy>
 __global__ void __launch_bounds__(kThreads)
@@ -54,37 +40,31 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int kWarps = kThreads / 32;
   __shared__ __align__(128) std::uint32_t buffers[2][kTileWords];
   __shared__ std::uint64_t barriers[4];  // full 0, full 1, empty 0, empty 1
-  const auto full = [&](int n) { return shared_address(&barriers[n % 2]); };
-  const auto empty = [&](int n) { return shared_address(&barriers[2 + n % 2]); };
+  const auto full = [&](int n) { return bulk::shared_address(&barriers[n % 2]); };
+  const auto empty = [&](int n) { return bulk::shared_address(&barriers[2 + n % 2]); };
   const int first_row = blockIdx.x * tiles * kTileRows;
   if (threadIdx.x == 0) {
     for (int b = 0; b < 2; ++b) {
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(full(b)));
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(empty(b)), "r"(kWarps));
+      bulk::init(full(b), 1);
+      bulk::init(empty(b), kWarps);
     }
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    bulk::fence_before_copies();
   }
   __syncthreads();
 
   // Tile n into buffer n % 2, once every warp has read tile n − 2 there.
   const auto stage = [&](int n) {
     if (threadIdx.x == 0 && n < tiles) {
-      if (n >= 2) wait_phase(empty(n), (n - 2) / 2 % 2);
+      if (n >= 2) bulk::wait_phase(empty(n), (n - 2) / 2 % 2);
       constexpr std::uint32_t kBytes = kTileWords * sizeof(std::uint32_t);
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full(n)),
-                   "r"(kBytes)
-                   : "memory");
+      bulk::arrive_expecting(full(n), kBytes);
       const int row = first_row + n * kTileRows;
       if constexpr (kCopy == Copy::raw) {
-        asm volatile(
-            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
-            "[%3];" ::"r"(shared_address(buffers[n % 2])),
-            "l"(rows + std::size_t(row) * kRowWords), "r"(kBytes), "r"(full(n))
-            : "memory");
+        bulk::copy_to_shared(buffers[n % 2], rows + std::size_t(row) * kRowWords, kBytes, full(n));
       } else {
         asm volatile(
             "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-            "[%0], [%1, {%2, %3}], [%4];" ::"r"(shared_address(buffers[n % 2])),
+            "[%0], [%1, {%2, %3}], [%4];" ::"r"(bulk::shared_address(buffers[n % 2])),
             "l"(reinterpret_cast<std::uint64_t>(&map)), "r"(0), "r"(row), "r"(full(n))
             : "memory");
       }
@@ -96,12 +76,10 @@ __global__ void __launch_bounds__(kThreads)
   stage(0);
   for (int n = 0; n < tiles; ++n) {
     stage(n + 1);
-    wait_phase(full(n), n / 2 % 2);
+    bulk::wait_phase(full(n), n / 2 % 2);
     for (int w = threadIdx.x; w < kTileWords; w += kThreads) sum += buffers[n % 2][w];
     __syncwarp();
-    if (threadIdx.x % 32 == 0) {
-      asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(empty(n)) : "memory");
-    }
+    if (threadIdx.x % 32 == 0) bulk::arrive(empty(n));
   }
   atomicAdd(sums + blockIdx.x, sum);
 #endif

@@ -27,6 +27,7 @@
 
 #include "kbench/cemd.hpp"
 #include "kbench/detail/cemd_prepared.hpp"
+#include "native_cuda/bulk_copy.hpp"
 #include "native_cuda/cuda_support.hpp"
 #include "native_cuda/devices.hpp"
 #include "registry_parts.hpp"
@@ -622,11 +623,11 @@ class RowTileWalk {
     // The zeros and the barriers before any bulk copy writes over them or completes on them.
     if (threadIdx.x == 0) {
       for (int b = 0; b < 2; ++b) {
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(full(b)));
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(empty(b)), "r"(kWarps));
+        bulk_copy::init(full(b), 1);
+        bulk_copy::init(empty(b), kWarps);
       }
     }
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    bulk_copy::fence_before_copies();
 #endif
   }
 
@@ -634,16 +635,11 @@ class RowTileWalk {
   __device__ void stage(int n, const uint4* database, int first, int end) {
 #if __CUDA_ARCH__ >= 900
     if (threadIdx.x == 0 && first < end) {
-      if (n >= 2) wait_phase(empty(n % 2), (n - 2) / 2 % 2);  // tile n − 2 read
+      if (n >= 2) bulk_copy::wait_phase(empty(n % 2), (n - 2) / 2 % 2);  // tile n − 2 read
       const std::uint32_t bytes = min(Tile::tile_rows, end - first) * kUnits * sizeof(uint4);
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full(n % 2)),
-                   "r"(bytes)
-                   : "memory");
-      asm volatile(
-          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
-          "[%3];" ::"r"(shared_address(buffer(n))),
-          "l"(database + std::size_t(first) * kUnits), "r"(bytes), "r"(full(n % 2))
-          : "memory");
+      bulk_copy::arrive_expecting(full(n % 2), bytes);
+      bulk_copy::copy_to_shared(buffer(n), database + std::size_t(first) * kUnits, bytes,
+                                full(n % 2));
     }
     __syncwarp();
 #else
@@ -655,7 +651,7 @@ class RowTileWalk {
   // Until tile n has landed and is visible to the whole block.
   __device__ void wait(int n) const {
 #if __CUDA_ARCH__ >= 900
-    wait_phase(full(n % 2), n / 2 % 2);
+    bulk_copy::wait_phase(full(n % 2), n / 2 % 2);
 #else
     __pipeline_wait_prior(1);  // everything but the tile after it has landed
     __syncthreads();
@@ -666,9 +662,7 @@ class RowTileWalk {
   __device__ void release(int n) const {
 #if __CUDA_ARCH__ >= 900
     __syncwarp();
-    if (threadIdx.x % kWarpSize == 0) {
-      asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(empty(n % 2)) : "memory");
-    }
+    if (threadIdx.x % kWarpSize == 0) bulk_copy::arrive(empty(n % 2));
 #else
     __syncthreads();
 #endif
@@ -682,28 +676,11 @@ class RowTileWalk {
   }
 
  private:
-  __device__ static std::uint32_t shared_address(const void* pointer) {
-    return std::uint32_t(__cvta_generic_to_shared(pointer));
-  }
   __device__ std::uint32_t full(int b) const {
-    return shared_address(barriers_ + b);
+    return bulk_copy::shared_address(barriers_ + b);
   }
   __device__ std::uint32_t empty(int b) const {
-    return shared_address(barriers_ + 2 + b);
-  }
-
-  __device__ static void wait_phase(std::uint32_t barrier, std::uint32_t parity) {
-#if __CUDA_ARCH__ >= 900
-    std::uint32_t done = 0;
-    while (!done) {
-      asm volatile(
-          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, "
-          "0, p; }"
-          : "=r"(done)
-          : "r"(barrier), "r"(parity)
-          : "memory");
-    }
-#endif
+    return bulk_copy::shared_address(barriers_ + 2 + b);
   }
 
   uint4* buffers_;
