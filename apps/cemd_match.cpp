@@ -48,6 +48,10 @@ struct Options {
 
 using Clock = std::chrono::steady_clock;
 
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
 // The CUDA device this process's main thread (and Kokkos) uses, or −1 for none; sets it.
 int place_on_gpus(const kbench::ShardGroup& group, Options& options) {
   const int available = kbench::cuda_device_count();
@@ -222,7 +226,7 @@ void run(kbench::ShardGroup& group, Options& options, Clock::time_point launched
       arrived.set_exception(std::current_exception());
       throw;
     }
-    delivery_seconds = std::chrono::duration<double>(Clock::now() - from).count();
+    delivery_seconds = seconds_between(from, Clock::now());
   };
   std::future<void> delivery;
   if (group.broadcasts_on_any_thread()) {
@@ -248,8 +252,7 @@ void run(kbench::ShardGroup& group, Options& options, Clock::time_point launched
     matrix = group.gather_matrix(std::move(local.matrix), queries.count, shard, rows);
   }
   const double slowest = group.max_over_ranks(local.seconds);
-  const double slowest_start =
-      group.max_over_ranks(std::chrono::duration<double>(start - launched).count());
+  const double slowest_start = group.max_over_ranks(seconds_between(launched, start));
   const double slowest_read = group.max_over_ranks(local.read_seconds);
   const double longest_wait = group.max_over_ranks(local.waited_seconds);
   const double most_pieces = group.max_over_ranks(double(local.pieces));
@@ -294,7 +297,7 @@ void run(kbench::ShardGroup& group, Options& options, Clock::time_point launched
                   "comparisons/s; %s, distance %s; %.4f s from start to written file",
                   comparisons, slowest, slowest > 0 ? comparisons / slowest : 0.0, where.c_str(),
                   kbench::to_string(options.shard.params.distance),
-                  std::chrono::duration<double>(Clock::now() - start).count());
+                  seconds_between(start, Clock::now()));
     kbench::tools::print_variant_line(kProgram, kbench::Cemd::name, variant.name,
                                       kbench::to_string(variant.layer),
                                       kbench::to_string(variant.backend), text);
@@ -307,9 +310,6 @@ void run(kbench::ShardGroup& group, Options& options, Clock::time_point launched
         source.by_range ? "by byte range beside the matching" : "whole, before the matching",
         source.by_range ? options.shard.reader_threads : 1, most_pieces, longest_wait);
     // Where the time from start to written file went, on this rank (rank 0).
-    const auto span = [](Clock::time_point from, Clock::time_point to) {
-      return std::chrono::duration<double>(to - from).count();
-    };
     // What the queries' span beside the start held (one process: their read, none where the
     // files' count read them).
     const char* const queries_how = group.size() == 1    ? "read"
@@ -324,9 +324,9 @@ void run(kbench::ShardGroup& group, Options& options, Clock::time_point launched
                  "%s: from start to written file: files counted %.4f s, shard matched %.4f s "
                  "(this rank: queries %s %.4f s beside its start, matching %.4f s, waiting "
                  "for rows %.4f s), candidates merged %.4f s, files written %.4f s\n",
-                 kProgram, span(start, counted), span(counted, matched), queries_how,
-                 delivery_seconds, local.seconds, local.waited_seconds, span(matched, merged),
-                 span(merged, written));
+                 kProgram, seconds_between(start, counted), seconds_between(counted, matched),
+                 queries_how, delivery_seconds, local.seconds, local.waited_seconds,
+                 seconds_between(matched, merged), seconds_between(merged, written));
   }
   // The summary goes where no output does.
   const bool stdout_taken = options.output_path == "-" || options.matrix_path == "-";
