@@ -1,6 +1,5 @@
 #include "kbench/cemd_shards.hpp"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <system_error>
 #include <thread>
 
+#include "core/host_memory.hpp"
 #include "core/host_threads.hpp"
 #include "kbench/device_memory.hpp"
 #include "kbench/error.hpp"
@@ -94,11 +94,9 @@ class LockedRows {
   // Reserves `bytes`, none of them locked yet.
   void reserve(std::size_t bytes) {
     const std::size_t rounded = whole_huge_pages(bytes);
-    memory_.reset(static_cast<std::uint8_t*>(std::aligned_alloc(kHugePage, rounded)));
+    memory_.reset(static_cast<std::uint8_t*>(std::aligned_alloc(kHugePageBytes, rounded)));
     if (!memory_) throw Error("cannot allocate " + std::to_string(rounded) + " bytes for rows");
-#if defined(MADV_HUGEPAGE)
-    madvise(memory_.get(), rounded, MADV_HUGEPAGE);
-#endif
+    advise_huge_pages(memory_.get(), rounded);
     reserved_ = rounded;
   }
   // Locks the first `bytes` of those reserved: the range from the end of the last one locked.
@@ -117,9 +115,7 @@ class LockedRows {
     registrations_.push_back(std::move(registration));
     range_ends_.push_back(end);
   }
-  std::uint8_t* data() const {
-    return memory_.get();
-  }
+  std::uint8_t* data() const { return memory_.get(); }
   // The first `bytes` (locked), cut where the locked ranges end.
   std::vector<LockedSpan> spans(std::size_t bytes) const {
     const std::lock_guard<std::mutex> guard(ranges_mutex_);
@@ -133,10 +129,9 @@ class LockedRows {
   }
 
  private:
-  static constexpr std::size_t kHugePage = std::size_t(1) << 21;
   static constexpr std::size_t kPage = 4096;
   static std::size_t whole_huge_pages(std::size_t bytes) {
-    return (bytes + kHugePage - 1) / kHugePage * kHugePage;
+    return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
   }
   std::size_t locked_end() const {
     const std::lock_guard<std::mutex> guard(ranges_mutex_);

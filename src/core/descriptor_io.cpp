@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/host_memory.hpp"
 #include "core/host_threads.hpp"
 #include "descriptor_readers.hpp"
 #include "kbench/error.hpp"
@@ -25,7 +26,7 @@ constexpr std::int64_t kLeastRowsPerThread = 8192;
 DescriptorSet read_npy_on_threads(const std::string& path, const NpyHeader& header) {
   DescriptorSet set;
   set.count = int(header.rows);
-  set.values.resize(std::size_t(set.count) * kDescriptorBytes);
+  resize_on_huge_pages(set.values, std::size_t(set.count) * kDescriptorBytes);
   const int threads = int(std::min<std::int64_t>(set.count / kLeastRowsPerThread, usable_cores()));
   run_on_slices(set.count, threads, [&](int, std::int64_t first, std::int64_t count) {
     read_descriptor_rows_into(path, first, int(count),
@@ -161,7 +162,7 @@ DescriptorSet read_descriptors(const std::string& path, DescriptorFileNotes* not
 DescriptorSet read_descriptor_rows(const std::string& path, std::int64_t first, int count) {
   DescriptorSet set;
   set.count = count > 0 ? count : 0;
-  set.values.resize(std::size_t(set.count) * kDescriptorBytes);
+  resize_on_huge_pages(set.values, std::size_t(set.count) * kDescriptorBytes);
   read_descriptor_rows_into(path, first, count, set.values.data());
   return set;
 }
