@@ -524,16 +524,17 @@ TEST_CASE("automatic pieces for a GPU are at most 1 Mi rows, ramping up as the h
   CHECK(automatic_piece_sizes((1 << 22) + 3, PieceTarget::device) == expected);
 }
 
-TEST_CASE("pieces copied to a GPU from buffers locked a range at a time give the same bits",
+TEST_CASE("pieces staged to a GPU a chunk at a time on each reader thread give the same bits",
           "[cemd_shards]") {
-  if (!gpu_available()) return;  // the piece buffers are locked for copies to a GPU only
-  // 640 Ki rows in automatic pieces for a GPU: pieces 2 and 3 outgrow pieces 0 and 1, whose
-  // buffers they reuse, so each lies in two locked ranges and is copied in two spans.
+  if (!gpu_available()) return;  // rows are staged for copies to a GPU only
+  // 640 Ki rows in automatic pieces for a GPU (pieces 2 and 3 outgrow pieces 0 and 1, whose
+  // device buffers they reuse), each cut into one slice per reader thread, the slices cut into
+  // staging chunks: at 3 and 7 threads no slice is a whole number of chunks.
   constexpr int kRows = 640 * 1024;
   const std::vector<int> sizes = {128 * 1024, 160 * 1024, 160 * 1024, 192 * 1024};
   REQUIRE(automatic_piece_sizes(kRows, PieceTarget::device) == sizes);
   const DescriptorSet database = generated_descriptors(kRows, 29);
-  // Queries equal to rows in either span of each piece, and the first and last rows.
+  // Queries equal to rows in each piece, across slices, and the first and last rows.
   const std::vector<int> rows = {0,      70000,  200000, 300000,   430000,
                                  500000, 630000, 640000, kRows - 1};
   DescriptorSet queries;
@@ -552,18 +553,28 @@ TEST_CASE("pieces copied to a GPU from buffers locked a range at a time give the
           !v.handles(CemdInput{queries, database, options.params})) {
         continue;
       }
-      INFO(to_string(distance) << ", variant " << v.name);
       options.variant = v.name;
-      options.piece_rows = 0;
-      const ShardResult automatic = match_shard(queries, shard, reader_of(database), options);
-      CHECK(automatic.pieces == int(sizes.size()));
       options.piece_rows = kRows;
+      options.reader_threads = 1;
       const ShardResult whole = match_shard(queries, shard, reader_of(database), options);
-      const CemdResult result = result_from_top2(automatic.top2, database.count);
-      CHECK(result == result_from_top2(whole.top2, database.count));
+      const CemdResult result = result_from_top2(whole.top2, database.count);
       for (std::size_t q = 0; q < rows.size(); ++q) {
+        INFO(to_string(distance) << ", variant " << v.name << ", query " << q);
         CHECK(result.neighbours[q].best_index == rows[q]);
         CHECK(result.neighbours[q].best_distance == 0.0f);
+      }
+      options.piece_rows = 0;
+      for (const bool by_range : {true, false}) {
+        for (const int threads : {3, 7, 16}) {
+          INFO(to_string(distance)
+               << ", variant " << v.name << (by_range ? ", by range" : ", whole") << ", " << threads
+               << " reader threads");
+          options.reader_threads = threads;
+          const ShardResult automatic =
+              match_shard(queries, shard, reader_of(database, by_range), options);
+          CHECK(automatic.pieces == int(sizes.size()));
+          CHECK(result_from_top2(automatic.top2, database.count) == result);
+        }
       }
     }
   }

@@ -8,11 +8,9 @@
 #include <exception>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <system_error>
 #include <thread>
 
-#include "core/host_memory.hpp"
 #include "core/host_threads.hpp"
 #include "kbench/device_memory.hpp"
 #include "kbench/error.hpp"
@@ -37,10 +35,9 @@ constexpr int kPiecesPerPart = 4;
 constexpr int kRampStart = 4;
 constexpr int kLeastPieceRows = 1 << 17;
 constexpr int kMostPieceRows = 1 << 22;
-// Pieces copied to a GPU are at most kMostDevicePieceRows (128 MiB): the two buffers they are
-// read into are page-locked for the copies, which costs time per byte as reading does, so they
-// stay small (256 MiB locked), while a piece's kernels at many queries on a fast GPU still outlast
-// its fixed cost (a call and a merge queued) many times over.
+// Pieces copied to a GPU are at most kMostDevicePieceRows (128 MiB): their two device buffers
+// stay small beside the GPU's memory, while a piece's kernels at many queries on a fast GPU still
+// outlast its fixed cost (a call and a merge queued) many times over.
 constexpr int kMostDevicePieceRows = 1 << 20;
 
 double seconds_since(Clock::time_point start) {
@@ -75,79 +72,6 @@ void place_columns(const std::vector<float>& block, int queries, int width,
   }
 }
 
-// A piece's rows in page-locked host memory, cut where the ranges locked on their own end: a copy
-// to a GPU runs at the link's rate within one locked range, so a piece is copied a span at a time.
-struct LockedSpan {
-  const std::uint8_t* data;
-  std::size_t bytes;
-};
-
-// Host memory for the rows of the pieces copied to a GPU, page-locked so that the copies run at
-// the link's rate. Its storage starts on a 2 MiB boundary and asks for Linux's transparent huge
-// pages (advice only), so that faulting it in and locking it walk 2 MiB pages instead of 4 KiB
-// ones. It is locked a range at a time, as far as the next piece needs, so that a small first
-// piece does not wait for the largest piece's bytes; `threads` threads fault each range in first,
-// a slice each, so that the kernel's zeroing of the new pages runs on all of them, not on the one
-// thread that locks it. One thread locks while another copies from the ranges locked before.
-class LockedRows {
- public:
-  // Reserves `bytes`, none of them locked yet.
-  void reserve(std::size_t bytes) {
-    const std::size_t rounded = whole_huge_pages(bytes);
-    memory_.reset(static_cast<std::uint8_t*>(std::aligned_alloc(kHugePageBytes, rounded)));
-    if (!memory_) throw Error("cannot allocate " + std::to_string(rounded) + " bytes for rows");
-    advise_huge_pages(memory_.get(), rounded);
-    reserved_ = rounded;
-  }
-  // Locks the first `bytes` of those reserved: the range from the end of the last one locked.
-  void lock(std::size_t bytes, int threads) {
-    const std::size_t begin = locked_end();
-    const std::size_t end = std::min(whole_huge_pages(bytes), reserved_);
-    if (end <= begin) return;
-    const auto pages = std::int64_t((end - begin) / kPage);
-    run_on_slices(pages, threads, [&](int, std::int64_t first, std::int64_t count) {
-      for (std::int64_t page = first; page < first + count; ++page) {
-        memory_.get()[begin + std::size_t(page) * kPage] = 0;
-      }
-    });
-    HostRegistration registration(memory_.get() + begin, end - begin);
-    const std::lock_guard<std::mutex> guard(ranges_mutex_);
-    registrations_.push_back(std::move(registration));
-    range_ends_.push_back(end);
-  }
-  std::uint8_t* data() const { return memory_.get(); }
-  // The first `bytes` (locked), cut where the locked ranges end.
-  std::vector<LockedSpan> spans(std::size_t bytes) const {
-    const std::lock_guard<std::mutex> guard(ranges_mutex_);
-    std::vector<LockedSpan> spans;
-    for (std::size_t begin = 0, r = 0; begin < bytes && r < range_ends_.size(); ++r) {
-      const std::size_t end = std::min(range_ends_[r], bytes);
-      spans.push_back({memory_.get() + begin, end - begin});
-      begin = end;
-    }
-    return spans;
-  }
-
- private:
-  static constexpr std::size_t kPage = 4096;
-  static std::size_t whole_huge_pages(std::size_t bytes) {
-    return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-  }
-  std::size_t locked_end() const {
-    const std::lock_guard<std::mutex> guard(ranges_mutex_);
-    return range_ends_.empty() ? 0 : range_ends_.back();
-  }
-  struct Free {
-    void operator()(std::uint8_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<std::uint8_t, Free> memory_;
-  std::size_t reserved_ = 0;
-  mutable std::mutex ranges_mutex_;  // the ranges, added to while a piece's spans are taken
-  std::vector<std::size_t> range_ends_;
-  // Declared after the memory, so unlocked before it is freed.
-  std::vector<HostRegistration> registrations_;
-};
-
 // Reads database rows [first, first + count) into `into`, by range on up to `threads` threads,
 // each a contiguous slice.
 void read_rows(const RowSource& rows, std::int64_t first, int count, int threads,
@@ -157,32 +81,38 @@ void read_rows(const RowSource& rows, std::int64_t first, int count, int threads
   });
 }
 
-// The rows of one part, a piece at a time, piece i in buffer i % 2. By range, piece i + 1 is read
-// on other threads while piece i is matched; otherwise the part is read whole at first and each
-// piece copied from it. With a GPU to deliver to, each piece, once in its buffer, is handed to
-// `deliver` on the thread that loaded it (with that GPU made current there); its buffers are then
-// LockedRows, locked on a thread of their own piece by piece ahead of the reads (buffer 0 as far
-// as the first piece needs first), so that every copy runs at the link's rate and the first piece
-// waits for its own bytes only. Without one, the pieces are DescriptorSets for the host variants.
+// Rows on their way to a GPU pass through page-locked chunks of kStagingRows rows (1 MiB), one
+// per reader thread: locking memory costs about as much time per byte as reading it, so a part
+// locks its threads' chunks once instead of its pieces' bytes, and its pieces go up at the link's
+// rate from the first one on.
+constexpr int kStagingRows = 8192;
+constexpr std::size_t kStagingBytes = std::size_t(kStagingRows) * kDescriptorBytes;
+
+// The rows of one part, a piece at a time. By range, piece i + 1 is read on other threads while
+// piece i is matched; otherwise the part is read whole at first (always, with a GPU) and each
+// piece copied from it. Without a GPU, piece i goes to host buffer i % 2, for the host variants.
+// With one, each reader thread takes a slice of the piece and moves it a chunk at a time: read
+// into its staging chunk, copied on its own stream into the device buffer `to_device` gives
+// (which makes the stream wait until that buffer is free), waited for, then the next chunk.
 class PieceReader {
  public:
-  using Deliver = std::function<void(int piece, const std::vector<LockedSpan>& rows)>;
+  // The device buffer that piece `piece` is copied into, `stream` made to wait until it is free.
+  using DeviceBuffer = std::function<std::uint8_t*(int piece, void* stream)>;
 
-  // device −1: no GPU.
+  // device −1: no GPU (and no `to_device`).
   PieceReader(RowRange part, const RowSource& rows, int threads, const std::vector<int>& sizes,
-              int device, Deliver deliver)
-      : part_(part), rows_(rows), threads_(threads), device_(device), deliver_(std::move(deliver)) {
+              int device, DeviceBuffer to_device)
+      : part_(part),
+        rows_(rows),
+        threads_(threads),
+        device_(device),
+        to_device_(std::move(to_device)) {
     starts_.push_back(0);
     for (const int size : sizes) starts_.push_back(starts_.back() + size);
-    if (deliver_) {
-      locked_for_.resize(sizes.size());
-      for (std::promise<void>& locked : locked_for_) locked_ready_.push_back(locked.get_future());
-    }
   }
   // Waits for the work in flight (a failure in it is lost only when another is being thrown).
   ~PieceReader() {
     if (next_.valid()) next_.wait();
-    if (locking_.valid()) locking_.wait();
   }
 
   int pieces() const { return int(starts_.size()) - 1; }
@@ -192,21 +122,19 @@ class PieceReader {
     return {part_.first + starts_[p], starts_[p + 1] - starts_[p]};
   }
 
-  // Starts reading (and locking) for the first piece on threads of their own; get(0) does it
-  // when nothing has.
+  // Starts reading the first piece on a thread of its own; get(0) does it when nothing has.
   void start() {
     if (started_) return;
     started_ = true;
-    if (deliver_) locking_ = start_thread([this] { lock_buffers(); });
     next_ = start_thread([this] {
-      if (!rows_.by_range && pieces() > 1) read_whole_part();
+      if (!rows_.by_range && (pieces() > 1 || to_device_)) read_whole_part();
       load(0);
     });
   }
 
-  // Waits until piece `piece` is read (and delivered), then starts reading piece + 1; pieces are
-  // asked for in order. Returns the piece's rows without a GPU (with one, an empty set: the rows
-  // went to the GPU).
+  // Waits until piece `piece` is read (with a GPU: in its device buffer), then starts reading
+  // piece + 1; pieces are asked for in order. Returns the piece's rows without a GPU (with one,
+  // an empty set).
   DescriptorSet& get(int piece) {
     const Clock::time_point start = Clock::now();
     this->start();
@@ -228,73 +156,59 @@ class PieceReader {
       throw Error(std::string("cannot start a reader thread: ") + e.what());
     }
   }
-  std::size_t bytes(int piece) const {
-    const RowRange rows = range(piece);
-    return std::size_t(rows.count) * kDescriptorBytes;
-  }
-  void add_read_seconds(double seconds) {
-    const std::lock_guard<std::mutex> lock(seconds_mutex_);
-    read_seconds_ += seconds;
-  }
   void read_whole_part() {
     const Clock::time_point start = Clock::now();
     whole_.count = part_.count;
     whole_.values.resize(std::size_t(part_.count) * kDescriptorBytes);
     rows_.read(part_.first, part_.count, whole_.values.data());
-    add_read_seconds(seconds_since(start));
+    read_seconds_ += seconds_since(start);
   }
-  // Reserves each buffer for its largest piece and locks it, piece by piece, as far as the piece
-  // needs, with this part's GPU current; part of the reading. A failure reaches the loads of the
-  // pieces not yet locked.
-  void lock_buffers() {
-    const Clock::time_point start = Clock::now();
-    int piece = 0;
-    try {
-      use_cuda_device(device_);
-      for (; piece < pieces(); ++piece) {
-        LockedRows& buffer = locked_[piece % 2];
-        if (piece < 2) {
-          std::size_t most = 0;
-          for (int p = piece; p < pieces(); p += 2) most = std::max(most, bytes(p));
-          buffer.reserve(most);
-        }
-        buffer.lock(bytes(piece), threads_);
-        locked_for_[std::size_t(piece)].set_value();
-      }
-    } catch (...) {
-      for (; piece < pieces(); ++piece) {
-        locked_for_[std::size_t(piece)].set_exception(std::current_exception());
-      }
+  // Rows [first, first + count) of the database, from the file or from the part read whole.
+  void fetch(std::int64_t first, int count, std::uint8_t* into) const {
+    if (whole_.values.empty()) return rows_.read(first, count, into);
+    const auto begin = whole_.values.begin() + (first - part_.first) * kDescriptorBytes;
+    std::copy(begin, begin + std::ptrdiff_t(count) * kDescriptorBytes, into);
+  }
+  // Moves rows [first, first + count) through staging chunk `slot` into `to` on its stream.
+  void stage(int slot, std::int64_t first, int count, std::uint8_t* to) const {
+    auto* chunk = static_cast<std::uint8_t*>(staging_.data()) + std::size_t(slot) * kStagingBytes;
+    void* const stream = streams_[std::size_t(slot)].handle();
+    for (int done = 0; done < count; done += kStagingRows) {
+      const int rows = std::min(kStagingRows, count - done);
+      const std::size_t bytes = std::size_t(rows) * kDescriptorBytes;
+      fetch(first + done, rows, chunk);
+      copy_rows_async(to + std::size_t(done) * kDescriptorBytes, bytes, chunk, bytes, bytes, 1,
+                      stream);
+      synchronize(stream);
     }
-    add_read_seconds(seconds_since(start));
   }
-  // Fills buffer piece % 2 and delivers it; one piece at a time, on a thread start_thread
-  // started.
+  // Reads piece `piece` into host buffer piece % 2, or through the staging chunks into its
+  // device buffer; one piece at a time, on a thread start_thread started.
   void load(int piece) {
+    const Clock::time_point start = Clock::now();
     const RowRange rows = range(piece);
-    const int buffer = piece % 2;
-    std::uint8_t* into = nullptr;
-    if (deliver_) {
-      locked_ready_[std::size_t(piece)].get();
-      into = locked_[buffer].data();
+    if (to_device_) {
+      use_cuda_device(device_);
+      if (streams_.empty()) {
+        staging_ = PinnedMemory(std::size_t(threads_) * kStagingBytes);
+        for (int t = 0; t < threads_; ++t) streams_.emplace_back(device_);
+      }
+      run_on_slices(rows.count, threads_, [&](int slot, std::int64_t first, std::int64_t count) {
+        use_cuda_device(device_);
+        std::uint8_t* const to = to_device_(piece, streams_[std::size_t(slot)].handle());
+        stage(slot, rows.first + first, int(count), to + first * kDescriptorBytes);
+      });
     } else {
-      DescriptorSet& set = sets_[buffer];
+      DescriptorSet& set = sets_[piece % 2];
       set.count = rows.count;
       set.values.resize(std::size_t(rows.count) * kDescriptorBytes);
-      into = set.values.data();
+      if (whole_.values.empty()) {
+        read_rows(rows_, rows.first, rows.count, rows_.by_range ? threads_ : 1, set.values.data());
+      } else {
+        fetch(rows.first, rows.count, set.values.data());
+      }
     }
-    const Clock::time_point start = Clock::now();
-    if (whole_.values.empty()) {
-      read_rows(rows_, rows.first, rows.count, rows_.by_range ? threads_ : 1, into);
-    } else {
-      const auto begin = whole_.values.begin() + (rows.first - part_.first) * kDescriptorBytes;
-      std::copy(begin, begin + std::ptrdiff_t(rows.count) * kDescriptorBytes, into);
-    }
-    if (deliver_) {
-      use_cuda_device(device_);
-      deliver_(piece, locked_[buffer].spans(bytes(piece)));
-    }
-    add_read_seconds(seconds_since(start));
+    read_seconds_ += seconds_since(start);
   }
 
   RowRange part_;
@@ -302,29 +216,23 @@ class PieceReader {
   std::vector<int> starts_;  // piece p: rows [starts_[p], starts_[p + 1]) of the part
   int threads_ = 1;
   int device_ = -1;
-  Deliver deliver_;
+  DeviceBuffer to_device_;
   DescriptorSet sets_[2];  // without a GPU: the pieces' rows
-  LockedRows locked_[2];   // with a GPU: the pieces' rows
-  // With a GPU, per piece: its buffer locked as far as it needs.
-  std::vector<std::promise<void>> locked_for_;
-  std::vector<std::future<void>> locked_ready_;
-  DescriptorSet whole_;  // the part, when it is not read by range and is matched in pieces
+  DescriptorSet whole_;    // the part, when it is not read by range and is not one host piece
+  PinnedMemory staging_;   // with a GPU: a chunk per reader thread
+  std::vector<DeviceStream> streams_;
   bool started_ = false;
-  std::mutex seconds_mutex_;  // read_seconds_, added to by two threads at the start
   double read_seconds_ = 0, waited_seconds_ = 0;
-  // The work in flight, declared last, so waited for before the buffers go: the buffers'
-  // locking, then the read of the next piece.
-  std::future<void> locking_;
+  // The work in flight, declared last, so waited for before the buffers go.
   std::future<void> next_;
 };
 
 // A part's pieces matched on this thread's GPU by the library's piece matcher on device views
 // (for a variant that has them), on the legacy default stream: the queries go up once, when they
-// arrive (pieces may be uploaded before); each piece, once read, is copied by the thread that
-// read it into one of two device buffers (piece i into buffer i % 2) on a stream of its own,
-// beside the matching queued before it; the matching is queued without waiting, so the GPU runs
-// the pieces back to back while the host reads on, and the nearest two stay on the device until
-// the end.
+// arrive (pieces may be uploaded before); each piece is copied into one of two device buffers
+// (piece i into buffer i % 2) by the reader's threads on streams of their own, beside the
+// matching queued before it; the matching is queued without waiting, so the GPU runs the pieces
+// back to back while the host reads on, and the nearest two stay on the device until the end.
 class DevicePieces {
  public:
   // On CUDA device `device` (the thread's current one), for `query_count` queries; `buffers`: 1
@@ -335,8 +243,7 @@ class DevicePieces {
         queries_(std::size_t(query_count) * kDescriptorBytes, device),
         query_view_{queries_.data(), query_count, DescriptorType::u8, 0, MemoryPlace::cuda(device)},
         matcher_(context_, query_view_, CemdMatchOptions{params.distance, params.ratio, {}},
-                 Choice{variant.name, "", ""}),
-        copies_(device) {
+                 Choice{variant.name, "", ""}) {
     for (int b = 0; b < buffers; ++b) {
       database_[b] = DeviceMemory(std::size_t(most_rows) * kDescriptorBytes, device);
       matched_[b] = DeviceEvent(device);
@@ -349,20 +256,14 @@ class DevicePieces {
                     queries_.size(), 1, nullptr);
   }
 
-  // Copies piece `piece`'s rows into its device buffer, once the matching of the piece two
-  // before (the buffer's last user) has run, and waits for them: on the thread that read them,
-  // with this GPU current.
-  void upload(int piece, const std::vector<LockedSpan>& rows) {
-    matched_[piece % 2].queue_wait(copies_.handle());
-    auto* into = static_cast<std::uint8_t*>(database_[piece % 2].data());
-    for (const LockedSpan& span : rows) {
-      copy_rows_async(into, span.bytes, span.data, span.bytes, span.bytes, 1, copies_.handle());
-      into += span.bytes;
-    }
-    synchronize(copies_.handle());
+  // The device buffer of piece `piece`, with `stream` made to wait for the matching of the piece
+  // two before (the buffer's last user); any thread may ask, with this GPU current.
+  std::uint8_t* buffer_for(int piece, void* stream) {
+    matched_[piece % 2].queue_wait(stream);
+    return static_cast<std::uint8_t*>(database_[piece % 2].data());
   }
 
-  // Queues the matching of `piece` (uploaded), its `count` rows numbered from `first`.
+  // Queues the matching of `piece` (in its buffer), its `count` rows numbered from `first`.
   void match(int piece, int count, std::int64_t first) {
     const DescriptorView rows{database_[piece % 2].data(), count, DescriptorType::u8, 0,
                               query_view_.place};
@@ -379,9 +280,7 @@ class DevicePieces {
   DescriptorView query_view_;
   CemdPieceMatcher matcher_;
   DeviceEvent matched_[2];  // per buffer: the end of the last matching queued on it
-  DeviceStream copies_;  // declared after the buffers, so its copies are waited for before they go
 };
-
 // The pieces' sizes of a part of `rows` rows: piece_rows each (the last one the rest), or
 // automatic ones for `target`.
 std::vector<int> piece_sizes(int rows, int piece_rows, PieceTarget target) {
@@ -421,7 +320,7 @@ ShardResult match_part(PendingQueries queries, RowRange part, const RowSource& r
   // The device's context is made before anything is timed, as a process's is at its start.
   const int device = variant.backend == Backend::cuda ? cuda_current_device() : -1;
   if (device >= 0) initialise_device(device);
-  // Declared before the reader, so that it outlives the reader's last delivery.
+  // Declared before the reader, so that it outlives the reader's last copy.
   std::unique_ptr<DevicePieces> device_pieces;
   if (on_views) {
     const Clock::time_point start = Clock::now();
@@ -432,14 +331,14 @@ ShardResult match_part(PendingQueries queries, RowRange part, const RowSource& r
   }
   const int threads =
       options.reader_threads > 0 ? options.reader_threads : default_reader_threads(1, options.gpus);
-  PieceReader::Deliver deliver;
+  PieceReader::DeviceBuffer to_device;
   if (device_pieces) {
-    deliver = [&device_pieces](int piece, const std::vector<LockedSpan>& piece_rows) {
-      device_pieces->upload(piece, piece_rows);
+    to_device = [&device_pieces](int piece, void* stream) {
+      return device_pieces->buffer_for(piece, stream);
     };
   }
   auto reader = std::make_unique<PieceReader>(part, rows, threads, sizes,
-                                              device_pieces ? device : -1, std::move(deliver));
+                                              device_pieces ? device : -1, std::move(to_device));
   reader->start();
   const DescriptorSet& arrived = queries.wait();
   if (device_pieces) {
@@ -487,7 +386,7 @@ ShardResult match_part(PendingQueries queries, RowRange part, const RowSource& r
   result.read_seconds = reader->read_seconds();
   result.waited_seconds = device_pieces ? first_wait : reader->waited_seconds();
   if (device_pieces) {
-    // Unlocking and freeing the piece buffers takes milliseconds that need not hold up the
+    // Freeing the staging chunks' page-locked memory and the streams need not hold up the
     // caller's merging and writing; where no thread can start, they go here, as the work's
     // argument does.
     try {
