@@ -94,13 +94,17 @@ class DeviceStream {
   void* stream_ = nullptr;
 };
 
+// How a host thread waits for a DeviceEvent: spinning on a core (the shortest delay), or blocked
+// until the GPU signals, leaving the core to other threads meanwhile.
+enum class HostWait { spin, block };
+
 // A point in one stream's queued work that another stream, or the host, can wait for (a
 // cudaEvent_t without timing) of device `device`. Waiting for one never recorded returns at once.
 // Movable, not copyable.
 class DeviceEvent {
  public:
   DeviceEvent() = default;
-  explicit DeviceEvent(int device);
+  explicit DeviceEvent(int device, HostWait host_wait = HostWait::spin);
   ~DeviceEvent();
   DeviceEvent(DeviceEvent&& other) noexcept;
   DeviceEvent& operator=(DeviceEvent&& other) noexcept;
@@ -111,6 +115,8 @@ class DeviceEvent {
   void record(void* stream);
   // Makes the work queued on `stream` from now on wait for the recorded point.
   void queue_wait(void* stream) const;
+  // Waits on this host thread until the GPU has reached the recorded point.
+  void wait() const;
   // False for a default-constructed (or moved-from) event, which has no CUDA event to use.
   bool made() const { return event_ != nullptr; }
 

@@ -169,17 +169,20 @@ class PieceReader {
     const auto begin = whole_.values.begin() + (first - part_.first) * kDescriptorBytes;
     std::copy(begin, begin + std::ptrdiff_t(count) * kDescriptorBytes, into);
   }
-  // Moves rows [first, first + count) through staging chunk `slot` into `to` on its stream.
-  void stage(int slot, std::int64_t first, int count, std::uint8_t* to) const {
+  // Moves rows [first, first + count) through staging chunk `slot` into `to` on its stream,
+  // blocked (not spinning) while each copy runs, so that every core stays free for reading.
+  void stage(int slot, std::int64_t first, int count, std::uint8_t* to) {
     auto* chunk = static_cast<std::uint8_t*>(staging_.data()) + std::size_t(slot) * kStagingBytes;
     void* const stream = streams_[std::size_t(slot)].handle();
+    DeviceEvent& copied = copied_[std::size_t(slot)];
     for (int done = 0; done < count; done += kStagingRows) {
       const int rows = std::min(kStagingRows, count - done);
       const std::size_t bytes = std::size_t(rows) * kDescriptorBytes;
       fetch(first + done, rows, chunk);
       copy_rows_async(to + std::size_t(done) * kDescriptorBytes, bytes, chunk, bytes, bytes, 1,
                       stream);
-      synchronize(stream);
+      copied.record(stream);
+      copied.wait();
     }
   }
   // Reads piece `piece` into host buffer piece % 2, or through the staging chunks into its
@@ -191,7 +194,10 @@ class PieceReader {
       use_cuda_device(device_);
       if (streams_.empty()) {
         staging_ = PinnedMemory(std::size_t(threads_) * kStagingBytes);
-        for (int t = 0; t < threads_; ++t) streams_.emplace_back(device_);
+        for (int t = 0; t < threads_; ++t) {
+          streams_.emplace_back(device_);
+          copied_.emplace_back(device_, HostWait::block);
+        }
       }
       run_on_slices(rows.count, threads_, [&](int slot, std::int64_t first, std::int64_t count) {
         use_cuda_device(device_);
@@ -220,7 +226,8 @@ class PieceReader {
   DescriptorSet sets_[2];  // without a GPU: the pieces' rows
   DescriptorSet whole_;    // the part, when it is not read by range and is not one host piece
   PinnedMemory staging_;   // with a GPU: a chunk per reader thread
-  std::vector<DeviceStream> streams_;
+  std::vector<DeviceStream> streams_;  // per chunk: its copies' stream and their end
+  std::vector<DeviceEvent> copied_;
   bool started_ = false;
   double read_seconds_ = 0, waited_seconds_ = 0;
   // The work in flight, declared last, so waited for before the buffers go.

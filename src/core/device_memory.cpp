@@ -54,7 +54,7 @@ DeviceStream::~DeviceStream() = default;
 DeviceStream::DeviceStream(DeviceStream&&) noexcept = default;
 DeviceStream& DeviceStream::operator=(DeviceStream&&) noexcept = default;
 
-DeviceEvent::DeviceEvent(int) {
+DeviceEvent::DeviceEvent(int, HostWait) {
   no_cuda("a CUDA event");
 }
 DeviceEvent::~DeviceEvent() = default;
@@ -64,6 +64,9 @@ void DeviceEvent::record(void*) {
   no_cuda("a CUDA event");
 }
 void DeviceEvent::queue_wait(void*) const {
+  no_cuda("a CUDA event");
+}
+void DeviceEvent::wait() const {
   no_cuda("a CUDA event");
 }
 

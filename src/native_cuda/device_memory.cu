@@ -198,10 +198,12 @@ DeviceStream::~DeviceStream() {
   cudaStreamDestroy(stream_of(stream_));
 }
 
-DeviceEvent::DeviceEvent(int device) {
+DeviceEvent::DeviceEvent(int device, HostWait host_wait) {
   const ScopedDevice on(device);
   cudaEvent_t event;
-  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  const unsigned flags =
+      cudaEventDisableTiming | (host_wait == HostWait::block ? cudaEventBlockingSync : 0u);
+  check(cudaEventCreateWithFlags(&event, flags), "cudaEventCreateWithFlags");
   event_ = event;
 }
 
@@ -224,6 +226,10 @@ void DeviceEvent::record(void* stream) {
 void DeviceEvent::queue_wait(void* stream) const {
   check(cudaStreamWaitEvent(stream_of(stream), static_cast<cudaEvent_t>(event_), 0),
         "cudaStreamWaitEvent");
+}
+
+void DeviceEvent::wait() const {
+  check(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)), "cudaEventSynchronize");
 }
 
 DeviceStream::DeviceStream(DeviceStream&& other) noexcept
