@@ -11,6 +11,7 @@
 #include <system_error>
 #include <thread>
 
+#include "core/host_memory.hpp"
 #include "core/host_threads.hpp"
 #include "kbench/device_memory.hpp"
 #include "kbench/error.hpp"
@@ -172,7 +173,7 @@ class PieceReader {
   // Moves rows [first, first + count) through staging chunk `slot` into `to` on its stream,
   // blocked (not spinning) while each copy runs, so that every core stays free for reading.
   void stage(int slot, std::int64_t first, int count, std::uint8_t* to) {
-    auto* chunk = static_cast<std::uint8_t*>(staging_.data()) + std::size_t(slot) * kStagingBytes;
+    std::uint8_t* const chunk = staging_.data() + std::size_t(slot) * kStagingBytes;
     void* const stream = streams_[std::size_t(slot)].handle();
     DeviceEvent& copied = copied_[std::size_t(slot)];
     for (int done = 0; done < count; done += kStagingRows) {
@@ -193,7 +194,8 @@ class PieceReader {
     if (to_device_) {
       use_cuda_device(device_);
       if (streams_.empty()) {
-        staging_ = PinnedMemory(std::size_t(threads_) * kStagingBytes);
+        resize_on_huge_pages(staging_, std::size_t(threads_) * kStagingBytes);
+        staging_locked_ = HostRegistration(staging_.data(), staging_.size());
         for (int t = 0; t < threads_; ++t) {
           streams_.emplace_back(device_);
           copied_.emplace_back(device_, HostWait::block);
@@ -225,7 +227,10 @@ class PieceReader {
   DeviceBuffer to_device_;
   DescriptorSet sets_[2];  // without a GPU: the pieces' rows
   DescriptorSet whole_;    // the part, when it is not read by range and is not one host piece
-  PinnedMemory staging_;   // with a GPU: a chunk per reader thread
+  // With a GPU: a chunk per reader thread, its pages touched before they are locked (locking fresh
+  // pages faults them in inside the driver, holding up every other thread's memory mapping).
+  std::vector<std::uint8_t> staging_;
+  HostRegistration staging_locked_;
   std::vector<DeviceStream> streams_;  // per chunk: its copies' stream and their end
   std::vector<DeviceEvent> copied_;
   bool started_ = false;
