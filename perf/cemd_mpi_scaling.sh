@@ -190,6 +190,9 @@ generate strong.npy "$database"
 generate weak1.npy "$weak_database"
 generate weak2.npy "$((2 * weak_database))"
 ((gpus >= 4)) && generate weak4.npy "$((4 * weak_database))"
+# The generated files reach the disk before any run, so that no run's file waits behind their
+# writeback.
+sync
 
 run strong alone 0 1 strong.npy "$database"
 run strong np1 1 1 strong.npy "$database"

@@ -11,7 +11,6 @@
 #include <system_error>
 #include <thread>
 
-#include "core/host_memory.hpp"
 #include "core/host_threads.hpp"
 #include "kbench/device_memory.hpp"
 #include "kbench/error.hpp"
@@ -149,6 +148,16 @@ class PieceReader {
   double waited_seconds() const { return waited_seconds_; }
 
  private:
+  // A reader thread's way to the GPU: its chunk, touched before it is locked (locking fresh pages
+  // faults them in inside the driver, which holds up every other thread's memory mapping), the
+  // stream its copies run on and their end.
+  struct StagingSlot {
+    std::vector<std::uint8_t> chunk;
+    HostRegistration locked;
+    DeviceStream stream;
+    DeviceEvent copied;
+  };
+
   template <class Work>
   static std::future<void> start_thread(Work work) {
     try {
@@ -170,20 +179,29 @@ class PieceReader {
     const auto begin = whole_.values.begin() + (first - part_.first) * kDescriptorBytes;
     std::copy(begin, begin + std::ptrdiff_t(count) * kDescriptorBytes, into);
   }
-  // Moves rows [first, first + count) through staging chunk `slot` into `to` on its stream,
-  // blocked (not spinning) while each copy runs, so that every core stays free for reading.
-  void stage(int slot, std::int64_t first, int count, std::uint8_t* to) {
-    std::uint8_t* const chunk = staging_.data() + std::size_t(slot) * kStagingBytes;
-    void* const stream = streams_[std::size_t(slot)].handle();
-    DeviceEvent& copied = copied_[std::size_t(slot)];
+  // Reader thread `slot`'s staging, made at its first piece by that thread: its chunk touched
+  // (faulted in) beside the other threads' before it is locked in place.
+  StagingSlot& staging_slot(int slot) {
+    StagingSlot& staging = slots_[std::size_t(slot)];
+    if (staging.chunk.empty()) {
+      staging.chunk.resize(kStagingBytes);
+      staging.locked = HostRegistration(staging.chunk.data(), staging.chunk.size());
+      staging.stream = DeviceStream(device_);
+      staging.copied = DeviceEvent(device_, HostWait::block);
+    }
+    return staging;
+  }
+  // Moves rows [first, first + count) through `staging` into `to` on its stream, blocked (not
+  // spinning) while each copy runs, so that every core stays free for reading.
+  void stage(StagingSlot& staging, std::int64_t first, int count, std::uint8_t* to) const {
     for (int done = 0; done < count; done += kStagingRows) {
       const int rows = std::min(kStagingRows, count - done);
       const std::size_t bytes = std::size_t(rows) * kDescriptorBytes;
-      fetch(first + done, rows, chunk);
-      copy_rows_async(to + std::size_t(done) * kDescriptorBytes, bytes, chunk, bytes, bytes, 1,
-                      stream);
-      copied.record(stream);
-      copied.wait();
+      fetch(first + done, rows, staging.chunk.data());
+      copy_rows_async(to + std::size_t(done) * kDescriptorBytes, bytes, staging.chunk.data(), bytes,
+                      bytes, 1, staging.stream.handle());
+      staging.copied.record(staging.stream.handle());
+      staging.copied.wait();
     }
   }
   // Reads piece `piece` into host buffer piece % 2, or through the staging chunks into its
@@ -192,19 +210,12 @@ class PieceReader {
     const Clock::time_point start = Clock::now();
     const RowRange rows = range(piece);
     if (to_device_) {
-      use_cuda_device(device_);
-      if (streams_.empty()) {
-        resize_on_huge_pages(staging_, std::size_t(threads_) * kStagingBytes);
-        staging_locked_ = HostRegistration(staging_.data(), staging_.size());
-        for (int t = 0; t < threads_; ++t) {
-          streams_.emplace_back(device_);
-          copied_.emplace_back(device_, HostWait::block);
-        }
-      }
+      if (slots_.empty()) slots_.resize(std::size_t(threads_));
       run_on_slices(rows.count, threads_, [&](int slot, std::int64_t first, std::int64_t count) {
         use_cuda_device(device_);
-        std::uint8_t* const to = to_device_(piece, streams_[std::size_t(slot)].handle());
-        stage(slot, rows.first + first, int(count), to + first * kDescriptorBytes);
+        StagingSlot& staging = staging_slot(slot);
+        std::uint8_t* const to = to_device_(piece, staging.stream.handle());
+        stage(staging, rows.first + first, int(count), to + first * kDescriptorBytes);
       });
     } else {
       DescriptorSet& set = sets_[piece % 2];
@@ -227,12 +238,7 @@ class PieceReader {
   DeviceBuffer to_device_;
   DescriptorSet sets_[2];  // without a GPU: the pieces' rows
   DescriptorSet whole_;    // the part, when it is not read by range and is not one host piece
-  // With a GPU: a chunk per reader thread, its pages touched before they are locked (locking fresh
-  // pages faults them in inside the driver, holding up every other thread's memory mapping).
-  std::vector<std::uint8_t> staging_;
-  HostRegistration staging_locked_;
-  std::vector<DeviceStream> streams_;  // per chunk: its copies' stream and their end
-  std::vector<DeviceEvent> copied_;
+  std::vector<StagingSlot> slots_;  // with a GPU: one per reader thread
   bool started_ = false;
   double read_seconds_ = 0, waited_seconds_ = 0;
   // The work in flight, declared last, so waited for before the buffers go.
