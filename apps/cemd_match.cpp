@@ -375,7 +375,7 @@ int main(int argc, char** argv) {
   app.add_option("--reader-threads", options.shard.reader_threads,
                  "Threads reading each GPU's (or a rank's) database rows of a .npy file, beside "
                  "the matching (default: this process's cores divided among its GPUs and the "
-                 "ranks on its machine)")
+                 "ranks on its machine, at most 8)")
       ->envname("KBENCH_READER_THREADS")
       ->check(CLI::Range(1, kbench::kMaxReaderThreads));
   app.add_option("--piece-rows", options.shard.piece_rows,

@@ -482,7 +482,7 @@ TEST_CASE("reader threads and pieces are checked, and their defaults fit the mac
     for (const int parts : {1, 4, 1000}) {
       const int threads = default_reader_threads(ranks, parts);
       CHECK(threads >= 1);
-      CHECK(threads <= kMaxReaderThreads);
+      CHECK(threads <= kMostDefaultReaderThreads);
       CHECK(threads <= std::max(1, int(std::thread::hardware_concurrency()) / parts));
     }
   }

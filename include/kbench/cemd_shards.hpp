@@ -67,9 +67,8 @@ struct ShardResult {
   // each piece's copy to the GPU being part of its reading. A CUDA variant's device is
   // initialised (its context made) before, untimed, as a process's is at its start.
   // read_seconds: every piece's read (from its first reader thread's start to its last one's
-  // end; a text part: its read whole) and, on device views, the two piece buffers' making and
-  // page-locking (a range at a time, ahead of the pieces that need it) and each piece's copy to
-  // the GPU on the thread that read it.
+  // end; a text part: its read whole) and, on device views, each piece's copy to the GPU through
+  // the reader threads' page-locked staging chunks, and the chunks' making.
   // waited_seconds: the matching thread waiting for rows that the matching did not hide: every
   // piece's wait for the host variants (the first piece's, and any later piece got ready slower
   // than the one before it was matched); on device views the first piece's only (a later piece
@@ -77,13 +76,13 @@ struct ShardResult {
   double seconds = 0, read_seconds = 0, waited_seconds = 0;
   int pieces = 0;  // pieces matched (several GPUs: the most of one GPU)
   // Work left running when the result is returned, beside the caller's merging and writing: the
-  // release of the page-locked piece buffers (on device views). Destroying the result waits for
-  // it.
+  // release of the staging chunks and their streams (on device views). Destroying the result
+  // waits for it.
   std::vector<std::future<void>> releasing;
 };
 
-// Where a part's pieces are matched: in host memory, or copied to a GPU for device views (their
-// two host buffers page-locked, so they are bounded smaller).
+// Where a part's pieces are matched: in host memory, or copied to a GPU for device views (into
+// two device buffers, so they are bounded smaller).
 enum class PieceTarget { host, device };
 
 // The pieces' sizes of a part of `rows` rows when none is asked for: steady pieces of about a
@@ -94,11 +93,16 @@ std::vector<int> automatic_piece_sizes(int rows, PieceTarget target = PieceTarge
 
 // Reader threads per part when none is asked for: the CPUs this process may run on (a launcher
 // that bound it to fewer than the machine's has shared them already; else they are shared with
-// the other `ranks_on_node` ranks), divided among its `parts` GPU threads; at least 1.
+// the other `ranks_on_node` ranks), divided among its `parts` GPU threads; at least 1 and at most
+// kMostDefaultReaderThreads.
 int default_reader_threads(int ranks_on_node, int parts);
 
 // The most reader threads a part may be given.
 constexpr int kMaxReaderThreads = 256;
+// The most a part gets by default: eight read a GPU's pieces faster than its link takes them (and
+// a host's faster than it matches them); more only contend for the GPU driver, which sets up and
+// waits for each thread's copies, and for the cores the queries' reading needs.
+constexpr int kMostDefaultReaderThreads = 8;
 
 // The variant named (checked to run here on this input, on `backend` when given) or else the
 // preferred one; with native_cuda_only, only native CUDA variants. Throws Error saying why none.

@@ -464,7 +464,7 @@ int default_reader_threads(int ranks_on_node, int parts) {
   const int online = int(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   const int usable = usable_cores();
   const int sharing = usable < online ? 1 : std::max(1, ranks_on_node);
-  return std::clamp(usable / sharing / std::max(1, parts), 1, kMaxReaderThreads);
+  return std::clamp(usable / sharing / std::max(1, parts), 1, kMostDefaultReaderThreads);
 }
 
 PendingQueries PendingQueries::ready(const DescriptorSet& queries) {
