@@ -299,6 +299,7 @@ class DevicePieces {
   CemdPieceMatcher matcher_;
   DeviceEvent matched_[2];  // per buffer: the end of the last matching queued on it
 };
+
 // The pieces' sizes of a part of `rows` rows: piece_rows each (the last one the rest), or
 // automatic ones for `target`.
 std::vector<int> piece_sizes(int rows, int piece_rows, PieceTarget target) {

@@ -4,6 +4,11 @@
 
 namespace kbench {
 
+namespace {
+
+constexpr std::size_t kHugePageBytes = std::size_t(1) << 21;
+
+// Asks for huge pages on the whole 2 MiB pages within [data, data + bytes).
 void advise_huge_pages(void* data, std::size_t bytes) {
 #if defined(MADV_HUGEPAGE)
   const auto begin = reinterpret_cast<std::uintptr_t>(data);
@@ -15,6 +20,8 @@ void advise_huge_pages(void* data, std::size_t bytes) {
   (void)bytes;
 #endif
 }
+
+}  // namespace
 
 void resize_on_huge_pages(std::vector<std::uint8_t>& values, std::size_t bytes) {
   if (bytes > values.capacity()) {

@@ -9,14 +9,8 @@
 
 namespace kbench {
 
-constexpr std::size_t kHugePageBytes = std::size_t(1) << 21;
-
-// Asks for huge pages on the whole 2 MiB pages within [data, data + bytes): advice only, given
-// before their first touch; a machine without them ignores it.
-void advise_huge_pages(void* data, std::size_t bytes);
-
-// Resizes `values` to `bytes` (zero-filled), its storage advised as above before the fill first
-// touches it.
+// Resizes `values` to `bytes` (zero-filled), its new storage's whole 2 MiB pages advised to be
+// huge ones (advice only; a machine without them ignores it) before the fill first touches them.
 void resize_on_huge_pages(std::vector<std::uint8_t>& values, std::size_t bytes);
 
 }  // namespace kbench
