@@ -187,9 +187,12 @@ struct PreparedNormalised {
 // Two cells per chunk in 16-bit lanes: word (p, i) holds bin i of the running sums of cells p
 // (low half) and p + 8 (high half); queries store F, database rows 2048 − G, so one add gives
 // D + 2048 in both halves (D + 2048 ∈ [8, 4088]: no carry between lanes). The distance is
-// Σ_cells Σ_i D(i) − 2·Σ(4 smallest D), the first sum a per-descriptor extra word. Each cell
-// pair's 4 minima go straight into one 32-bit accumulator by dp2a, which CUDA devices issue to
-// the FMA pipe: the ALU pipe, which also runs every min/max, bounds this metric there.
+// Σ_cells Σ_i D(i) − 2·Σ(4 smallest D), the first sum a per-descriptor extra word. The 4 smallest
+// come from the bin pairs (0,1) (2,3) (4,5) (6,7) without sorting: a pair gives 0 values, its
+// lower one or both, so the least sum of 4 is a min-plus convolution of the pairs' (0, lower,
+// sum), every step an add-then-min (sums of at most 4 values: below 2^14 a lane). Each cell pair's
+// sum goes straight into one 32-bit accumulator by dp2a; CUDA devices issue the additions and
+// dp2a to the FMA pipe and the minima to the ALU pipe, about half each.
 struct PreparedRaw {
   static constexpr int kPairs = kCemdCells / 2;
   static constexpr int kExtraWord = kPairs * kCemdBins;
@@ -202,7 +205,7 @@ struct PreparedRaw {
   // Σ_cells 4·kBias, doubled: the bias the 4 smallest carry, removed in finish().
   static constexpr int kDoubledMinimaBias = 2 * kCemdCells * 4 * int(kBias);
   struct Acc {
-    std::uint32_t doubled;  // 2 · Σ minima
+    std::uint32_t doubled;  // 2 · Σ 4 smallest
   };
 
   template <Isa kIsa = Isa::tuned>
@@ -232,27 +235,25 @@ struct PreparedRaw {
     using namespace packed;
     const std::uint32_t* f = q.w;
     const std::uint32_t* n = r.w;
-    // Pairs (0,1) (2,3) (4,5) (6,7) of D + 2048: one add, then the add-then-min/max forms.
-    const std::uint32_t x0 = f[0] + n[0], x2 = f[2] + n[2], x4 = f[4] + n[4], x6 = f[6] + n[6];
-    const std::uint32_t lo01 = add_min_u16x2<kIsa>(f[1], n[1], x0);
-    const std::uint32_t hi01 = add_max_u16x2<kIsa>(f[1], n[1], x0);
-    const std::uint32_t lo23 = add_min_u16x2<kIsa>(f[3], n[3], x2);
-    const std::uint32_t hi23 = add_max_u16x2<kIsa>(f[3], n[3], x2);
-    const std::uint32_t lo45 = add_min_u16x2<kIsa>(f[5], n[5], x4);
-    const std::uint32_t hi45 = add_max_u16x2<kIsa>(f[5], n[5], x4);
-    const std::uint32_t lo67 = add_min_u16x2<kIsa>(f[7], n[7], x6);
-    const std::uint32_t hi67 = add_max_u16x2<kIsa>(f[7], n[7], x6);
-    // Sorted halves a (bins 0-3) and b (bins 4-7): a0 = min(lo01, lo23), a1 = min(m1, m2),
-    // a2 = max(m1, m2), a3 = max(hi01, hi23), and the same for b.
-    const std::uint32_t m1 = max_u16x2<kIsa>(lo01, lo23), m2 = min_u16x2<kIsa>(hi01, hi23);
-    const std::uint32_t mb1 = max_u16x2<kIsa>(lo45, lo67), mb2 = min_u16x2<kIsa>(hi45, hi67);
-    const std::uint32_t a2 = max_u16x2<kIsa>(m1, m2), a3 = max_u16x2<kIsa>(hi01, hi23);
-    const std::uint32_t b2 = max_u16x2<kIsa>(mb1, mb2), b3 = max_u16x2<kIsa>(hi45, hi67);
-    // The 4 smallest: min(a0, b3), min(a1, b2), min(a2, b1), min(a3, b0).
-    acc.doubled = add_doubled_lanes<kIsa>(min3_u16x2<kIsa>(lo01, lo23, b3), acc.doubled);
-    acc.doubled = add_doubled_lanes<kIsa>(min3_u16x2<kIsa>(m1, m2, b2), acc.doubled);
-    acc.doubled = add_doubled_lanes<kIsa>(min3_u16x2<kIsa>(a2, mb1, mb2), acc.doubled);
-    acc.doubled = add_doubled_lanes<kIsa>(min3_u16x2<kIsa>(a3, lo45, lo67), acc.doubled);
+    // Each pair's lower value l and its sum s, of D + 2048.
+    const std::uint32_t l0 = add_min_u16x2<kIsa>(f[1], n[1], f[0] + n[0]);
+    const std::uint32_t l1 = add_min_u16x2<kIsa>(f[3], n[3], f[2] + n[2]);
+    const std::uint32_t l2 = add_min_u16x2<kIsa>(f[5], n[5], f[4] + n[4]);
+    const std::uint32_t l3 = add_min_u16x2<kIsa>(f[7], n[7], f[6] + n[6]);
+    const std::uint32_t s0 = (f[0] + f[1]) + (n[0] + n[1]), s1 = (f[2] + f[3]) + (n[2] + n[3]);
+    const std::uint32_t s2 = (f[4] + f[5]) + (n[4] + n[5]), s3 = (f[6] + f[7]) + (n[6] + n[7]);
+    // p_k: the least sum of k values from pairs 0 and 1.
+    const std::uint32_t p1 = min_u16x2<kIsa>(l0, l1);
+    const std::uint32_t p2 = min3_u16x2<kIsa>(l0 + l1, s0, s1);
+    const std::uint32_t p3 = add_min_u16x2<kIsa>(s0, l1, s1 + l0);
+    const std::uint32_t p4 = s0 + s1;
+    // r_k: from pairs 0 to 2.
+    const std::uint32_t r2 = min3_u16x2<kIsa>(p2, s2, p1 + l2);
+    const std::uint32_t r3 = add_min_u16x2<kIsa>(p2, l2, add_min_u16x2<kIsa>(p1, s2, p3));
+    const std::uint32_t r4 = add_min_u16x2<kIsa>(p3, l2, add_min_u16x2<kIsa>(p2, s2, p4));
+    // The 4 smallest of all four pairs.
+    const std::uint32_t smallest4 = add_min_u16x2<kIsa>(r3, l3, add_min_u16x2<kIsa>(r2, s3, r4));
+    acc.doubled = add_doubled_lanes<kIsa>(smallest4, acc.doubled);
   }
   KBENCH_HOST_DEVICE static float finish(const Acc& acc, std::uint32_t query_total,
                                          std::uint32_t row_total) {
