@@ -508,10 +508,11 @@ void launch_prepare(const std::uint8_t* raw, int count, bool query_role, uint4* 
 }
 
 // A block of kWarps warps; each warp's 32 lanes are 4 query groups × 8 row lanes. A thread
-// compares kQueries queries with kRows rows of each staged tile.
-template <int kWarps, int kQueries, int kRows>
+// compares kQueries queries with kRows rows of each staged tile; kMinBlocks blocks an SM.
+template <int kWarps, int kQueries, int kRows, int kMinBlocks>
 struct FinalTile {
   static constexpr int threads = kWarpSize * kWarps;
+  static constexpr int min_blocks = kMinBlocks;
   static constexpr int row_lanes = 8;
   static constexpr int query_groups = threads / row_lanes;
   static constexpr int queries = kQueries, rows = kRows;
@@ -520,9 +521,19 @@ struct FinalTile {
   static_assert(kQueries <= row_lanes, "one lane per query inserts the merged top-2");
 };
 
-// Each metric's tile: 8 warps of 2 queries × the metric's rows a thread.
+// Each metric's tile: 8 warps of 2 queries × the metric's rows a thread, as kokkos-tiled's. Raw
+// takes 12 rows at 2 blocks an SM, which spreads a tile's query loads and top-2 over more rows
+// (its short cell term makes them weigh); a Kokkos team's scratch cannot stage a tile that long.
 template <class Metric>
-using FinalShapeOf = FinalTile<8, 2, Metric::kCudaRowsPerThread>;
+struct FinalShape {
+  using type = FinalTile<8, 2, Metric::kCudaRowsPerThread, Metric::kMinBlocks>;
+};
+template <>
+struct FinalShape<PreparedRaw> {
+  using type = FinalTile<8, 2, 12, 2>;
+};
+template <class Metric>
+using FinalShapeOf = typename FinalShape<Metric>::type;
 
 // Staged rows are an odd number of 16-byte words apart, so the 8 rows (or 4 queries) that a
 // warp's lanes read at once fall in 8 different groups of 4 banks.
@@ -688,7 +699,7 @@ class RowTileWalk {
 };
 
 template <class Metric, class Tile, bool kAllPairs>
-__global__ void __launch_bounds__(Tile::threads, Metric::kMinBlocks) final_kernel(FinalArgs a) {
+__global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) final_kernel(FinalArgs a) {
   constexpr int kQ = Tile::queries, kR = Tile::rows, kStaged = kStagedUnits<Metric>;
   extern __shared__ uint4 staged[];
   uint4* const query_tile = staged;

@@ -139,8 +139,9 @@ struct PreparedChunk {
 // (query, row) pair, and the register tiles of cuda-final and kokkos-tiled on CUDA: 2 queries ×
 // kCudaRowsPerThread rows a thread (hosts take 4), and kMinBlocks, how many 256-thread blocks
 // (teams) of them stay resident with the registers the accumulators need (more would spill).
-// Raw's and l2's short cell terms take 8 rows, more independent work between a tile's loads;
-// normalised's long one gains nothing from them and keeps 4, at half the shared memory.
+// Raw's and l2's short cell terms take 8 rows, more independent work between a tile's loads
+// (cuda-final takes raw's at 12: FinalShape); normalised's long one gains nothing from them and
+// keeps 4, at half the shared memory.
 // PreparedNormalised: per cell the running sums F(0..7) as floats (F(7) the mass), the prefix
 // form (detail/cemd_prefix.hpp); the cell term is prefix_cell_term<cemd_normalised>, so the bits
 // are cemd_cell_quotient()'s.
@@ -190,9 +191,10 @@ struct PreparedNormalised {
 // Σ_cells Σ_i D(i) − 2·Σ(4 smallest D), the first sum a per-descriptor extra word. The 4 smallest
 // come from the bin pairs (0,1) (2,3) (4,5) (6,7) without sorting: a pair gives 0 values, its
 // lower one or both, so the least sum of 4 is a min-plus convolution of the pairs' (0, lower,
-// sum), every step an add-then-min (sums of at most 4 values: below 2^14 a lane). Each cell pair's
-// sum goes straight into one 32-bit accumulator by dp2a; CUDA devices issue the additions and
-// dp2a to the FMA pipe and the minima to the ALU pipe, about half each.
+// sum): sums of at most 4 values, below 2^14 a lane. Each cell pair's sum goes straight into one
+// 32-bit accumulator by dp2a. On CUDA devices the minima (and a 3-input add a pair) take the ALU
+// pipe, the other additions and dp2a the FMA pipe: about half each, where sorting the halves
+// left the ALU pipe twice the FMA pipe's work.
 struct PreparedRaw {
   static constexpr int kPairs = kCemdCells / 2;
   static constexpr int kExtraWord = kPairs * kCemdBins;
@@ -242,17 +244,15 @@ struct PreparedRaw {
     const std::uint32_t l3 = add_min_u16x2<kIsa>(f[7], n[7], f[6] + n[6]);
     const std::uint32_t s0 = (f[0] + f[1]) + (n[0] + n[1]), s1 = (f[2] + f[3]) + (n[2] + n[3]);
     const std::uint32_t s2 = (f[4] + f[5]) + (n[4] + n[5]), s3 = (f[6] + f[7]) + (n[6] + n[7]);
-    // p_k: the least sum of k values from pairs 0 and 1.
-    const std::uint32_t p1 = min_u16x2<kIsa>(l0, l1);
+    // p_k, q_k: the least sum of k values from pairs 0 and 1, and from pairs 2 and 3.
+    const std::uint32_t p1 = min_u16x2<kIsa>(l0, l1), q1 = min_u16x2<kIsa>(l2, l3);
     const std::uint32_t p2 = min3_u16x2<kIsa>(l0 + l1, s0, s1);
+    const std::uint32_t q2 = min3_u16x2<kIsa>(l2 + l3, s2, s3);
     const std::uint32_t p3 = add_min_u16x2<kIsa>(s0, l1, s1 + l0);
-    const std::uint32_t p4 = s0 + s1;
-    // r_k: from pairs 0 to 2.
-    const std::uint32_t r2 = min3_u16x2<kIsa>(p2, s2, p1 + l2);
-    const std::uint32_t r3 = add_min_u16x2<kIsa>(p2, l2, add_min_u16x2<kIsa>(p1, s2, p3));
-    const std::uint32_t r4 = add_min_u16x2<kIsa>(p3, l2, add_min_u16x2<kIsa>(p2, s2, p4));
-    // The 4 smallest of all four pairs.
-    const std::uint32_t smallest4 = add_min_u16x2<kIsa>(r3, l3, add_min_u16x2<kIsa>(r2, s3, r4));
+    const std::uint32_t q3 = add_min_u16x2<kIsa>(s2, l3, s3 + l2);
+    // The 4 smallest: min over k of p_k + q_(4-k).
+    const std::uint32_t smallest4 =
+        min3_u16x2<kIsa>(p2 + q2, p3 + q1, min3_u16x2<kIsa>(s0 + s1, s2 + s3, p1 + q3));
     acc.doubled = add_doubled_lanes<kIsa>(smallest4, acc.doubled);
   }
   KBENCH_HOST_DEVICE static float finish(const Acc& acc, std::uint32_t query_total,
