@@ -260,7 +260,7 @@ void run(kbench::ShardGroup& group, Options& options, Clock::time_point launched
   // The other ranks keep their teardown (their GPUs' contexts and memory freed) until rank 0's
   // file is written: run beside the writing, it slows it.
   if (group.rank() != 0) {
-    group.all_true(true);
+    group.barrier();
     return;
   }
 
@@ -286,7 +286,7 @@ void run(kbench::ShardGroup& group, Options& options, Clock::time_point launched
   }
   kbench::write_and_commit(pending);
   const Clock::time_point written = Clock::now();
-  group.all_true(true);
+  group.barrier();
   int accepted = 0;
   for (const auto& n : result.neighbours) accepted += kbench::ratio_accepted(n, ratio);
   if (options.run.verbose) {
@@ -475,7 +475,7 @@ int main(int argc, char** argv) {
       [&] {
         kokkos = std::make_unique<kbench::KokkosRuntime>(kokkos_argc, kokkos_argv.data());
         make_other_gpus_ready(options.shard);
-        group->all_true(true);  // every rank ready: the ranks start together
+        group->barrier();  // every rank ready: the ranks start together
         run(*group, options, launched);
         return 0;
       },

@@ -40,6 +40,7 @@ class MpiShardGroup : public ShardGroup {
   void broadcast(DescriptorSet& set) override;
   void broadcast(std::int64_t& value) override;
   bool all_true(bool mine) override;
+  void barrier() override;
   // MPI_Reduce with a commutative operation that keeps the two smallest keys: the smallest two
   // of a set do not depend on the order it is merged in, so any rank count gives the same bits.
   void reduce_top2(std::vector<Top2>& top2) override;

@@ -156,6 +156,8 @@ class ShardGroup {
   virtual void broadcast(std::int64_t& /*value*/) {}
   // Whether `mine` is true on every rank, on every rank.
   virtual bool all_true(bool mine) { return mine; }
+  // Returns once every rank has called it.
+  virtual void barrier() {}
   // On rank 0: per query, the smallest two of every rank's candidates.
   virtual void reduce_top2(std::vector<Top2>& /*top2*/) {}
   // On rank 0: the queries × database matrix from every rank's block of columns `shard`

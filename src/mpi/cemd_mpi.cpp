@@ -135,6 +135,10 @@ bool MpiShardGroup::all_true(bool mine) {
   return all != 0;
 }
 
+void MpiShardGroup::barrier() {
+  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+}
+
 void MpiShardGroup::reduce_top2(std::vector<Top2>& top2) {
   const int count = int(top2.size());
   if (rank_ == 0) {
