@@ -39,9 +39,6 @@ KBENCH_HOST_DEVICE std::uint32_t pack16(std::uint32_t low, std::uint32_t high) {
 KBENCH_HOST_DEVICE std::uint32_t lesser(std::uint32_t a, std::uint32_t b) {
   return a < b ? a : b;
 }
-KBENCH_HOST_DEVICE std::uint32_t greater(std::uint32_t a, std::uint32_t b) {
-  return a < b ? b : a;
-}
 
 // Per lane min(a + b, c), the sum taken modulo 2^16.
 template <Isa kIsa>
@@ -53,30 +50,12 @@ KBENCH_HOST_DEVICE std::uint32_t add_min_u16x2(std::uint32_t a, std::uint32_t b,
                 lesser(low16(high16(a) + high16(b)), high16(c)));
 }
 
-// Per lane max(a + b, c), the sum taken modulo 2^16.
-template <Isa kIsa>
-KBENCH_HOST_DEVICE std::uint32_t add_max_u16x2(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (kIsa == Isa::tuned) return __viaddmax_u16x2(a, b, c);
-#endif
-  return pack16(greater(low16(low16(a) + low16(b)), low16(c)),
-                greater(low16(high16(a) + high16(b)), high16(c)));
-}
-
 template <Isa kIsa>
 KBENCH_HOST_DEVICE std::uint32_t min_u16x2(std::uint32_t a, std::uint32_t b) {
 #if defined(__CUDA_ARCH__)
   if constexpr (kIsa == Isa::tuned) return __vminu2(a, b);
 #endif
   return pack16(lesser(low16(a), low16(b)), lesser(high16(a), high16(b)));
-}
-
-template <Isa kIsa>
-KBENCH_HOST_DEVICE std::uint32_t max_u16x2(std::uint32_t a, std::uint32_t b) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (kIsa == Isa::tuned) return __vmaxu2(a, b);
-#endif
-  return pack16(greater(low16(a), low16(b)), greater(high16(a), high16(b)));
 }
 
 template <Isa kIsa>
