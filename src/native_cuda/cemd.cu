@@ -540,12 +540,6 @@ using FinalShapeOf = typename FinalShape<Metric>::type;
 template <class Metric>
 constexpr int kStagedUnits = kRowUnits<Metric> | 1;
 
-template <class Metric, class Tile>
-constexpr std::size_t final_shared_bytes() {
-  return std::size_t(Tile::block_queries + 2 * Tile::tile_rows) * kStagedUnits<Metric> *
-         sizeof(uint4);
-}
-
 struct FinalArgs {
   const uint4* queries;  // prepared
   int query_count;
@@ -591,34 +585,22 @@ __device__ __forceinline__ void stage_row_tile(uint4* buffer, const uint4* datab
   }
 }
 
-// A step of the double-buffered walk over row tiles: the tile from `next` staging into the other
-// buffer, everything staged before it landed and visible to the whole block.
-template <class Metric, class Tile>
-__device__ __forceinline__ void advance_row_tiles(uint4* other_buffer, const uint4* database,
-                                                  int next, int end) {
-  stage_row_tile<Metric, Tile>(other_buffer, database, next, end);
-  __pipeline_commit();
-  __pipeline_wait_prior(1);  // everything but the next tile has landed
-  __syncthreads();
-}
-
 // A split's row tiles, double-buffered: tile n of the walk lands in buffer n % 2 while tile n − 1
-// is read. Rows are staged as they lie in memory (kStagedUnits = kRowUnits), so on sm_90 thread 0
-// stages a tile with one bulk copy (the tensor memory accelerator) that completes on the buffer's
-// "full" mbarrier, once every warp has arrived on its "empty" one after reading the tile before:
-// the other threads spend no instructions on staging, and the warps meet at no block barrier.
-// Rows past the end keep an earlier tile's rows or zeros (their distances are dropped). Elsewhere
-// every thread copies its share with cp.async (stage_row_tile, rows past the end zeros) and the
-// block meets at barriers. The shared memory is the two buffers, then one 16-byte unit for each
-// pair of barriers.
+// is read. Where rows are staged as they lie in memory (kStagedUnits = kRowUnits) on sm_90,
+// thread 0 stages a tile with one bulk copy (the tensor memory accelerator) that completes on the
+// buffer's "full" mbarrier, once every warp has arrived on its "empty" one after reading the tile
+// before: the other threads spend no instructions on staging, and the warps meet at no block
+// barrier. Rows past the end keep an earlier tile's rows or zeros (their distances are dropped).
+// Elsewhere (padded rows, older GPUs) every thread copies its share with cp.async
+// (stage_row_tile, rows past the end zeros) and the block meets at barriers. The shared memory is
+// the two buffers, then one 16-byte unit for each pair of barriers.
 template <class Metric, class Tile>
 class RowTileWalk {
  public:
-  static constexpr int kUnits = kRowUnits<Metric>;
-  static_assert(kStagedUnits<Metric> == kUnits, "rows staged as they lie in memory");
-  static constexpr int kBufferUnits = Tile::tile_rows * kUnits;
+  static constexpr int kUnits = kRowUnits<Metric>, kStaged = kStagedUnits<Metric>;
+  static constexpr bool kBulk = kStaged == kUnits;  // and sm_90: the #if around each use
+  static constexpr int kBufferUnits = Tile::tile_rows * kStaged;
   static constexpr int kSharedUnits = 2 * kBufferUnits + 2;
-  static constexpr int kWarps = Tile::threads / kWarpSize;
 
   __device__ explicit RowTileWalk(uint4* shared)
       : buffers_(shared), barriers_(reinterpret_cast<std::uint64_t*>(shared + 2 * kBufferUnits)) {}
@@ -628,62 +610,68 @@ class RowTileWalk {
   // Zero buffers and the barriers; the block must meet at a __syncthreads() before the first stage.
   __device__ void init() {
 #if __CUDA_ARCH__ >= 900
-    for (int u = threadIdx.x; u < 2 * kBufferUnits; u += Tile::threads) {
-      buffers_[u] = make_uint4(0, 0, 0, 0);
-    }
-    // The zeros and the barriers before any bulk copy writes over them or completes on them.
-    if (threadIdx.x == 0) {
-      for (int b = 0; b < 2; ++b) {
-        bulk_copy::init(full(b), 1);
-        bulk_copy::init(empty(b), kWarps);
+    if constexpr (kBulk) {
+      for (int u = threadIdx.x; u < 2 * kBufferUnits; u += Tile::threads) {
+        buffers_[u] = make_uint4(0, 0, 0, 0);
       }
+      // The zeros and the barriers before any bulk copy writes over them or completes on them.
+      if (threadIdx.x == 0) {
+        for (int b = 0; b < 2; ++b) {
+          bulk_copy::init(full(b), 1);
+          bulk_copy::init(empty(b), Tile::threads / kWarpSize);  // every warp releases
+        }
+      }
+      bulk_copy::fence_before_copies();
     }
-    bulk_copy::fence_before_copies();
 #endif
   }
 
   // Tile n: the rows from `first` (up to `end`) into buffer n % 2; nothing when first ≥ end.
   __device__ void stage(int n, const uint4* database, int first, int end) {
 #if __CUDA_ARCH__ >= 900
-    if (threadIdx.x == 0 && first < end) {
-      if (n >= 2) bulk_copy::wait_phase(empty(n % 2), (n - 2) / 2 % 2);  // tile n − 2 read
-      const std::uint32_t bytes = min(Tile::tile_rows, end - first) * kUnits * sizeof(uint4);
-      bulk_copy::arrive_expecting(full(n % 2), bytes);
-      bulk_copy::copy_to_shared(buffer(n), database + std::size_t(first) * kUnits, bytes,
-                                full(n % 2));
+    if constexpr (kBulk) {
+      if (threadIdx.x == 0 && first < end) {
+        if (n >= 2) bulk_copy::wait_phase(empty(n % 2), (n - 2) / 2 % 2);  // tile n − 2 read
+        const std::uint32_t bytes = min(Tile::tile_rows, end - first) * kUnits * sizeof(uint4);
+        bulk_copy::arrive_expecting(full(n % 2), bytes);
+        bulk_copy::copy_to_shared(buffer(n), database + std::size_t(first) * kUnits, bytes,
+                                  full(n % 2));
+      }
+      __syncwarp();
+      return;
     }
-    __syncwarp();
-#else
+#endif
     stage_row_tile<Metric, Tile>(buffer(n), database, first, end);
     __pipeline_commit();
-#endif
   }
 
   // Until tile n has landed and is visible to the whole block.
   __device__ void wait(int n) const {
 #if __CUDA_ARCH__ >= 900
-    bulk_copy::wait_phase(full(n % 2), n / 2 % 2);
-#else
+    if constexpr (kBulk) {
+      bulk_copy::wait_phase(full(n % 2), n / 2 % 2);
+      return;
+    }
+#endif
     __pipeline_wait_prior(1);  // everything but the tile after it has landed
     __syncthreads();
-#endif
   }
 
   // The calling warp has read tile n: its buffer may be staged again.
   __device__ void release(int n) const {
 #if __CUDA_ARCH__ >= 900
-    __syncwarp();
-    if (threadIdx.x % kWarpSize == 0) bulk_copy::arrive(empty(n % 2));
-#else
-    __syncthreads();
+    if constexpr (kBulk) {
+      __syncwarp();
+      if (threadIdx.x % kWarpSize == 0) bulk_copy::arrive(empty(n % 2));
+      return;
+    }
 #endif
+    __syncthreads();
   }
 
   // Nothing left in flight at the kernel's end.
   __device__ void finish() const {
-#if __CUDA_ARCH__ < 900
     __pipeline_wait_prior(0);
-#endif
   }
 
  private:
@@ -702,11 +690,10 @@ template <class Metric, class Tile, bool kAllPairs>
 __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) final_kernel(FinalArgs a) {
   constexpr int kQ = Tile::queries, kR = Tile::rows, kStaged = kStagedUnits<Metric>;
   extern __shared__ uint4 staged[];
+  // The block's queries, then the walk's two row tiles: the one being read and the one being
+  // filled.
   uint4* const query_tile = staged;
-  // Two row tiles after the queries: the one being read and the one being filled.
-  const auto row_tile = [&](int buffer) {
-    return staged + (Tile::block_queries + buffer * Tile::tile_rows) * kStaged;
-  };
+  RowTileWalk<Metric, Tile> walk(staged + Tile::block_queries * kStaged);
 
   const int row_lane = threadIdx.x % Tile::row_lanes;  // warps hold whole groups of 8 lanes
   const int group = threadIdx.x / Tile::row_lanes;     // query group of the block
@@ -716,8 +703,11 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) final_kernel(
 
   stage_rows<Metric, Tile, Tile::block_queries>(
       query_tile, a.queries + std::size_t(q0) * kRowUnits<Metric>, a.query_count - q0);
-  stage_row_tile<Metric, Tile>(row_tile(0), a.database, begin, end);
   __pipeline_commit();
+  walk.init();
+  __pipeline_wait_prior(0);
+  __syncthreads();  // the queries, and the walk's buffers and barriers
+  walk.stage(0, a.database, begin, end);
 
   int query[kQ];
   std::uint32_t query_extra[kQ];
@@ -732,11 +722,12 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) final_kernel(
   }
   LocalTop2 top[kQ];
 
-  int buffer = 0;
-  for (int tile = begin; tile < end; tile += Tile::tile_rows, buffer ^= 1) {
-    advance_row_tiles<Metric, Tile>(row_tile(buffer ^ 1), a.database, tile + Tile::tile_rows, end);
+  int n = 0;  // the walk's tile
+  for (int tile = begin; tile < end; tile += Tile::tile_rows, ++n) {
+    walk.stage(n + 1, a.database, tile + Tile::tile_rows, end);
+    walk.wait(n);
 
-    const uint4* const rows = row_tile(buffer);
+    const uint4* const rows = walk.buffer(n);
     typename Metric::Acc acc[kQ][kR];
 #pragma unroll
     for (int j = 0; j < kQ; ++j) {
@@ -782,6 +773,7 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) final_kernel(
         }
       }
     }
+    walk.release(n);
     if constexpr (!kAllPairs) {
       // Rows past the end are at +inf and never inserted; most tiles bring nothing closer.
 #pragma unroll
@@ -797,9 +789,8 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) final_kernel(
         }
       }
     }
-    __syncthreads();  // the tile is read before the next iteration restages its buffer
   }
-  __pipeline_wait_prior(0);  // nothing left in flight (the queries, when the split was empty)
+  walk.finish();
 
   if constexpr (!kAllPairs) {
 #pragma unroll
@@ -834,7 +825,11 @@ template <class RowMetric, class Tile = FinalShapeOf<RowMetric>>
 struct FinalKernels : TileSplits<Tile> {
   using Metric = RowMetric;
   using TileSplits<Tile>::query_tiles;
-  static constexpr std::size_t kSharedBytes = final_shared_bytes<Metric, Tile>();
+  // The block's queries and the row tiles' walk.
+  static constexpr std::size_t kSharedBytes =
+      (std::size_t(Tile::block_queries) * kStagedUnits<Metric> +
+       RowTileWalk<Metric, Tile>::kSharedUnits) *
+      sizeof(uint4);
 
   // Opts the kernels into their shared memory and returns how many blocks stay resident.
   static long long configure() {
@@ -1654,6 +1649,7 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kern
   using Pairs = StagedQueryPairs<Tile>;
   constexpr int kStaged = kStagedUnits<Metric>, kRowCellUnits = Metric::kSlots / 4;
   using Walk = RowTileWalk<Metric, Tile>;
+  static_assert(Walk::kBulk, "rows staged as they lie in memory, one bulk copy a tile");
   extern __shared__ uint4 staged[];
   uint4* const query_pairs = staged;
   Walk walk(staged + Pairs::kUnits);
