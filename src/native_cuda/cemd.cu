@@ -22,6 +22,7 @@
 #include <limits>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -753,25 +754,35 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) final_kernel(
       }
     }
 
+    // The distances, +inf for rows past the end; a tile that ends before `end` (all but a split's
+    // last) skips the test.
     float distance[kQ][kR];
+    const auto finish_tile = [&](auto whole_tile) {
 #pragma unroll
-    for (int k = 0; k < kR; ++k) {
-      const int local = row_lane + k * Tile::row_lanes;
-      const bool present = tile + local < end;
-      const std::uint32_t row_extra = Metric::kExtraWord >= 0
-                                          ? reinterpret_cast<const std::uint32_t*>(
-                                                rows + local * kStaged)[max(Metric::kExtraWord, 0)]
-                                          : 0;
+      for (int k = 0; k < kR; ++k) {
+        const int local = row_lane + k * Tile::row_lanes;
+        const bool present = decltype(whole_tile)::value || tile + local < end;
+        const std::uint32_t row_extra =
+            Metric::kExtraWord >= 0 ? reinterpret_cast<const std::uint32_t*>(
+                                          rows + local * kStaged)[max(Metric::kExtraWord, 0)]
+                                    : 0;
 #pragma unroll
-      for (int j = 0; j < kQ; ++j) {
-        distance[j][k] = present ? Metric::finish(acc[j][k], query_extra[j], row_extra) : INFINITY;
-        if constexpr (kAllPairs) {
-          if (present && query[j] < a.query_count) {
-            a.matrix[std::size_t(query[j]) * a.matrix_columns + a.index_offset + tile + local] =
-                distance[j][k];
+        for (int j = 0; j < kQ; ++j) {
+          distance[j][k] =
+              present ? Metric::finish(acc[j][k], query_extra[j], row_extra) : INFINITY;
+          if constexpr (kAllPairs) {
+            if (present && query[j] < a.query_count) {
+              a.matrix[std::size_t(query[j]) * a.matrix_columns + a.index_offset + tile + local] =
+                  distance[j][k];
+            }
           }
         }
       }
+    };
+    if (tile + Tile::tile_rows <= end) {
+      finish_tile(std::true_type{});
+    } else {
+      finish_tile(std::false_type{});
     }
     walk.release(n);
     if constexpr (!kAllPairs) {

@@ -561,21 +561,30 @@ KOKKOS_INLINE_FUNCTION void compare_slot(const SlotArgs& a, const Bytes16* rows,
     query_extra[j] =
         Metric::kExtraWord >= 0 ? query_row[j][kExtraWord / 4].word[kExtraWord % 4] : 0;
   }
+  // The distances, +inf for rows past the end; a tile that ends before `end` (all but a split's
+  // last) skips the test.
   float distance[kQ][kR];
-  KBENCH_UNROLL
-  for (int k = 0; k < kR; ++k) {
-    const int local = row_lane + k * kRowLanes;
-    const bool present = tile + local < end;
-    const std::uint32_t row_extra =
-        Metric::kExtraWord >= 0 ? rows[local * kStaged + kExtraWord / 4].word[kExtraWord % 4] : 0;
+  const auto finish_tile = [&](auto whole_tile) {
     KBENCH_UNROLL
-    for (int j = 0; j < kQ; ++j) {
-      distance[j][k] = present ? Metric::finish(acc[j][k], query_extra[j], row_extra) : INFINITY;
-      if constexpr (kAllPairs) {
-        if (present && query[j] < a.n)
-          a.matrix[std::size_t(query[j]) * a.matrix_columns + tile + local] = distance[j][k];
+    for (int k = 0; k < kR; ++k) {
+      const int local = row_lane + k * kRowLanes;
+      const bool present = decltype(whole_tile)::value || tile + local < end;
+      const std::uint32_t row_extra =
+          Metric::kExtraWord >= 0 ? rows[local * kStaged + kExtraWord / 4].word[kExtraWord % 4] : 0;
+      KBENCH_UNROLL
+      for (int j = 0; j < kQ; ++j) {
+        distance[j][k] = present ? Metric::finish(acc[j][k], query_extra[j], row_extra) : INFINITY;
+        if constexpr (kAllPairs) {
+          if (present && query[j] < a.n)
+            a.matrix[std::size_t(query[j]) * a.matrix_columns + tile + local] = distance[j][k];
+        }
       }
     }
+  };
+  if (tile + kR * kRowLanes <= end) {
+    finish_tile(std::true_type{});
+  } else {
+    finish_tile(std::false_type{});
   }
   if constexpr (!kAllPairs) {
     // Most tiles bring nothing closer than the slot's second; rows past the end are skipped.
