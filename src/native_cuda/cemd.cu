@@ -63,12 +63,14 @@ __device__ void atomic_top2_insert(Key* slots, Key key) {
 }
 
 // One thread's nearest two of the rows it visits in increasing index order: a later row with an
-// equal distance never displaces an earlier one, as cemd_key() order wants.
+// equal distance never displaces an earlier one, as cemd_key() order wants. Distances of the
+// metric's Distance type; an absent one is never inserted.
+template <class Distance = float>
 struct LocalTop2 {
-  float best = INFINITY, second = INFINITY;
+  Distance best = absent_distance<Distance>(), second = absent_distance<Distance>();
   int best_index = -1, second_index = -1;
 
-  __device__ __forceinline__ void insert(float distance, int index) {
+  __device__ __forceinline__ void insert(Distance distance, int index) {
     if (distance < second) {
       if (distance < best) {
         second = best;
@@ -83,11 +85,21 @@ struct LocalTop2 {
   }
   __device__ Top2 keys() const {
     Top2 t;
-    if (best_index >= 0) t.best = cemd_key(best, std::uint32_t(best_index));
-    if (second_index >= 0) t.second = cemd_key(second, std::uint32_t(second_index));
+    if (best_index >= 0) t.best = cemd_key(float(best), std::uint32_t(best_index));
+    if (second_index >= 0) t.second = cemd_key(float(second), std::uint32_t(second_index));
     return t;
   }
 };
+
+// The least `value` of `lanes` neighbouring lanes (a power of two ≤ 32), in all of them. Every
+// lane of the warp must call it.
+template <class T>
+__device__ __forceinline__ T lanes_min(T value, int lanes) {
+  for (int offset = 1; offset < lanes; offset *= 2) {
+    value = min(value, __shfl_xor_sync(kFullWarp, value, offset));
+  }
+  return value;
+}
 
 // Merges the top-2 of `lanes` neighbouring lanes (a power of two ≤ 32) into all of them. Every
 // lane of the warp must call it.
@@ -297,7 +309,7 @@ __device__ void pair_tile_kernel_body(const PairTileArgs& a, Distance distance_o
   const int begin = blockIdx.y * a.rows_per_split;
   const int end = min(a.database_count, begin + a.rows_per_split);
   query_mass[y][x] = stage_pair_cell(queries, a.queries, q0, a.query_count - q0);
-  LocalTop2 top;
+  LocalTop2<> top;
   for (int tile = begin; tile < end; tile += kPairTile) {
     __syncthreads();  // the previous tile is no longer read
     row_mass[y][x] = stage_pair_cell(rows, a.database, tile, end - tile);
@@ -721,7 +733,12 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) final_kernel(
                   a.queries)[std::size_t(query[j]) * Metric::kRowWords + max(Metric::kExtraWord, 0)]
             : 0;
   }
-  LocalTop2 top[kQ];
+  LocalTop2<typename Metric::Distance> top[kQ];
+  // Per query, the least second nearest of its row lanes: a row farther than that has two nearer
+  // ones, and no lane needs to look at it (one at that distance may still win on its index).
+  typename Metric::Distance bound[kQ];
+#pragma unroll
+  for (int j = 0; j < kQ; ++j) bound[j] = absent_distance<typename Metric::Distance>();
 
   int n = 0;  // the walk's tile
   for (int tile = begin; tile < end; tile += Tile::tile_rows, ++n) {
@@ -754,9 +771,10 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) final_kernel(
       }
     }
 
-    // The distances, +inf for rows past the end; a tile that ends before `end` (all but a split's
-    // last) skips the test.
-    float distance[kQ][kR];
+    // The distances, absent for rows past the end; a tile that ends before `end` (all but a
+    // split's last) skips the test.
+    using Distance = typename Metric::Distance;
+    Distance distance[kQ][kR];
     const auto finish_tile = [&](auto whole_tile) {
 #pragma unroll
       for (int k = 0; k < kR; ++k) {
@@ -768,12 +786,12 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) final_kernel(
                                     : 0;
 #pragma unroll
         for (int j = 0; j < kQ; ++j) {
-          distance[j][k] =
-              present ? Metric::finish(acc[j][k], query_extra[j], row_extra) : INFINITY;
+          distance[j][k] = present ? Metric::finish(acc[j][k], query_extra[j], row_extra)
+                                   : absent_distance<Distance>();
           if constexpr (kAllPairs) {
             if (present && query[j] < a.query_count) {
               a.matrix[std::size_t(query[j]) * a.matrix_columns + a.index_offset + tile + local] =
-                  distance[j][k];
+                  float(distance[j][k]);
             }
           }
         }
@@ -786,18 +804,25 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) final_kernel(
     }
     walk.release(n);
     if constexpr (!kAllPairs) {
-      // Rows past the end are at +inf and never inserted; most tiles bring nothing closer.
+      // Rows past the end are absent and never inserted; most tiles bring nothing within the
+      // bound, and then the lanes keep it.
+      bool inserted = false;
 #pragma unroll
       for (int j = 0; j < kQ; ++j) {
-        float lowest = distance[j][0];
+        Distance lowest = distance[j][0];
 #pragma unroll
-        for (int k = 1; k < kR; ++k) lowest = fminf(lowest, distance[j][k]);
-        if (lowest < top[j].second) {
+        for (int k = 1; k < kR; ++k) lowest = distance_min<Isa::tuned>(lowest, distance[j][k]);
+        if (!(bound[j] < lowest)) {
+          inserted = true;
 #pragma unroll
           for (int k = 0; k < kR; ++k) {
             top[j].insert(distance[j][k], a.index_offset + tile + row_lane + k * Tile::row_lanes);
           }
         }
+      }
+      if (__any_sync(kFullWarp, inserted)) {
+#pragma unroll
+        for (int j = 0; j < kQ; ++j) bound[j] = lanes_min(top[j].second, Tile::row_lanes);
       }
     }
   }
@@ -1685,11 +1710,11 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) half_mma_kern
 
   // Query tile i, rows g (h 0) and g + 8 (h 1); assigned, as tensor_kernel's are: nvcc 13 dropped
   // the member initialisers of all but the first row of such an array there.
-  LocalTop2 top[kQT][2];
+  LocalTop2<> top[kQT][2];
 #pragma unroll
   for (int i = 0; i < kQT; ++i) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) top[i][h] = LocalTop2{};
+    for (int h = 0; h < 2; ++h) top[i][h] = LocalTop2<>{};
   }
 
   int n = 0;  // the walk's tile

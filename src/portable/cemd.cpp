@@ -446,10 +446,26 @@ template <class Metric>
 constexpr int kRowUnits = Metric::kRowWords / 4;
 template <class Metric>
 constexpr int kStagedUnits = kRowUnits<Metric> | 1;
-// Two staged tiles: the one being compared and the one being filled.
+// Two staged tiles: the one being compared and the one being filled; then the slots' bounds.
+template <class Exec, class Metric>
+constexpr std::size_t tiled_tiles_bytes() {
+  return 2 * tile_rows<Exec, Metric>() * kStagedUnits<Metric> * sizeof(Bytes16);
+}
+// Each slot's second nearest distance per query (+inf while it has none), written after a tile
+// and read after the next barrier: the least of a query's row lanes is a bound above which a row
+// has two nearer ones and need not be offered. Two copies, by tile parity, so that a tile's reads
+// and the next tile's writes never meet; [copy][query group][query][row lane], so that a query's
+// lanes are two 16-byte units.
+constexpr int kBoundsPerCopy = kTeamSlots * kSlotQueries;
 template <class Exec, class Metric>
 constexpr std::size_t tiled_scratch_bytes() {
-  return 2 * tile_rows<Exec, Metric>() * kStagedUnits<Metric> * sizeof(Bytes16);
+  return tiled_tiles_bytes<Exec, Metric>() + 2 * kBoundsPerCopy * sizeof(float);
+}
+KOKKOS_INLINE_FUNCTION int bound_at(int copy, int group, int j, int row_lane) {
+  return ((copy * kQueryGroups + group) * kSlotQueries + j) * kRowLanes + row_lane;
+}
+KOKKOS_INLINE_FUNCTION float second_distance(const Top2& t) {
+  return t.second == kNoCemdKey ? INFINITY : cemd_key_distance(t.second);
 }
 
 KOKKOS_INLINE_FUNCTION PreparedChunk load_chunk(const Bytes16* at) {
@@ -520,7 +536,8 @@ struct SlotArgs {
 // the nearest-two offers or matrix writes they make.
 template <class Metric, int kR, bool kAllPairs, Isa kIsa>
 KOKKOS_INLINE_FUNCTION void compare_slot(const SlotArgs& a, const Bytes16* rows, int tile, int end,
-                                         int q0, int slot, Top2 (&top)[kSlotQueries]) {
+                                         int q0, int slot, Top2 (&top)[kSlotQueries],
+                                         const float (&bound)[kSlotQueries]) {
   constexpr int kQ = kSlotQueries, kUnits = kRowUnits<Metric>;
   constexpr int kStaged = kStagedUnits<Metric>;
   const int row_lane = slot % kRowLanes, group = slot / kRowLanes;
@@ -561,9 +578,10 @@ KOKKOS_INLINE_FUNCTION void compare_slot(const SlotArgs& a, const Bytes16* rows,
     query_extra[j] =
         Metric::kExtraWord >= 0 ? query_row[j][kExtraWord / 4].word[kExtraWord % 4] : 0;
   }
-  // The distances, +inf for rows past the end; a tile that ends before `end` (all but a split's
-  // last) skips the test.
-  float distance[kQ][kR];
+  // The distances, absent for rows past the end; a tile that ends before `end` (all but a
+  // split's last) skips the test.
+  using Distance = typename Metric::Distance;
+  Distance distance[kQ][kR];
   const auto finish_tile = [&](auto whole_tile) {
     KBENCH_UNROLL
     for (int k = 0; k < kR; ++k) {
@@ -573,10 +591,12 @@ KOKKOS_INLINE_FUNCTION void compare_slot(const SlotArgs& a, const Bytes16* rows,
           Metric::kExtraWord >= 0 ? rows[local * kStaged + kExtraWord / 4].word[kExtraWord % 4] : 0;
       KBENCH_UNROLL
       for (int j = 0; j < kQ; ++j) {
-        distance[j][k] = present ? Metric::finish(acc[j][k], query_extra[j], row_extra) : INFINITY;
+        distance[j][k] = present ? Metric::finish(acc[j][k], query_extra[j], row_extra)
+                                 : absent_distance<Distance>();
         if constexpr (kAllPairs) {
           if (present && query[j] < a.n)
-            a.matrix[std::size_t(query[j]) * a.matrix_columns + tile + local] = distance[j][k];
+            a.matrix[std::size_t(query[j]) * a.matrix_columns + tile + local] =
+                float(distance[j][k]);
         }
       }
     }
@@ -587,17 +607,17 @@ KOKKOS_INLINE_FUNCTION void compare_slot(const SlotArgs& a, const Bytes16* rows,
     finish_tile(std::false_type{});
   }
   if constexpr (!kAllPairs) {
-    // Most tiles bring nothing closer than the slot's second; rows past the end are skipped.
+    // Most tiles bring nothing within the bound; rows past the end are skipped.
     KBENCH_UNROLL
     for (int j = 0; j < kQ; ++j) {
-      float lowest = distance[j][0];
+      Distance lowest = distance[j][0];
       KBENCH_UNROLL
-      for (int k = 1; k < kR; ++k) lowest = float_min<kIsa>(lowest, distance[j][k]);
-      if (!(lowest > cemd_key_distance(top[j].second))) {
+      for (int k = 1; k < kR; ++k) lowest = distance_min<kIsa>(lowest, distance[j][k]);
+      if (!(float(lowest) > bound[j])) {
         KBENCH_UNROLL
         for (int k = 0; k < kR; ++k) {
           const int row = tile + row_lane + k * kRowLanes;
-          if (row < end) top2_offer(top[j], distance[j][k], std::uint32_t(row));
+          if (row < end) top2_offer(top[j], float(distance[j][k]), std::uint32_t(row));
         }
       }
     }
@@ -613,7 +633,8 @@ void tiled_match(const Exec& exec, const TiledGeometry& g, const Prepared<Exec>&
   constexpr int kPad = kStaged - kUnits;
   constexpr int kSlotRows = slot_rows<Exec, Metric>(), kTile = tile_rows<Exec, Metric>();
   constexpr std::size_t kScratch = tiled_scratch_bytes<Exec, Metric>();
-  static_assert(kTeamSlots * kSlotQueries * sizeof(Top2) <= kScratch,
+  constexpr std::size_t kTilesBytes = tiled_tiles_bytes<Exec, Metric>();
+  static_assert(kTeamSlots * kSlotQueries * sizeof(Top2) <= kTilesBytes,
                 "the slots' top-2s fit where the tiles were");
   using Policy = Kokkos::TeamPolicy<Exec, Kokkos::LaunchBounds<kTeamSlots, Metric::kMinBlocks>>;
   using Team = typename Policy::member_type;
@@ -635,7 +656,16 @@ void tiled_match(const Exec& exec, const TiledGeometry& g, const Prepared<Exec>&
             e < present ? rows_in[std::size_t(first) * kUnits + e] : Bytes16{{0, 0, 0, 0}};
       });
     };
+    float* const bounds = reinterpret_cast<float*>(reinterpret_cast<char*>(staged) + kTilesBytes);
     Top2 top[kSlotsPerThread][kSlotQueries];
+    for (int s = 0; s < kSlotsPerThread; ++s) {
+      const int slot = team.team_rank() * kSlotsPerThread + s;
+      for (int copy = 0; copy < 2; ++copy) {
+        for (int j = 0; j < kSlotQueries; ++j) {
+          bounds[bound_at(copy, slot / kRowLanes, j, slot % kRowLanes)] = INFINITY;
+        }
+      }
+    }
     if (begin < end) stage(0, begin);
     team.team_barrier();
     int buffer = 0;
@@ -644,8 +674,36 @@ void tiled_match(const Exec& exec, const TiledGeometry& g, const Prepared<Exec>&
       if (tile + kTile < end) stage(buffer ^ 1, tile + kTile);
       const Bytes16* const rows = staged + buffer * kTile * kStaged;
       for (int s = 0; s < kSlotsPerThread; ++s) {
-        compare_slot<Metric, kSlotRows, kAllPairs, kIsa>(
-            args, rows, tile, end, q0, team.team_rank() * kSlotsPerThread + s, top[s]);
+        const int slot = team.team_rank() * kSlotsPerThread + s, group = slot / kRowLanes;
+        if (!kAllPairs) {
+          // The least second of the query's row lanes after the tile before.
+          float bound[kSlotQueries];
+          KBENCH_UNROLL
+          for (int j = 0; j < kSlotQueries; ++j) {
+            const Bytes16* const lanes =
+                reinterpret_cast<const Bytes16*>(bounds + bound_at(buffer ^ 1, group, j, 0));
+            float least = INFINITY;
+            KBENCH_UNROLL
+            for (int u = 0; u < kRowLanes / 4; ++u) {
+              const Bytes16 four = lanes[u];
+              KBENCH_UNROLL
+              for (int w = 0; w < 4; ++w) {
+                least = float_min<kIsa>(least, float_from_bits(four.word[w]));
+              }
+            }
+            bound[j] = least;
+          }
+          compare_slot<Metric, kSlotRows, kAllPairs, kIsa>(args, rows, tile, end, q0, slot, top[s],
+                                                           bound);
+          KBENCH_UNROLL
+          for (int j = 0; j < kSlotQueries; ++j) {
+            bounds[bound_at(buffer, group, j, slot % kRowLanes)] = second_distance(top[s][j]);
+          }
+        } else {
+          const float no_bound[kSlotQueries] = {};
+          compare_slot<Metric, kSlotRows, kAllPairs, kIsa>(args, rows, tile, end, q0, slot, top[s],
+                                                           no_bound);
+        }
       }
       team.team_barrier();
     }

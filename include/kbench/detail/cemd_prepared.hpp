@@ -11,10 +11,12 @@
 // their Isa on.
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "kbench/cemd.hpp"
 #include "kbench/detail/cemd_prefix.hpp"
@@ -130,6 +132,7 @@ struct PreparedNormalised {
   static constexpr int kChunks = kCemdCells;
   static constexpr int kCudaRowsPerThread = 4;
   static constexpr int kMinBlocks = 3;
+  using Distance = float;
   struct Acc {
     float sum;
   };
@@ -159,7 +162,7 @@ struct PreparedNormalised {
     }
     acc.sum += prefix_cell_term<DescriptorDistance::cemd_normalised, kIsa>(f, g);
   }
-  KBENCH_HOST_DEVICE static float finish(const Acc& acc, std::uint32_t, std::uint32_t) {
+  KBENCH_HOST_DEVICE static Distance finish(const Acc& acc, std::uint32_t, std::uint32_t) {
     return acc.sum;
   }
 };
@@ -185,6 +188,7 @@ struct PreparedRaw {
   static constexpr std::uint32_t kRowBias = kBias | (kBias << 16);
   // Σ_cells 4·kBias, doubled: the bias the 4 smallest carry, removed in finish().
   static constexpr int kDoubledMinimaBias = 2 * kCemdCells * 4 * int(kBias);
+  using Distance = int;  // exact
   struct Acc {
     std::uint32_t doubled;  // 2 · Σ 4 smallest
   };
@@ -234,11 +238,10 @@ struct PreparedRaw {
         min3_u16x2<kIsa>(p2 + q2, p3 + q1, min3_u16x2<kIsa>(s0 + s1, s2 + s3, p1 + q3));
     acc.doubled = add_doubled_lanes<kIsa>(smallest4, acc.doubled);
   }
-  KBENCH_HOST_DEVICE static float finish(const Acc& acc, std::uint32_t query_total,
-                                         std::uint32_t row_total) {
+  KBENCH_HOST_DEVICE static Distance finish(const Acc& acc, std::uint32_t query_total,
+                                            std::uint32_t row_total) {
     // Σ_cells (Σ_i D(i) − 2·Σ(4 smallest D)).
-    const int distance = int(query_total) - int(row_total) + kDoubledMinimaBias - int(acc.doubled);
-    return float(distance);
+    return int(query_total) - int(row_total) + kDoubledMinimaBias - int(acc.doubled);
   }
 };
 
@@ -260,6 +263,7 @@ struct PreparedL2 {
   static constexpr int kChunks = kExtraWord / kPreparedChunkWords;
   static constexpr int kCudaRowsPerThread = 8;
   static constexpr int kMinBlocks = 2;  // 3 would spill
+  using Distance = float;
   struct Acc {
     std::uint32_t dot;
   };
@@ -281,11 +285,32 @@ struct PreparedL2 {
     for (int i = 0; i < kPreparedChunkWords; ++i)
       acc.dot = packed::dot4_u8<kIsa>(q.w[i], r.w[i], acc.dot);
   }
-  KBENCH_HOST_DEVICE static float finish(const Acc& acc, std::uint32_t query_norm,
-                                         std::uint32_t row_norm) {
+  KBENCH_HOST_DEVICE static Distance finish(const Acc& acc, std::uint32_t query_norm,
+                                            std::uint32_t row_norm) {
     return std::sqrt(float(query_norm + row_norm - 2 * acc.dot));
   }
 };
+
+// A metric's finish() gives its Distance: a float, or an int where the distance is an exact
+// integer (raw), whose comparisons then need no conversion; it becomes a float where it is kept.
+// Rows past the end take absent_distance(), above every real one.
+template <class D>
+KBENCH_HOST_DEVICE constexpr D absent_distance() {
+  static_assert(std::is_same_v<D, int> || std::is_same_v<D, float>, "an int or float distance");
+  if constexpr (std::is_same_v<D, int>) {
+    return INT_MAX;
+  } else {
+    return INFINITY;
+  }
+}
+template <Isa kIsa, class D>
+KBENCH_HOST_DEVICE D distance_min(D a, D b) {
+  if constexpr (std::is_integral_v<D>) {
+    return a < b ? a : b;
+  } else {
+    return float_min<kIsa>(a, b);
+  }
+}
 
 // The metric of a distance.
 template <DescriptorDistance kDistance>
