@@ -91,16 +91,6 @@ struct LocalTop2 {
   }
 };
 
-// The least `value` of `lanes` neighbouring lanes (a power of two ≤ 32), in all of them. Every
-// lane of the warp must call it.
-template <class T>
-__device__ __forceinline__ T lanes_min(T value, int lanes) {
-  for (int offset = 1; offset < lanes; offset *= 2) {
-    value = min(value, __shfl_xor_sync(kFullWarp, value, offset));
-  }
-  return value;
-}
-
 // Merges the top-2 of `lanes` neighbouring lanes (a power of two ≤ 32) into all of them. Every
 // lane of the warp must call it.
 __device__ Top2 merge_lanes(Top2 t, int lanes) {
@@ -734,11 +724,6 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) final_kernel(
             : 0;
   }
   LocalTop2<typename Metric::Distance> top[kQ];
-  // Per query, the least second nearest of its row lanes: a row farther than that has two nearer
-  // ones, and no lane needs to look at it (one at that distance may still win on its index).
-  typename Metric::Distance bound[kQ];
-#pragma unroll
-  for (int j = 0; j < kQ; ++j) bound[j] = absent_distance<typename Metric::Distance>();
 
   int n = 0;  // the walk's tile
   for (int tile = begin; tile < end; tile += Tile::tile_rows, ++n) {
@@ -804,25 +789,18 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) final_kernel(
     }
     walk.release(n);
     if constexpr (!kAllPairs) {
-      // Rows past the end are absent and never inserted; most tiles bring nothing within the
-      // bound, and then the lanes keep it.
-      bool inserted = false;
+      // Rows past the end are absent and never inserted; most tiles bring nothing closer.
 #pragma unroll
       for (int j = 0; j < kQ; ++j) {
         Distance lowest = distance[j][0];
 #pragma unroll
         for (int k = 1; k < kR; ++k) lowest = distance_min<Isa::tuned>(lowest, distance[j][k]);
-        if (!(bound[j] < lowest)) {
-          inserted = true;
+        if (lowest < top[j].second) {
 #pragma unroll
           for (int k = 0; k < kR; ++k) {
             top[j].insert(distance[j][k], a.index_offset + tile + row_lane + k * Tile::row_lanes);
           }
         }
-      }
-      if (__any_sync(kFullWarp, inserted)) {
-#pragma unroll
-        for (int j = 0; j < kQ; ++j) bound[j] = lanes_min(top[j].second, Tile::row_lanes);
       }
     }
   }
