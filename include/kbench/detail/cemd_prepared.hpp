@@ -186,7 +186,8 @@ struct PreparedRaw {
   static constexpr int kMinBlocks = 3;
   static constexpr std::uint32_t kBias = 2048;  // > 8·255, so D + kBias > 0
   static constexpr std::uint32_t kRowBias = kBias | (kBias << 16);
-  // Σ_cells 4·kBias, doubled: the bias the 4 smallest carry, removed in finish().
+  // Σ_cells 4·kBias, doubled: the bias the 4 smallest carry, which a database row's extra word
+  // takes back (finish()).
   static constexpr int kDoubledMinimaBias = 2 * kCemdCells * 4 * int(kBias);
   using Distance = int;  // exact
   struct Acc {
@@ -209,7 +210,7 @@ struct PreparedRaw {
         row[p * kCemdBins + i] = query_role ? lanes : kRowBias - lanes;
       }
     }
-    row[kExtraWord] = std::uint32_t(total);
+    row[kExtraWord] = std::uint32_t(query_role ? total : kDoubledMinimaBias - total);
     KBENCH_UNROLL
     for (int w = kExtraWord + 1; w < kRowWords; ++w) row[w] = 0;
   }
@@ -239,9 +240,10 @@ struct PreparedRaw {
     acc.doubled = add_doubled_lanes<kIsa>(smallest4, acc.doubled);
   }
   KBENCH_HOST_DEVICE static Distance finish(const Acc& acc, std::uint32_t query_total,
-                                            std::uint32_t row_total) {
-    // Σ_cells (Σ_i D(i) − 2·Σ(4 smallest D)).
-    return int(query_total) - int(row_total) + kDoubledMinimaBias - int(acc.doubled);
+                                            std::uint32_t row_extra) {
+    // Σ_cells (Σ_i D(i) − 2·Σ(4 smallest D)); a database row's extra word is the bias minus its
+    // total, so this is one 3-input add.
+    return int(query_total) + int(row_extra) - int(acc.doubled);
   }
 };
 
