@@ -453,13 +453,13 @@ constexpr std::size_t tiled_tiles_bytes() {
 }
 // Each slot's second nearest distance per query (+inf while it has none), written after a tile
 // and read after the next barrier: the least of a query's row lanes is a bound above which a row
-// has two nearer ones and need not be offered. Two copies, by tile parity, so that a tile's reads
-// and the next tile's writes never meet; [copy][query group][query][row lane], so that a query's
-// lanes are two 16-byte units.
+// has two nearer ones and need not be offered. Stored as bits, read as words four at a time. Two
+// copies, by tile parity, so that a tile's reads and the next tile's writes never meet;
+// [copy][query group][query][row lane], so that a query's lanes are two 16-byte units.
 constexpr int kBoundsPerCopy = kTeamSlots * kSlotQueries;
 template <class Exec, class Metric>
 constexpr std::size_t tiled_scratch_bytes() {
-  return tiled_tiles_bytes<Exec, Metric>() + 2 * kBoundsPerCopy * sizeof(float);
+  return tiled_tiles_bytes<Exec, Metric>() + 2 * kBoundsPerCopy * sizeof(std::uint32_t);
 }
 KOKKOS_INLINE_FUNCTION int bound_at(int copy, int group, int j, int row_lane) {
   return ((copy * kQueryGroups + group) * kSlotQueries + j) * kRowLanes + row_lane;
@@ -656,13 +656,14 @@ void tiled_match(const Exec& exec, const TiledGeometry& g, const Prepared<Exec>&
             e < present ? rows_in[std::size_t(first) * kUnits + e] : Bytes16{{0, 0, 0, 0}};
       });
     };
-    float* const bounds = reinterpret_cast<float*>(reinterpret_cast<char*>(staged) + kTilesBytes);
+    std::uint32_t* const bounds =
+        reinterpret_cast<std::uint32_t*>(reinterpret_cast<char*>(staged) + kTilesBytes);
     Top2 top[kSlotsPerThread][kSlotQueries];
     for (int s = 0; s < kSlotsPerThread; ++s) {
       const int slot = team.team_rank() * kSlotsPerThread + s;
       for (int copy = 0; copy < 2; ++copy) {
         for (int j = 0; j < kSlotQueries; ++j) {
-          bounds[bound_at(copy, slot / kRowLanes, j, slot % kRowLanes)] = INFINITY;
+          bounds[bound_at(copy, slot / kRowLanes, j, slot % kRowLanes)] = bits_of(INFINITY);
         }
       }
     }
@@ -697,7 +698,8 @@ void tiled_match(const Exec& exec, const TiledGeometry& g, const Prepared<Exec>&
                                                            bound);
           KBENCH_UNROLL
           for (int j = 0; j < kSlotQueries; ++j) {
-            bounds[bound_at(buffer, group, j, slot % kRowLanes)] = second_distance(top[s][j]);
+            bounds[bound_at(buffer, group, j, slot % kRowLanes)] =
+                bits_of(second_distance(top[s][j]));
           }
         } else {
           const float no_bound[kSlotQueries] = {};
