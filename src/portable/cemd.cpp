@@ -467,6 +467,20 @@ KOKKOS_INLINE_FUNCTION int bound_at(int copy, int group, int j, int row_lane) {
 KOKKOS_INLINE_FUNCTION float second_distance(const Top2& t) {
   return t.second == kNoCemdKey ? INFINITY : cemd_key_distance(t.second);
 }
+// The least second of query j's row lanes in group `group`, from copy `copy`.
+template <Isa kIsa>
+KOKKOS_INLINE_FUNCTION float lanes_bound(const std::uint32_t* bounds, int copy, int group, int j) {
+  const Bytes16* const lanes =
+      reinterpret_cast<const Bytes16*>(bounds + bound_at(copy, group, j, 0));
+  float least = INFINITY;
+  KBENCH_UNROLL
+  for (int u = 0; u < kRowLanes / 4; ++u) {
+    const Bytes16 four = lanes[u];
+    KBENCH_UNROLL
+    for (int w = 0; w < 4; ++w) least = float_min<kIsa>(least, float_from_bits(four.word[w]));
+  }
+  return least;
+}
 
 KOKKOS_INLINE_FUNCTION PreparedChunk load_chunk(const Bytes16* at) {
   const Bytes16 lo = at[0], hi = at[1];
@@ -659,12 +673,10 @@ void tiled_match(const Exec& exec, const TiledGeometry& g, const Prepared<Exec>&
     std::uint32_t* const bounds =
         reinterpret_cast<std::uint32_t*>(reinterpret_cast<char*>(staged) + kTilesBytes);
     Top2 top[kSlotsPerThread][kSlotQueries];
-    for (int s = 0; s < kSlotsPerThread; ++s) {
+    for (int s = 0; s < kSlotsPerThread; ++s) {  // the copy the first tile reads
       const int slot = team.team_rank() * kSlotsPerThread + s;
-      for (int copy = 0; copy < 2; ++copy) {
-        for (int j = 0; j < kSlotQueries; ++j) {
-          bounds[bound_at(copy, slot / kRowLanes, j, slot % kRowLanes)] = bits_of(INFINITY);
-        }
+      for (int j = 0; j < kSlotQueries; ++j) {
+        bounds[bound_at(1, slot / kRowLanes, j, slot % kRowLanes)] = bits_of(INFINITY);
       }
     }
     if (begin < end) stage(0, begin);
@@ -676,35 +688,20 @@ void tiled_match(const Exec& exec, const TiledGeometry& g, const Prepared<Exec>&
       const Bytes16* const rows = staged + buffer * kTile * kStaged;
       for (int s = 0; s < kSlotsPerThread; ++s) {
         const int slot = team.team_rank() * kSlotsPerThread + s, group = slot / kRowLanes;
-        if (!kAllPairs) {
-          // The least second of the query's row lanes after the tile before.
-          float bound[kSlotQueries];
-          KBENCH_UNROLL
-          for (int j = 0; j < kSlotQueries; ++j) {
-            const Bytes16* const lanes =
-                reinterpret_cast<const Bytes16*>(bounds + bound_at(buffer ^ 1, group, j, 0));
-            float least = INFINITY;
-            KBENCH_UNROLL
-            for (int u = 0; u < kRowLanes / 4; ++u) {
-              const Bytes16 four = lanes[u];
-              KBENCH_UNROLL
-              for (int w = 0; w < 4; ++w) {
-                least = float_min<kIsa>(least, float_from_bits(four.word[w]));
-              }
-            }
-            bound[j] = least;
-          }
-          compare_slot<Metric, kSlotRows, kAllPairs, kIsa>(args, rows, tile, end, q0, slot, top[s],
-                                                           bound);
-          KBENCH_UNROLL
-          for (int j = 0; j < kSlotQueries; ++j) {
+        // The query's lanes' bound after the tile before; this slot's after this tile.
+        float bound[kSlotQueries] = {};
+        KBENCH_UNROLL
+        for (int j = 0; j < kSlotQueries; ++j) {
+          if (!kAllPairs) bound[j] = lanes_bound<kIsa>(bounds, buffer ^ 1, group, j);
+        }
+        compare_slot<Metric, kSlotRows, kAllPairs, kIsa>(args, rows, tile, end, q0, slot, top[s],
+                                                         bound);
+        KBENCH_UNROLL
+        for (int j = 0; j < kSlotQueries; ++j) {
+          if (!kAllPairs) {
             bounds[bound_at(buffer, group, j, slot % kRowLanes)] =
                 bits_of(second_distance(top[s][j]));
           }
-        } else {
-          const float no_bound[kSlotQueries] = {};
-          compare_slot<Metric, kSlotRows, kAllPairs, kIsa>(args, rows, tile, end, q0, slot, top[s],
-                                                           no_bound);
         }
       }
       team.team_barrier();
