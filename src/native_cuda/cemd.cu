@@ -83,6 +83,38 @@ struct LocalTop2 {
       }
     }
   }
+  // Offers kRows rows of rising indices first_index + k · index_step. Only their two nearest can
+  // enter the list, so int distances go in as keys distance · 2^kSlotBits + k (equal distances
+  // keep the row order), and only the two least keys are inserted; absent rows' keys exceed every
+  // real one and decode to the absent distance. Float distances are offered one by one.
+  template <int kRows>
+  __device__ __forceinline__ void insert_rows(const Distance (&distance)[kRows], int first_index,
+                                              int index_step) {
+    if constexpr (std::is_same_v<Distance, int>) {
+      constexpr int kSlotBits = 32 - kIntDistanceBits;
+      static_assert(kRows <= 1 << kSlotBits, "a row's slot fits below the distance");
+      std::uint32_t key[kRows];
+#pragma unroll
+      for (int k = 0; k < kRows; ++k) key[k] = std::uint32_t(distance[k]) << kSlotBits | k;
+      std::uint32_t nearest = key[0];
+#pragma unroll
+      for (int k = 1; k < kRows; ++k) nearest = min(nearest, key[k]);
+      // Keys are distinct: shifted by −(nearest + 1) modulo 2^32, the nearest becomes the largest.
+      const std::uint32_t shift = ~nearest;
+      std::uint32_t next = key[0] + shift;
+#pragma unroll
+      for (int k = 1; k < kRows; ++k) next = min(next, key[k] + shift);
+      const auto insert_key = [&](std::uint32_t chosen) {
+        insert(int(chosen >> kSlotBits),
+               first_index + int(chosen & ((1u << kSlotBits) - 1)) * index_step);
+      };
+      insert_key(nearest);
+      insert_key(next - shift);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kRows; ++k) insert(distance[k], first_index + k * index_step);
+    }
+  }
   __device__ Top2 keys() const {
     Top2 t;
     if (best_index >= 0) t.best = cemd_key(float(best), std::uint32_t(best_index));
@@ -796,10 +828,7 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) final_kernel(
 #pragma unroll
         for (int k = 1; k < kR; ++k) lowest = distance_min<Isa::tuned>(lowest, distance[j][k]);
         if (lowest < top[j].second) {
-#pragma unroll
-          for (int k = 0; k < kR; ++k) {
-            top[j].insert(distance[j][k], a.index_offset + tile + row_lane + k * Tile::row_lanes);
-          }
+          top[j].insert_rows(distance[j], a.index_offset + tile + row_lane, Tile::row_lanes);
         }
       }
     }

@@ -294,13 +294,16 @@ struct PreparedL2 {
 };
 
 // A metric's finish() gives its Distance: a float, or an int where the distance is an exact
-// integer (raw), whose comparisons then need no conversion; it becomes a float where it is kept.
-// Rows past the end take absent_distance(), above every real one.
+// integer (raw, below 2^18: 16 cells of at most 8 · 2040), whose comparisons then need no
+// conversion; it becomes a float where it is kept. Rows past the end take absent_distance(),
+// above every real one; the int one leaves 4 bits free in 32 (kIntDistanceBits), so a distance
+// and a row's slot share one key (LocalTop2).
+constexpr int kIntDistanceBits = 28;
 template <class D>
 KBENCH_HOST_DEVICE constexpr D absent_distance() {
   static_assert(std::is_same_v<D, int> || std::is_same_v<D, float>, "an int or float distance");
   if constexpr (std::is_same_v<D, int>) {
-    return INT_MAX;
+    return (1 << kIntDistanceBits) - 1;
   } else {
     return INFINITY;
   }
